@@ -1,0 +1,3 @@
+"""Flowdeck's tables."""
+
+from __future__ import annotations
