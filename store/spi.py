@@ -841,10 +841,12 @@ class Claimed(abc.ABC):
         *,
         preceding: Sequence[Event] = (),
         extra_fields: Mapping[str, FieldData] | None = None,
+        clear_cancel: bool = False,
     ) -> ProgressOutcome:
         """In one transition: write the field at `path` (when a value is given), the `extra_fields` (each
         only if absent; used for undo notes kept with a step's result), append the events, and retire the
-        wait row at `path`.
+        wait row at `path`. `clear_cancel` also withdraws the cancel request (flag and reason): a flow that
+        listened for cancellation (`on_cancel`) heard it and goes on its own way.
 
         Write-once per path, split by what the write carries: a value-carrying write is refused
         (ALREADY_RECORDED, nothing written) when a field already sits at `path`; a valueless write is
