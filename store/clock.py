@@ -99,6 +99,10 @@ class ManualClock:
         self._wall += timedelta(seconds=rest)
         await settle()
 
+    def pending_sleeps(self) -> int:
+        """How many sleeps wait for time to move (a test lets blocked callers reach their wait first)."""
+        return sum(1 for _, _, future in self._sleepers if not future.done())
+
     def step_wall(self, delta: timedelta) -> None:
         """Move the wall clock alone (monotonic time does not notice)."""
         self._wall += delta

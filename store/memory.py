@@ -1,0 +1,568 @@
+"""The in-memory store: a real `FlowStore`, shipped for tests, `run_local` and the conformance suite.
+
+Every write is one transition on `MemoryData`, made synchronously (no await inside) under a lock, so no
+other caller ever sees half of it: the verb first judges the row, and either refuses (changing nothing and
+waking nobody) or applies all of its changes and bumps the change generation. Blocking polls wait on that
+generation, so one write wakes every one of them, and a write made before a poll began never does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from store import spi
+from store.clock import SYSTEM_CLOCK, Clock
+
+__all__ = ["MemoryData", "MemoryStore"]
+
+
+@dataclass
+class MemoryData:
+    """Everything the store holds; tests may read it (and should write it only through the store)."""
+
+    executions: dict[str, spi.ExecutionState] = field(default_factory=dict)
+    fields: dict[str, dict[str, spi.FieldData]] = field(default_factory=dict)
+    events: dict[str, list[spi.Event]] = field(default_factory=dict)
+    # the valueless-progress marks, kept apart from fields because the write-once rule differs
+    progress: dict[str, set[str]] = field(default_factory=dict)
+    # every version of every workflow, by hash in registration order, and which one is the latest
+    workflows: dict[str, dict[str, spi.WorkflowInfo]] = field(default_factory=dict)
+    latest: dict[str, str] = field(default_factory=dict)
+    # one global counter, so every claim token is unique and greater than any before it
+    next_token: int = 1
+
+
+class _Woken(enum.Enum):
+    WRITE = "write"
+    REGISTRATION = "registration"
+    TIMED_OUT = "timed-out"
+
+
+class MemoryStore(spi.FlowStore):
+    """A `FlowStore` whose state lives in one `MemoryData`. `reset()` empties it."""
+
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
+        self.data = MemoryData()
+        self._lock = threading.RLock()
+        # bumped by every successful write; `registrations` also by every put_workflow
+        self.generation = 0
+        self.registrations = 0
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
+
+    # ------------------------------------------------------------------------------------ inspection
+
+    def reset(self) -> None:
+        """Forget every execution and workflow (blocked polls are woken and find nothing)."""
+        with self._lock:
+            self.data = MemoryData()
+            self._changed(registration=True)
+
+    @property
+    def executions(self) -> Mapping[str, spi.ExecutionState]:
+        return dict(self.data.executions)
+
+    def history(self, execution_id: str) -> list[spi.Event]:
+        return list(self.data.events.get(execution_id, ()))
+
+    # ------------------------------------------------------------------------------------ wake-ups
+
+    def _changed(self, *, registration: bool = False) -> None:
+        """A write landed: wake every blocked poll (broadcast), whichever loop or thread it runs on."""
+        self.generation += 1
+        if registration:
+            self.registrations += 1
+        for loop, future in list(self._waiters):
+            try:
+                loop.call_soon_threadsafe(_resolve, future)
+            except RuntimeError:  # its loop is closed: nobody is waiting there any more
+                self._waiters.discard((loop, future))
+
+    async def _wait_for_change(self, generation: int, registrations: int, remaining: float) -> _Woken:
+        if self.registrations != registrations:
+            return _Woken.REGISTRATION
+        if self.generation != generation:
+            return _Woken.WRITE
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        waiter = (loop, future)
+        self._waiters.add(waiter)
+        sleeper = asyncio.ensure_future(self.clock.sleep(remaining))
+        try:
+            await asyncio.wait({future, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._waiters.discard(waiter)
+            sleeper.cancel()
+            future.cancel()
+        if self.registrations != registrations:
+            return _Woken.REGISTRATION
+        if sleeper.done() and not sleeper.cancelled():
+            return _Woken.TIMED_OUT
+        return _Woken.WRITE
+
+    # ------------------------------------------------------------------------------------ claiming
+
+    async def claim_ready(
+        self,
+        served: frozenset[tuple[str, str]],
+        executor_id: str,
+        lease: timedelta,
+        limit: int,
+        timeout: timedelta,
+    ) -> Sequence[spi.Claimed]:
+        # The generation is taken before the first ask, so only writes made after the poll began wake it.
+        generation, registrations = self.generation, self.registrations
+        deadline = self.clock.monotonic() + timeout.total_seconds()
+        woken = False
+        while True:
+            claimed = self._claim(served, executor_id, lease, limit)
+            if claimed:
+                return claimed
+            remaining = deadline - self.clock.monotonic()
+            if remaining <= 0:
+                # A wake that finds the time up still owes one ask: the clock may have moved between the
+                # ask and this check, and a sleep may have come due in between.
+                return self._claim(served, executor_id, lease, limit) if woken else []
+            woken_by = await self._wait_for_change(generation, registrations, remaining)
+            if woken_by is not _Woken.WRITE:
+                # at the deadline (a sleep can come due with no write), or after a registration (the caller
+                # polls again with its newer served set): one last ask
+                return self._claim(served, executor_id, lease, limit)
+            generation, woken = self.generation, True
+
+    def _claim(
+        self, served: frozenset[tuple[str, str]], executor_id: str, lease: timedelta, limit: int
+    ) -> list[spi.Claimed]:
+        with self._lock:
+            now = self.clock.now()
+            data = self.data
+            ready = [row for row in data.executions.values() if self._ready(row, served, now)]
+            ready.sort(key=lambda row: row.created)  # stable: ties keep creation order
+            ready = ready[: max(0, limit)]
+            if not ready:
+                return []  # an empty claim writes nothing, so it extends no deadline it does not hand out
+            handles: list[spi.Claimed] = []
+            for row in ready:
+                token = data.next_token
+                data.next_token += 1
+                stamped = dataclasses.replace(
+                    row, executor=executor_id, claim_expiry=now + lease, claim_token=token, updated=now
+                )
+                data.executions[row.execution_id] = stamped
+                handles.append(_MemoryClaimed(self, stamped, self._satisfied(row, now), token))
+            self._changed()
+            return handles
+
+    def _ready(self, row: spi.ExecutionState, served: frozenset[tuple[str, str]], now: datetime) -> bool:
+        """I8, with Flowdeck's rule that a Stopped execution is never ready."""
+        if (row.flow_id, row.hash) not in served:
+            return False
+        if row.status.terminal or isinstance(row.status, spi.Stopped):
+            return False
+        expired = row.claim_expiry is not None and now >= row.claim_expiry
+        if row.claim_token is not None and not expired:
+            return False
+        died_mid_flight = row.claim_token is not None and expired
+        return row.cancel_requested or not row.waits or died_mid_flight or bool(self._satisfied(row, now))
+
+    def _satisfied(self, row: spi.ExecutionState, now: datetime) -> frozenset[str]:
+        fields = self.data.fields.get(row.execution_id, {})
+        return frozenset(
+            path
+            for path, wake in row.waits.items()
+            if (now >= wake.at if isinstance(wake, spi.WakeAt) else wake.name in fields)
+        )
+
+    # ------------------------------------------------------------------------------------ writes
+
+    def _append(self, execution_id: str, events: Sequence[spi.Event]) -> None:
+        history = self.data.events.setdefault(execution_id, [])
+        for event in events:
+            history.append(event.with_seq(len(history) + 1))
+
+    async def create_execution_if_absent(
+        self,
+        execution_id: str,
+        flow_id: str,
+        hash: str,
+        status: spi.Status,
+        event: spi.Event,
+        fields: Mapping[str, spi.FieldData] | None = None,
+    ) -> bool:
+        with self._lock:
+            if execution_id in self.data.executions:
+                return False
+            now = self.clock.now()
+            self.data.executions[execution_id] = spi.ExecutionState(
+                execution_id=execution_id,
+                flow_id=flow_id,
+                status=status,
+                executor=None,
+                claim_expiry=None,
+                hash=hash,
+                created=now,
+                updated=now,
+                waits={},
+                cancel_requested=False,
+                claim_token=None,
+            )
+            self.data.fields[execution_id] = dict(fields or {})
+            self.data.progress[execution_id] = set()
+            self.data.events[execution_id] = []
+            self._append(execution_id, [event])
+            self._changed()
+            return True
+
+    async def signal(
+        self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event
+    ) -> spi.SignalOutcome:
+        with self._lock:
+            row = self.data.executions.get(execution_id)
+            if row is None:
+                return spi.AlreadyTerminal(spi.Cancelled())
+            if row.status.terminal:
+                return spi.AlreadyTerminal(row.status)
+            fields = self.data.fields[execution_id]
+            if name in fields:
+                return spi.AlreadyDelivered()
+            fields[name] = value
+            self.data.executions[execution_id] = dataclasses.replace(row, updated=self.clock.now())
+            self._append(execution_id, [event])
+            self._changed()
+            return spi.Delivered()
+
+    async def request_cancel(
+        self, execution_id: str, reason: str = "", actor: str | None = None
+    ) -> spi.CancelOutcome:
+        with self._lock:
+            row = self.data.executions.get(execution_id)
+            if row is None:
+                return spi.AlreadyTerminal(spi.Cancelled())
+            if row.status.terminal:
+                return spi.AlreadyTerminal(row.status)
+            stopped = isinstance(row.status, spi.Stopped)
+            if row.cancel_requested and not stopped:
+                return spi.AlreadyRequested()
+            now = self.clock.now()
+            answer: spi.CancelOutcome = spi.AlreadyRequested() if row.cancel_requested else spi.Accepted()
+            status = _lifted(row.status) if stopped else row.status
+            self.data.executions[execution_id] = dataclasses.replace(
+                row,
+                status=status,
+                cancel_requested=True,
+                cancel_reason=row.cancel_reason if row.cancel_requested else reason,
+                updated=now,
+            )
+            event = spi.Event(
+                spi.EventKind.CANCEL_REQUESTED,
+                row.flow_id,
+                execution_id,
+                now,
+                {"reason": reason, "actor": actor},
+            )
+            self._append(execution_id, [event])
+            self._changed()
+            return answer
+
+    async def put_workflow(self, info: spi.WorkflowInfo) -> None:
+        with self._lock:
+            self.data.workflows.setdefault(info.id, {})[info.structural_hash] = info
+            self.data.latest[info.id] = info.structural_hash
+            self._changed(registration=True)
+
+    # ---- operator writes
+
+    def _operator_row(self, execution_id: str) -> spi.ExecutionState | spi.OperatorOutcome:
+        row = self.data.executions.get(execution_id)
+        if row is None:
+            return spi.OperatorOutcome.NOT_FOUND
+        if row.status.terminal:
+            return spi.OperatorOutcome.ALREADY_TERMINAL
+        return row
+
+    def _claim_live(self, row: spi.ExecutionState, now: datetime) -> bool:
+        return row.claim_token is not None and row.claim_expiry is not None and now < row.claim_expiry
+
+    async def resume(self, execution_id: str, hash: str, event: spi.Event) -> spi.OperatorOutcome:
+        with self._lock:
+            row = self._operator_row(execution_id)
+            if isinstance(row, spi.OperatorOutcome):
+                return row
+            now = self.clock.now()
+            if self._claim_live(row, now):
+                return spi.OperatorOutcome.CLAIM_HELD
+            status = _lifted(row.status) if isinstance(row.status, spi.Stopped) else row.status
+            self.data.executions[execution_id] = dataclasses.replace(
+                row, status=status, hash=hash, updated=now
+            )
+            self._append(execution_id, [event])
+            self._changed()
+            return spi.OperatorOutcome.APPLIED
+
+    async def answer(
+        self, execution_id: str, path: str, value: spi.FieldData | None, event: spi.Event
+    ) -> spi.OperatorOutcome:
+        with self._lock:
+            row = self._operator_row(execution_id)
+            if isinstance(row, spi.OperatorOutcome):
+                return row
+            if not isinstance(row.status, spi.Stopped):
+                return spi.OperatorOutcome.NOT_STOPPED
+            fields, marks = self.data.fields[execution_id], self.data.progress[execution_id]
+            if path in fields or path in marks:
+                return spi.OperatorOutcome.ALREADY_RECORDED
+            if value is not None:
+                fields[path] = value
+            marks.add(path)
+            waits = {p: w for p, w in row.waits.items() if p != path}
+            self.data.executions[execution_id] = dataclasses.replace(
+                row, waits=waits, updated=self.clock.now()
+            )
+            self._append(execution_id, [event])
+            self._changed()
+            return spi.OperatorOutcome.APPLIED
+
+    async def end(self, execution_id: str, status: spi.Failed, event: spi.Event) -> spi.OperatorOutcome:
+        with self._lock:
+            row = self._operator_row(execution_id)
+            if isinstance(row, spi.OperatorOutcome):
+                return row
+            now = self.clock.now()
+            if self._claim_live(row, now):
+                return spi.OperatorOutcome.CLAIM_HELD
+            self.data.executions[execution_id] = _released(row, status=status, waits={}, updated=now)
+            self._append(execution_id, [event])
+            self._changed()
+            return spi.OperatorOutcome.APPLIED
+
+    # ------------------------------------------------------------------------------------ reads
+
+    async def get_execution(self, execution_id: str) -> spi.ExecutionState | None:
+        return self.data.executions.get(execution_id)
+
+    async def list_executions(
+        self,
+        flow_id: str | None,
+        filter: spi.ExecutionFilter.Any | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        id_prefix: str | None = None,
+    ) -> spi.ExecutionPage:
+        with self._lock:
+            rows = list(self.data.executions.values())
+        order = {row.execution_id: i for i, row in enumerate(rows)}
+        matches = [
+            row
+            for row in rows
+            if (flow_id is None or row.flow_id == flow_id)
+            and (filter is None or spi.filter_matches(filter, row))
+            and (id_prefix is None or row.execution_id.startswith(id_prefix))
+        ]
+        # newest created first; among equal instants, the later created first
+        matches.sort(key=lambda row: (row.created, order[row.execution_id]), reverse=True)
+        start = max(0, offset)
+        page = matches[start:] if limit is None or limit < 0 else matches[start : start + limit]
+        return spi.ExecutionPage(items=page, total=len(matches))
+
+    async def get_field(self, execution_id: str, name: str, tag: str | None = None) -> spi.FieldData | None:
+        found = self.data.fields.get(execution_id, {}).get(name)
+        if found is None or (tag is not None and found.tag != tag):
+            return None
+        return found
+
+    async def get_all_fields(self, execution_id: str) -> Mapping[str, spi.FieldData]:
+        return dict(self.data.fields.get(execution_id, {}))
+
+    async def get_history(
+        self, execution_id: str, limit: int | None = None, offset: int = 0
+    ) -> spi.HistoryPage:
+        events = list(self.data.events.get(execution_id, ()))
+        rest = events[max(0, offset) :]
+        if limit is None or limit < 0:
+            return spi.HistoryPage(rest, False)
+        # "events remain after this page", written so it cannot overflow in any language
+        return spi.HistoryPage(rest[:limit], len(rest) > limit)
+
+    async def get_workflow(self, workflow_id: str, hash: str | None = None) -> spi.WorkflowInfo | None:
+        versions = self.data.workflows.get(workflow_id, {})
+        wanted = self.data.latest.get(workflow_id) if hash is None else hash
+        return versions.get(wanted) if wanted is not None else None
+
+    async def list_workflows(self) -> Sequence[spi.WorkflowInfo]:
+        return [self.data.workflows[wid][h] for wid, h in sorted(self.data.latest.items())]
+
+    async def list_workflow_versions(self, workflow_id: str) -> Sequence[spi.WorkflowInfo]:
+        return list(self.data.workflows.get(workflow_id, {}).values())
+
+
+class _MemoryClaimed(spi.Claimed):
+    """A claim handle: every write re-reads the row and applies the token+expiry rule at write time."""
+
+    def __init__(
+        self, store: MemoryStore, state: spi.ExecutionState, satisfied: frozenset[str], token: int
+    ) -> None:
+        self._store = store
+        self._state = state
+        self._satisfied = satisfied
+        self._token = token
+        self._cancel_requested = state.cancel_requested
+        self._cancel_reason = state.cancel_reason
+
+    @property
+    def state(self) -> spi.ExecutionState:
+        return self._state
+
+    @property
+    def satisfied(self) -> frozenset[str]:
+        return self._satisfied
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel_requested
+
+    @property
+    def cancel_reason(self) -> str:
+        return self._cancel_reason
+
+    def _held(self) -> tuple[spi.ExecutionState, datetime] | None:
+        """The row and the store's now, if this handle's claim still holds it (call under the lock)."""
+        now = self._store.clock.now()
+        row = self._store.data.executions.get(self._state.execution_id)
+        if row is None or row.claim_token != self._token:
+            return None
+        if row.claim_expiry is None or now >= row.claim_expiry:
+            return None
+        return row, now
+
+    def _commit(self, row: spi.ExecutionState, events: Sequence[spi.Event]) -> None:
+        store = self._store
+        store.data.executions[row.execution_id] = row
+        store._append(row.execution_id, events)
+        self._cancel_requested, self._cancel_reason = row.cancel_requested, row.cancel_reason
+        store._changed()
+
+    async def append_event(
+        self, event: spi.Event, *, preceding: Sequence[spi.Event] = ()
+    ) -> spi.WriteOutcome:
+        with self._store._lock:
+            held = self._held()
+            if held is None:
+                return spi.WriteOutcome.CLAIM_LOST
+            row, now = held
+            self._commit(dataclasses.replace(row, updated=now), [*preceding, event])
+            return spi.WriteOutcome.APPLIED
+
+    async def record_wait(
+        self, path: str, wake: spi.Wake, event: spi.Event, *, preceding: Sequence[spi.Event] = ()
+    ) -> spi.WriteOutcome:
+        with self._store._lock:
+            held = self._held()
+            if held is None:
+                return spi.WriteOutcome.CLAIM_LOST
+            row, now = held
+            waits = dict(row.waits)
+            waits.setdefault(path, wake)  # put-if-absent: a replayed sleep keeps its first deadline
+            self._commit(dataclasses.replace(row, waits=waits, updated=now), [*preceding, event])
+            return spi.WriteOutcome.APPLIED
+
+    async def renew_claim(self, lease: timedelta) -> bool:
+        with self._store._lock:
+            held = self._held()
+            if held is None:
+                return False
+            row, now = held
+            self._commit(dataclasses.replace(row, claim_expiry=now + lease, updated=now), [])
+            return True
+
+    async def update_status(
+        self, status: spi.Status, event: spi.Event, *, preceding: Sequence[spi.Event] = ()
+    ) -> spi.StatusOutcome:
+        with self._store._lock:
+            held = self._held()
+            if held is None:
+                return spi.StatusOutcome.CLAIM_LOST
+            row, now = held
+            if status.terminal or row.status.terminal:
+                return spi.StatusOutcome.WRONG_SIDE_OF_TERMINAL
+            self._commit(dataclasses.replace(row, status=status, updated=now), [*preceding, event])
+            return spi.StatusOutcome.APPLIED
+
+    async def record_progress(
+        self,
+        path: str,
+        value: spi.FieldData | None,
+        event: spi.Event,
+        *,
+        preceding: Sequence[spi.Event] = (),
+        extra_fields: Mapping[str, spi.FieldData] | None = None,
+        clear_cancel: bool = False,
+    ) -> spi.ProgressOutcome:
+        store = self._store
+        with store._lock:
+            held = self._held()
+            if held is None:
+                return spi.ProgressOutcome.CLAIM_LOST
+            row, now = held
+            eid = row.execution_id
+            fields, marks = store.data.fields[eid], store.data.progress[eid]
+            if (path in fields) if value is not None else (path in marks):
+                return spi.ProgressOutcome.ALREADY_RECORDED
+            if value is not None:
+                fields[path] = value
+            else:
+                marks.add(path)
+            for name, extra in (extra_fields or {}).items():
+                fields.setdefault(name, extra)
+            waits = {p: w for p, w in row.waits.items() if p != path}
+            changed = dataclasses.replace(row, waits=waits, updated=now)
+            if clear_cancel:
+                changed = dataclasses.replace(changed, cancel_requested=False, cancel_reason="")
+            self._commit(changed, [*preceding, event])
+            return spi.ProgressOutcome.RECORDED
+
+    async def finish(
+        self, outcome: spi.ClaimOutcome, *, preceding: Sequence[spi.Event] = ()
+    ) -> spi.StatusOutcome:
+        with self._store._lock:
+            held = self._held()
+            if held is None:
+                return spi.StatusOutcome.CLAIM_LOST
+            row, now = held
+            match outcome:
+                case spi.Terminal(status, event):
+                    if not status.terminal or row.status.terminal:
+                        return spi.StatusOutcome.WRONG_SIDE_OF_TERMINAL
+                    self._commit(_released(row, status=status, waits={}, updated=now), [*preceding, event])
+                case spi.Suspended(waiting_on):
+                    waits = {p: w for p, w in row.waits.items() if p in waiting_on}
+                    self._commit(_released(row, waits=waits, updated=now), preceding)
+                case spi.Stop(status, event):
+                    if not isinstance(status, spi.Stopped) or row.status.terminal:
+                        return spi.StatusOutcome.WRONG_SIDE_OF_TERMINAL
+                    self._commit(_released(row, status=status, updated=now), [*preceding, event])
+                case _:
+                    raise TypeError(f"not a claim outcome: {outcome!r}")
+            return spi.StatusOutcome.APPLIED
+
+
+def _released(row: spi.ExecutionState, **changes: object) -> spi.ExecutionState:
+    """The row with its claim made absent (executor, expiry and token), plus `changes`."""
+    return dataclasses.replace(row, executor=None, claim_expiry=None, claim_token=None, **changes)  # type: ignore[arg-type]
+
+
+def _lifted(status: spi.Status) -> spi.Status:
+    """Where a stop goes when lifted: back to running, or back into the unwind it stopped inside."""
+    if isinstance(status, spi.Stopped) and status.cause is not None:
+        return spi.Compensating(status.cause)
+    return spi.Running()
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
