@@ -1,3 +1,179 @@
-"""Flowdeck's tables."""
+"""Flowdeck's tables.
+
+The store reads and writes these through `store.django.queries` (hot paths, raw SQL) and the ORM (reads).
+JSON is kept as text, not as a JSON column: a recorded field must come back byte for byte as it was
+written (jsonb would reorder its keys), and text reads the same on PostgreSQL and SQLite.
+
+The indexes serve `list_executions` newest first for each filter arm, and the readiness scan of
+`claim_ready` (the partial `active` indexes cover only the rows that can still run).
+"""
 
 from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+# The status kinds a row can carry (the `type` of `spi.status_to_json`).
+RUNNING = "running"
+COMPLETED = "completed"
+FAILED = "failed"
+COMPENSATING = "compensating"
+CANCELLED = "cancelled"
+STOPPED = "stopped"
+TERMINAL_KINDS = (COMPLETED, FAILED, CANCELLED)
+CLAIMABLE_KINDS = (RUNNING, COMPENSATING)
+
+_ACTIVE = ~Q(status_kind__in=TERMINAL_KINDS)
+
+
+class Execution(models.Model):
+    """One execution's row: lifecycle, claim, version, cancel flag, and the seq of its latest event."""
+
+    id = models.CharField(primary_key=True, max_length=255)
+    flow_id = models.CharField(max_length=255)
+    hash = models.CharField(max_length=255)
+    status = models.TextField(help_text="spi.status_to_json, as JSON text")
+    status_kind = models.CharField(max_length=16)
+    failure_kind = models.CharField(max_length=255, null=True, blank=True)
+    stop_code = models.CharField(max_length=32, null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    cancel_reason = models.TextField(default="", blank=True)
+    executor = models.CharField(max_length=255, null=True, blank=True)
+    claim_expiry = models.DateTimeField(null=True, blank=True)
+    claim_token = models.BigIntegerField(null=True, blank=True)
+    last_seq = models.IntegerField(default=0, help_text="seq of the newest event; the next one is +1")
+    created = models.DateTimeField()
+    updated = models.DateTimeField()
+
+    class Meta:
+        db_table = "flowstore_execution"
+        indexes = [
+            models.Index(fields=["-created", "-id"], name="fs_exec_created"),
+            models.Index(fields=["flow_id", "-created", "-id"], name="fs_exec_flow_created"),
+            models.Index(fields=["status_kind", "-created", "-id"], name="fs_exec_kind_created"),
+            models.Index(
+                fields=["flow_id", "status_kind", "-created", "-id"], name="fs_exec_flow_kind_created"
+            ),
+            models.Index(
+                fields=["failure_kind", "-created", "-id"],
+                name="fs_exec_failkind_created",
+                condition=Q(failure_kind__isnull=False),
+            ),
+            models.Index(
+                fields=["stop_code", "-created", "-id"],
+                name="fs_exec_stopcode_created",
+                condition=Q(stop_code__isnull=False),
+            ),
+            models.Index(
+                fields=["-created", "-id"],
+                name="fs_exec_cancelling",
+                condition=Q(cancel_requested=True) & _ACTIVE,
+            ),
+            models.Index(fields=["-created", "-id"], name="fs_exec_active_created", condition=_ACTIVE),
+            models.Index(
+                fields=["flow_id", "hash", "created", "id"],
+                name="fs_exec_claimable",
+                condition=Q(status_kind__in=CLAIMABLE_KINDS),
+            ),
+            models.Index(fields=["id"], name="fs_exec_id_prefix", opclasses=["varchar_pattern_ops"]),
+        ]
+
+
+class Wait(models.Model):
+    """A wait row: what the execution waits for at a durable path (`at` a deadline, or a field)."""
+
+    AT = "at"
+    ON_FIELD = "on_field"
+
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="wait_rows")
+    path = models.CharField(max_length=1024)
+    kind = models.CharField(max_length=8, choices=[(AT, "at"), (ON_FIELD, "on field")])
+    at = models.DateTimeField(null=True, blank=True)
+    field_name = models.CharField(max_length=1024, null=True, blank=True)
+
+    class Meta:
+        db_table = "flowstore_wait"
+        constraints = [models.UniqueConstraint(fields=["execution", "path"], name="fs_wait_unique_path")]
+        indexes = [
+            models.Index(fields=["kind", "execution"], name="fs_wait_kind"),
+            models.Index(
+                fields=["field_name", "execution"],
+                name="fs_wait_field",
+                condition=Q(field_name__isnull=False),
+            ),
+            models.Index(fields=["at"], name="fs_wait_at", condition=Q(at__isnull=False)),
+        ]
+
+
+class Field(models.Model):
+    """A recorded value (JSON text) beside its type tag. Written once, then it stands."""
+
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="fields")
+    name = models.CharField(max_length=1024)
+    value = models.TextField()
+    tag = models.CharField(max_length=255)
+
+    class Meta:
+        db_table = "flowstore_field"
+        constraints = [models.UniqueConstraint(fields=["execution", "name"], name="fs_field_unique_name")]
+
+
+class ProgressMark(models.Model):
+    """A valueless progress that landed at a path (write-once, separate from the fields)."""
+
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="progress_marks")
+    path = models.CharField(max_length=1024)
+
+    class Meta:
+        db_table = "flowstore_progress"
+        constraints = [models.UniqueConstraint(fields=["execution", "path"], name="fs_progress_unique_path")]
+
+
+class Event(models.Model):
+    """One history entry; `seq` is its 1-based position in its execution's history."""
+
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="events")
+    seq = models.IntegerField()
+    kind = models.CharField(max_length=32)
+    timestamp = models.DateTimeField()
+    data = models.TextField(default="{}", help_text="the kind's payload, as JSON text")
+
+    class Meta:
+        db_table = "flowstore_event"
+        constraints = [models.UniqueConstraint(fields=["execution", "seq"], name="fs_event_unique_seq")]
+
+
+class Workflow(models.Model):
+    """A workflow id and its latest registered version."""
+
+    id = models.CharField(primary_key=True, max_length=255)
+    latest_hash = models.CharField(max_length=255)
+    updated = models.DateTimeField()
+
+    class Meta:
+        db_table = "flowstore_workflow"
+
+
+class WorkflowVersion(models.Model):
+    """One registered version of a workflow (`WorkflowInfo` as JSON text), readable by its hash."""
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions")
+    hash = models.CharField(max_length=255)
+    info = models.TextField()
+    registered = models.DateTimeField()
+
+    class Meta:
+        db_table = "flowstore_workflow_version"
+        constraints = [
+            models.UniqueConstraint(fields=["workflow", "hash"], name="fs_workflow_version_unique_hash")
+        ]
+
+
+class TokenCounter(models.Model):
+    """SQLite's claim-token counter (one row). PostgreSQL uses the sequence `flowstore_claim_token`."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    value = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "flowstore_token_counter"
