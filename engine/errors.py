@@ -12,7 +12,10 @@ from store.spi import FlowStoreError
 
 __all__ = [
     "STOP_CODES",
+    "FlowAlreadyAnswered",
+    "FlowAlreadyDelivered",
     "FlowCancelled",
+    "FlowClaimHeld",
     "FlowConfigError",
     "FlowDefinitionError",
     "FlowDomainError",
@@ -26,13 +29,17 @@ __all__ = [
     "FlowLoopExhausted",
     "FlowNondeterministicCollection",
     "FlowNotRegistered",
+    "FlowNotStopped",
     "FlowOperatorError",
     "FlowReservedName",
+    "FlowResumeConflict",
     "FlowRetry",
+    "FlowRunEnded",
     "FlowSignalError",
     "FlowStepTimeout",
     "FlowStoreError",
     "FlowUnclosedDispatch",
+    "FlowUnknownNode",
     "FlowUnnamed",
     "FlowValueError",
     "FlowWorkflowError",
@@ -198,6 +205,15 @@ class FlowSignalError(FlowError):
     """A signal could not be delivered."""
 
 
+class FlowAlreadyDelivered(FlowSignalError):
+    """That input was already delivered; the first value stands."""
+
+    def __init__(self, execution_id: str, name: str) -> None:
+        super().__init__(f"input {name!r} of execution {execution_id!r} was already delivered")
+        self.execution_id = execution_id
+        self.name = name
+
+
 class FlowInputError(FlowSignalError):
     """An input name or value was refused (undeclared name, or a value failing the input's type)."""
 
@@ -209,6 +225,60 @@ class FlowInputError(FlowSignalError):
 
 class FlowOperatorError(FlowError):
     """An operator verb could not be applied to this execution."""
+
+
+class FlowNotStopped(FlowOperatorError):
+    """The verb needs a Stopped execution and this one is not stopped."""
+
+    def __init__(self, execution_id: str, status: str) -> None:
+        super().__init__(
+            f"execution {execution_id!r} is not stopped ({status}); only a stopped one takes this verb"
+        )
+        self.execution_id = execution_id
+        self.status = status
+
+
+class FlowClaimHeld(FlowOperatorError):
+    """A worker holds a live claim on the execution; an operator may not change it under that worker."""
+
+    def __init__(self, execution_id: str, executor: str | None = None) -> None:
+        who = f" by {executor}" if executor else ""
+        super().__init__(f"execution {execution_id!r} is held{who}; try again once the worker lets go")
+        self.execution_id = execution_id
+        self.executor = executor
+
+
+class FlowAlreadyAnswered(FlowOperatorError):
+    """The node already carries a recorded result, so there is nothing to answer for."""
+
+    def __init__(self, execution_id: str, node: str) -> None:
+        super().__init__(f"node {node!r} of execution {execution_id!r} is already recorded")
+        self.execution_id = execution_id
+        self.node = node
+
+
+class FlowUnknownNode(FlowOperatorError):
+    """No node of the flow has that durable path."""
+
+    def __init__(self, node: str, known: Sequence[str] = ()) -> None:
+        names = ", ".join(known) or "none"
+        super().__init__(f"the flow has no node {node!r} (nodes: {names})")
+        self.node = node
+        self.known = tuple(known)
+
+
+class FlowResumeConflict(FlowOperatorError):
+    """The dry run found conflicts (F0101/F0102): resuming on the newest version would not be safe.
+
+    `report` is the dry run's report, conflicts included."""
+
+    def __init__(self, execution_id: str, report: object, conflicts: Sequence[object] = ()) -> None:
+        listed = "; ".join(str(c) for c in conflicts)
+        super().__init__(
+            f"execution {execution_id!r} cannot resume on the newest version: {listed or 'conflicts'}"
+        )
+        self.execution_id = execution_id
+        self.report = report
 
 
 # ------------------------------------------------------------------------------------ running a flow
@@ -243,6 +313,16 @@ class FlowNondeterministicCollection(FlowError):
     def __init__(self, node: str, recorded: int, now: int) -> None:
         super().__init__(f"foreach {node!r} recorded {recorded} items but now computes {now}")
         self.node = node
+
+
+class FlowRunEnded(FlowError):
+    """A locally run flow did not complete; `status` is how it ended (Failed, Cancelled or Stopped)."""
+
+    def __init__(self, flow: str, status: object) -> None:
+        show = getattr(status, "show", None)
+        super().__init__(f"flow {flow!r} did not complete: {show() if callable(show) else status!r}")
+        self.flow = flow
+        self.status = status
 
 
 # ---------------------------------------------------------------------------------------- stop codes
