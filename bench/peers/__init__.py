@@ -1,0 +1,3 @@
+"""Peers measured beside Flowdeck in the same run."""
+
+from __future__ import annotations

@@ -1,0 +1,81 @@
+"""PostgreSQL plumbing shared by every workload: server address, bench databases, commit counters."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psycopg
+
+HOST = os.environ.get("FLOWDECK_BENCH_PGHOST", "127.0.0.1")
+PORT = int(os.environ.get("FLOWDECK_BENCH_PGPORT", "5432"))
+USER = os.environ.get("FLOWDECK_BENCH_PGUSER", "postgres")
+
+FLOWDECK_DB = "flowdeck_bench"
+DBOS_DB = "flowdeck_bench_dbos"
+LIMITS_DB = "flowdeck_bench_limits"
+SEARCH_DB = "flowdeck_bench_search"
+
+
+def url(database: str) -> str:
+    return f"postgresql://{USER}@{HOST}:{PORT}/{database}"
+
+
+def connect(database: str = "postgres") -> psycopg.Connection:
+    return psycopg.connect(host=HOST, port=PORT, user=USER, dbname=database, autocommit=True)
+
+
+def reachable() -> bool:
+    try:
+        with connect() as conn:
+            conn.execute("select 1")
+        return True
+    except psycopg.OperationalError:
+        return False
+
+
+def recreate(database: str) -> None:
+    """Drop and create a bench database, so every run starts from nothing."""
+    assert database.startswith("flowdeck_"), database
+    with connect() as conn:
+        conn.execute(f'drop database if exists "{database}" with (force)')
+        conn.execute(f'create database "{database}"')
+
+
+def drop(database: str) -> None:
+    assert database.startswith("flowdeck_"), database
+    with connect() as conn:
+        conn.execute(f'drop database if exists "{database}" with (force)')
+
+
+def server_version() -> str:
+    with connect() as conn:
+        row = conn.execute("show server_version").fetchone()
+    return str(row[0]) if row else "?"
+
+
+def xact_commit(database: str) -> int:
+    """The server's commit counter for one database.
+
+    Backends flush their counters lazily (at most once a second, or when they exit), so callers read this
+    after the measured processes have exited, and `settled_xact_commit` waits for the number to stop moving.
+    """
+    with connect() as conn:
+        conn.execute("select pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "select xact_commit from pg_stat_database where datname = %s", (database,)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def settled_xact_commit(database: str, quiet: float = 0.3, patience: float = 3.0) -> int:
+    """`xact_commit` once two reads `quiet` seconds apart agree (each read is itself one commit, elsewhere)."""
+    deadline = time.monotonic() + patience
+    last = xact_commit(database)
+    while time.monotonic() < deadline:
+        time.sleep(quiet)
+        now = xact_commit(database)
+        if now == last:
+            return now
+        last = now
+    return last
