@@ -1,0 +1,63 @@
+"""The engine's knobs, in one frozen options object (procrastinate's `WorkerOptions` habit).
+
+A bad configuration is refused when the object is built, listing every problem at once, so an operator
+fixes a settings file in one go rather than one error per restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from engine.errors import FlowConfigError
+
+__all__ = ["EngineConfig"]
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How an engine polls, claims and lets go.
+
+    - `workers`: worker loops polling the store; all share one executor id.
+    - `lease`: how long a claim lasts without renewal; it is also how long a crashed engine's executions
+      wait before another engine picks them up.
+    - `renew_every`: how often a running attempt renews its claim; must be shorter than `lease`.
+    - `batch_size`: executions claimed per poll; batch members run concurrently.
+    - `poll_timeout`: how long one poll blocks while nothing is ready, and the pause after a failed poll.
+    - `shutdown_grace`: on leaving the engine, how long in-flight attempts may run on (real time) before
+      they are cancelled; a cancelled attempt writes nothing more and its claim lapses after `lease`.
+    """
+
+    workers: int = 2
+    lease: timedelta = timedelta(seconds=30)
+    renew_every: timedelta = timedelta(seconds=10)
+    batch_size: int = 4
+    poll_timeout: timedelta = timedelta(seconds=30)
+    shutdown_grace: timedelta = timedelta(seconds=10)
+
+    def __post_init__(self) -> None:
+        problems = self.problems()
+        if problems:
+            raise FlowConfigError(problems)
+
+    def problems(self) -> list[str]:
+        """Every bad setting, in declaration order (empty when the configuration is sound)."""
+        found: list[str] = []
+        if self.workers < 1:
+            found.append(f"workers must be at least 1 (got {self.workers})")
+        if self.batch_size < 1:
+            found.append(f"batch_size must be at least 1 (got {self.batch_size})")
+        for name in ("lease", "renew_every", "poll_timeout"):
+            value: timedelta = getattr(self, name)
+            if value <= timedelta(0):
+                found.append(f"{name} must be positive (got {value.total_seconds():g}s)")
+        if self.shutdown_grace < timedelta(0):
+            found.append(
+                f"shutdown_grace must not be negative (got {self.shutdown_grace.total_seconds():g}s)"
+            )
+        if timedelta(0) < self.lease <= self.renew_every:
+            found.append(
+                f"renew_every ({self.renew_every.total_seconds():g}s) must be shorter than "
+                f"lease ({self.lease.total_seconds():g}s), or claims lapse between renewals"
+            )
+        return found

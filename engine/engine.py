@@ -1,0 +1,498 @@
+"""`FlowEngine`: registered workflows, workers that run them, and everything an operator asks or does.
+
+An async context manager: entering registers the flows it was given (each under its own `Flow.init`
+name) and starts the workers; leaving stops them (see `WorkerPool.stop` for what happens to attempts
+still running). Every read is answered from the store, so any process can watch an execution, not only the
+one running it. Two surfaces hang off the engine, as in kyo-flow: `engine.workflows` (start, list,
+describe, executions, diagram) and `engine.executions` (describe, search, history, signal, cancel,
+cancel_all, diagram). The operator verbs of DESIGN.md §3 (`resume`, `answer`, `end`) and `parked`,
+`register` and `health` sit on the engine itself.
+
+Nothing is written on a refused request: every check (registered workflow, declared input, a value of
+the input's type, a node that exists) runs before the one store write.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from engine import dry_run, errors, nodes, progress, render, schema, values
+from engine.config import EngineConfig
+from engine.flow import Flow
+from engine.registry import Registry, Version
+from engine.worker import Health, WorkerPool
+from store import spi
+from store.clock import SYSTEM_CLOCK, Clock
+
+__all__ = ["ExecutionDetail", "Executions", "FlowEngine", "InputStatus", "SearchResult", "Workflows"]
+
+logger = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class InputStatus:
+    """One declared input of an execution's flow: its type's tag and JSON schema, and whether it arrived."""
+
+    name: str
+    tag: str
+    delivered: bool
+    json_schema: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ExecutionDetail:
+    """An execution's row, with what its definition lets us say about it.
+
+    `inputs` and `progress` need the definition the execution started under: when this engine does not
+    serve that version they are empty (`progress` None) beside a real row.
+    """
+
+    state: spi.ExecutionState
+    inputs: tuple[InputStatus, ...] = ()
+    progress: Any = None
+
+    @property
+    def execution_id(self) -> str:
+        return self.state.execution_id
+
+    @property
+    def flow_id(self) -> str:
+        return self.state.flow_id
+
+    @property
+    def status(self) -> spi.Status:
+        return self.state.status
+
+    @property
+    def waits(self) -> Mapping[str, spi.Wake]:
+        return self.state.waits
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.state.cancel_requested
+
+    @property
+    def stop(self) -> spi.Stopped | None:
+        """Why it stopped for a person (code, node, reason, detail), or None when it is not stopped."""
+        status = self.state.status
+        return status if isinstance(status, spi.Stopped) else None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """A page of matches, newest created first; `total` counts every match, not the page."""
+
+    items: tuple[spi.ExecutionState, ...]
+    total: int
+
+
+# ------------------------------------------------------------------------------------ flow inspection
+
+
+def _branches(flow: Flow) -> Iterator[nodes.Node]:
+    """Every node of `flow` at its own level, parallel branches included (not inside subflows)."""
+    for node in flow.nodes:
+        yield node
+        if isinstance(node, nodes.Parallel):
+            for branch in node.branches:
+                yield from _branches(branch)
+
+
+def declared_inputs(flow: Flow) -> dict[str, nodes.Input]:
+    """The inputs a caller may hand in (seeded at start or signalled), by name, in declaration order."""
+    found: dict[str, nodes.Input] = {}
+    for node in _branches(flow):
+        if isinstance(node, nodes.Input):
+            found.setdefault(node.name, node)
+    return found
+
+
+_VALUELESS = (nodes.Step, nodes.Sleep)
+
+
+def _answerable(flow: Flow, path: str) -> tuple[nodes.Node, Any]:
+    """The node owning durable key `path` and the type a value recorded there has (None: undeclared)."""
+    names = schema.durable_names(flow)
+    owner = schema.owner_of(path, names)
+    if owner is None:
+        raise errors.FlowUnknownNode(path, list(names))
+    node = names[owner]
+    if owner == path or (isinstance(node, nodes.ForEach) and path[len(owner) + 1 :].isdigit()):
+        return node, getattr(node, "type", None)
+    return node, None
+
+
+def _check_value(name: str, declared: Any, value: Any) -> spi.FieldData:
+    """Validate `value` against the input's type (pydantic's message on failure) and encode it."""
+    if declared is not None:
+        try:
+            value = values.adapter(declared).validate_python(value)
+        except ValidationError as error:
+            raise errors.FlowInputError(
+                f"value for {name!r} is not a valid {values.type_tag(declared)}: {error}", name=name
+            ) from error
+    try:
+        return values.encode(name, value, declared)
+    except errors.FlowValueError as error:
+        raise errors.FlowInputError(str(error), name=name) from error
+
+
+def _undeclared(name: str, declared: Iterable[str]) -> errors.FlowInputError:
+    names = list(declared)
+    return errors.FlowInputError(
+        f"input {name!r} is not declared by this flow (declared inputs: {', '.join(names) or 'none'})",
+        name=name,
+        declared=names,
+    )
+
+
+def new_executor_id() -> str:
+    """host-pid-random: readable in an event's `executor_id`, unique per engine instance."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+# ------------------------------------------------------------------------------------------- engine
+
+
+class FlowEngine:
+    """Serves registered workflows from `store`: run its workers with `async with FlowEngine(...)`.
+
+    Knobs are those of `EngineConfig` (checked at construction, every problem listed at once). `runner`
+    wraps each attempt (forward pass and unwind together), for bodies needing a context the engine does not
+    set up itself. `clock` is what time means to the workers (tests pass a `ManualClock`).
+    """
+
+    def __init__(
+        self,
+        store: spi.FlowStore,
+        flows: Iterable[Flow] = (),
+        *,
+        workers: int = 2,
+        lease: timedelta = timedelta(seconds=30),
+        renew_every: timedelta = timedelta(seconds=10),
+        batch_size: int = 4,
+        poll_timeout: timedelta = timedelta(seconds=30),
+        shutdown_grace: timedelta = timedelta(seconds=10),
+        runner: Callable[..., Any] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        executor_id: str | None = None,
+    ) -> None:
+        self.config = EngineConfig(
+            workers=workers,
+            lease=lease,
+            renew_every=renew_every,
+            batch_size=batch_size,
+            poll_timeout=poll_timeout,
+            shutdown_grace=shutdown_grace,
+        )
+        self.store = store
+        self.clock = clock
+        self.runner = runner
+        self.executor_id = executor_id or new_executor_id()
+        self._flows = tuple(flows)
+        self._registry = Registry()
+        self._pool = WorkerPool(
+            store=store,
+            registry=self._registry,
+            config=self.config,
+            clock=clock,
+            executor_id=self.executor_id,
+            runner=runner,
+        )
+        self.workflows = Workflows(self)
+        self.executions = Executions(self)
+
+    async def __aenter__(self) -> FlowEngine:
+        for flow in self._flows:
+            await self.register(flow.name, flow)
+        self._pool.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._pool.stop()
+
+    # -------------------------------------------------------------------------------- registration
+
+    async def register(self, workflow_id: str, flow: Flow) -> str:
+        """Check `flow` and serve it as `workflow_id`; answers its structural hash.
+
+        The newest registration of an id is what new starts use; every registered version stays served, so
+        registering an old version again makes its parked executions claimable.
+        """
+        schema.validate(flow)
+        digest = schema.structural_hash(flow)
+        # Serve first: put_workflow wakes the pollers, and they must find the version when they look.
+        self._registry.add(Version(workflow_id, digest, flow))
+        await self.store.put_workflow(schema.workflow_info(workflow_id, flow))
+        logger.info(
+            "registered %s@%s",
+            workflow_id,
+            digest,
+            extra={"action": "register", "workflow_id": workflow_id, "hash": digest},
+        )
+        return digest
+
+    def health(self) -> Health:
+        return self._pool.health()
+
+    async def parked(self, workflow_id: str) -> list[spi.ExecutionState]:
+        """Executions of `workflow_id` this engine holds back: not ended, started under a version it does
+        not serve. A query about this engine, never a status: registering their version recovers them."""
+        orphaned = spi.ExecutionFilter.Orphaned(self._registry.hashes(workflow_id))
+        return list((await self.store.list_executions(workflow_id, orphaned)).items)
+
+    # ------------------------------------------------------------------------------ operator verbs
+
+    async def resume(self, execution_id: str, *, go: bool = False, actor: str | None = None) -> Any:
+        """Dry-run a stopped (or parked) execution on the newest version of its workflow and answer the
+        report (kept nodes, the next node, conflicts). With `go`, re-pin it to that version so workers take
+        it up, unless the report has conflicts (FlowResumeConflict carries the report)."""
+        state = await self._state(execution_id)
+        newest = self._registry.latest(state.flow_id)
+        report = await dry_run.dry_run(newest.flow, self.store, execution_id, clock=self.clock)
+        if not go:
+            return report
+        if report.conflicts:
+            raise errors.FlowResumeConflict(execution_id, report, report.conflicts)
+        event = self._event(
+            spi.EventKind.RESUMED, state, {"from_hash": state.hash, "to_hash": newest.hash, "actor": actor}
+        )
+        self._operator_outcome(await self.store.resume(execution_id, newest.hash, event), state)
+        logger.info(
+            "resumed %s on %s@%s",
+            execution_id,
+            state.flow_id,
+            newest.hash,
+            extra={"action": "resume", "execution_id": execution_id, "actor": actor},
+        )
+        return report
+
+    async def answer(
+        self, execution_id: str, node: str, value: Any = None, *, actor: str | None = None
+    ) -> None:
+        """Record what node `node` (a durable path) did, for a stopped execution whose application could not
+        tell; then `resume`. A step or sleep takes no value; other nodes take a value of their type."""
+        state = await self._state(execution_id)
+        version = self._registry.resolve(state.flow_id, state.hash) or self._registry.latest(state.flow_id)
+        target, declared = _answerable(version.flow, node)
+        if isinstance(target, _VALUELESS):
+            if value is not None:
+                raise errors.FlowInputError(
+                    f"node {node!r} records no value; answer it without one", name=node
+                )
+            field = None
+        else:
+            field = _check_value(node, declared, value)
+        event = self._event(spi.EventKind.ANSWERED, state, {"node": node, "actor": actor})
+        self._operator_outcome(await self.store.answer(execution_id, node, field, event), state, node)
+
+    async def end(self, execution_id: str, reason: str, *, actor: str | None = None) -> None:
+        """End the execution Failed(reason, kind="Ended") with no undos: a person put the world right."""
+        state = await self._state(execution_id)
+        event = self._event(spi.EventKind.ENDED, state, {"reason": reason, "actor": actor})
+        outcome = await self.store.end(execution_id, spi.Failed(reason, "Ended"), event)
+        self._operator_outcome(outcome, state)
+
+    def _operator_outcome(
+        self, outcome: spi.OperatorOutcome, state: spi.ExecutionState, node: str = ""
+    ) -> None:
+        eid = state.execution_id
+        match outcome:
+            case spi.OperatorOutcome.APPLIED:
+                return
+            case spi.OperatorOutcome.ALREADY_RECORDED:
+                raise errors.FlowAlreadyAnswered(eid, node)
+            case spi.OperatorOutcome.NOT_STOPPED:
+                raise errors.FlowNotStopped(eid, state.status.show())
+            case spi.OperatorOutcome.CLAIM_HELD:
+                raise errors.FlowClaimHeld(eid, state.executor)
+            case spi.OperatorOutcome.ALREADY_TERMINAL:
+                raise errors.FlowExecutionTerminal(eid, state.status.show())
+            case spi.OperatorOutcome.NOT_FOUND:
+                raise errors.FlowExecutionNotFound(eid)
+
+    # ---------------------------------------------------------------------------------- helpers
+
+    async def _state(self, execution_id: str) -> spi.ExecutionState:
+        state = await self.store.get_execution(execution_id)
+        if state is None:
+            raise errors.FlowExecutionNotFound(execution_id)
+        return state
+
+    def _event(self, kind: spi.EventKind, state: spi.ExecutionState, data: Mapping[str, Any]) -> spi.Event:
+        return spi.Event(kind, state.flow_id, state.execution_id, self.clock.now(), dict(data))
+
+    def _version_of(self, state: spi.ExecutionState) -> Version:
+        version = self._registry.resolve(state.flow_id, state.hash)
+        if version is None:
+            raise errors.FlowNotRegistered(f"{state.flow_id}@{state.hash}", self._registry.ids())
+        return version
+
+
+# ------------------------------------------------------------------------------------------ surfaces
+
+
+class Workflows:
+    """`engine.workflows`: what is registered, and starting executions of it."""
+
+    def __init__(self, engine: FlowEngine) -> None:
+        self._engine = engine
+
+    async def start(
+        self,
+        workflow_id: str,
+        *,
+        execution_id: str | None = None,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Start an execution of the newest version of `workflow_id`, with `inputs` seeded as delivered;
+        answers its id (a random one unless given). Every input is checked before anything is written."""
+        engine = self._engine
+        version = engine._registry.latest(workflow_id)
+        declared = declared_inputs(version.flow)
+        fields: dict[str, spi.FieldData] = {}
+        for name, value in (inputs or {}).items():
+            if name not in declared:
+                raise _undeclared(name, declared)
+            fields[name] = _check_value(name, declared[name].type, value)
+        eid = execution_id or uuid.uuid4().hex
+        created = spi.Event(spi.EventKind.CREATED, workflow_id, eid, engine.clock.now(), {})
+        if not await engine.store.create_execution_if_absent(
+            eid, workflow_id, version.hash, spi.Running(), created, fields
+        ):
+            raise errors.FlowDuplicateExecution(eid)
+        logger.info(
+            "started %s of %s@%s",
+            eid,
+            workflow_id,
+            version.hash,
+            extra={"action": "start", "execution_id": eid, "workflow_id": workflow_id},
+        )
+        return eid
+
+    async def list(self) -> list[spi.WorkflowInfo]:
+        return list(await self._engine.store.list_workflows())
+
+    async def describe(self, workflow_id: str) -> spi.WorkflowInfo:
+        info = await self._engine.store.get_workflow(workflow_id)
+        if info is None:
+            raise errors.FlowNotRegistered(workflow_id, self._engine._registry.ids())
+        return info
+
+    async def executions(self, workflow_id: str) -> list[spi.ExecutionState]:
+        """Every execution of the workflow, whatever its status, newest first."""
+        return list((await self._engine.store.list_executions(workflow_id)).items)
+
+    async def diagram(self, workflow_id: str, format: str = "mermaid") -> str:
+        """The newest registered version's structure, drawn in `format`."""
+        return render.render(self._engine._registry.latest(workflow_id).flow, format)
+
+
+class Executions:
+    """`engine.executions`: watching and steering individual executions."""
+
+    def __init__(self, engine: FlowEngine) -> None:
+        self._engine = engine
+
+    async def describe(self, execution_id: str) -> ExecutionDetail:
+        engine = self._engine
+        state = await engine._state(execution_id)
+        version = engine._registry.resolve(state.flow_id, state.hash)
+        if version is None:
+            return ExecutionDetail(state)
+        fields = await engine.store.get_all_fields(execution_id)
+        history = (await engine.store.get_history(execution_id)).events
+        inputs = tuple(
+            InputStatus(name, values.type_tag(node.type), name in fields, values.json_schema(node.type))
+            for name, node in declared_inputs(version.flow).items()
+        )
+        return ExecutionDetail(state, inputs, progress.build_progress(version.flow, state, fields, history))
+
+    async def search(
+        self,
+        workflow_id: str | None = None,
+        status: str | spi.ExecutionFilter.Any | None = None,
+        limit: int = 25,
+        offset: int = 0,
+        id_prefix: str | None = None,
+    ) -> SearchResult:
+        """Executions matching the filter (a wire word such as "waiting:approval", or a filter value),
+        newest first. A word naming no filter raises `spi.FilterParseError` (a ValueError)."""
+        if offset < 0:
+            raise spi.FilterParseError(f"offset must not be negative (got {offset})")
+        filt = spi.ExecutionFilter.parse(status) if isinstance(status, str) else status
+        page = await self._engine.store.list_executions(workflow_id, filt, limit, offset, id_prefix)
+        return SearchResult(tuple(page.items), page.total)
+
+    async def history(self, execution_id: str, limit: int | None = 50, offset: int = 0) -> spi.HistoryPage:
+        return await self._engine.store.get_history(execution_id, limit, offset)
+
+    async def signal(self, execution_id: str, name: str, value: Any) -> None:
+        """Deliver input `name`. Refused, with nothing written: an unknown execution, an ended one, an
+        undeclared input (naming the declared ones), a value failing the input's type (pydantic's message),
+        an input already delivered."""
+        engine = self._engine
+        state = await engine._state(execution_id)
+        if state.status.terminal:
+            raise errors.FlowExecutionTerminal(execution_id, state.status.show())
+        declared = declared_inputs(engine._version_of(state).flow)
+        if name not in declared:
+            raise _undeclared(name, declared)
+        field = _check_value(name, declared[name].type, value)
+        event = engine._event(spi.EventKind.INPUT_RECEIVED, state, {"input_name": name})
+        match await engine.store.signal(execution_id, name, field, event):
+            case spi.AlreadyDelivered():
+                raise errors.FlowAlreadyDelivered(execution_id, name)
+            case spi.AlreadyTerminal(status):
+                raise errors.FlowExecutionTerminal(execution_id, status.show())
+
+    async def cancel(
+        self, execution_id: str, reason: str = "", actor: str | None = None
+    ) -> spi.CancelOutcome:
+        """Ask the execution to cancel: its undos run, then it ends Cancelled(reason). Answers what the ask
+        did (Accepted, AlreadyRequested, AlreadyTerminal(status)); never raises for an unknown id."""
+        outcome = await self._engine.store.request_cancel(execution_id, reason, actor)
+        logger.info(
+            "cancel %s: %s",
+            execution_id,
+            type(outcome).__name__,
+            extra={"action": "cancel", "execution_id": execution_id, "actor": actor},
+        )
+        return outcome
+
+    async def cancel_all(
+        self, workflow_id: str | None = None, reason: str = "", actor: str | None = None
+    ) -> int:
+        """Ask every unended execution of the workflow (of every known workflow when None) to cancel;
+        answers how many requests were Accepted (one already asked is not counted again)."""
+        engine = self._engine
+        if workflow_id is not None:
+            ids = {workflow_id}
+        else:
+            ids = {info.id for info in await engine.store.list_workflows()} | set(engine._registry.ids())
+        accepted = 0
+        for wf in sorted(ids):
+            for state in (await engine.store.list_executions(wf)).items:
+                if state.status.terminal:
+                    continue
+                outcome = await self.cancel(state.execution_id, reason, actor)
+                accepted += isinstance(outcome, spi.Accepted)
+        return accepted
+
+    async def diagram(self, execution_id: str, format: str = "mermaid") -> str:
+        """The execution's version drawn in `format`, with its progress painted on."""
+        engine = self._engine
+        detail = await self.describe(execution_id)
+        return render.render(engine._version_of(detail.state).flow, format, progress=detail.progress)

@@ -1,0 +1,322 @@
+"""Workers: poll the store, claim ready executions under a lease, run each attempt, keep the lease alive.
+
+Lifecycle as in procrastinate's worker: one stop `asyncio.Event` shared by the pool; named tasks for each
+worker loop, each attempt, and each attempt's lease renewal; graceful shutdown with a grace period.
+
+One attempt, as the store spec's §5.1 says: resolve the claimed row's definition by its own
+`(workflow_id, hash)` (none: leave the row alone), confirm the claim with an immediate renewal (refused:
+write nothing), then run `interpreter.run_attempt` while a side task renews the claim every
+`renew_every`. A refused renewal means another executor owns the row now, so the attempt is cancelled
+("stop a body whose claim was lost"); a renewal the store could not answer is recorded in health and
+retried on the next tick. Whatever an attempt does not finish it hands back by writing nothing: its claim
+lapses after `lease` and the store offers the execution again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+from engine import interpreter
+from engine.config import EngineConfig
+from engine.registry import Registry, Version
+from store.clock import Clock
+from store.spi import Claimed, FlowStore, FlowStoreError
+
+__all__ = ["Health", "WorkerPool"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Health:
+    """How the ENGINE is doing (not any execution).
+
+    A worker that cannot reach the store counts the failure and keeps polling, so `is_healthy`
+    (every configured worker alive) catches a process that is up while nothing runs, and
+    `last_poll_failure` stays visible after the store came back. `store_failures` counts the store
+    failures met while running attempts (renewals included); `claims_held` lists the executions this engine
+    is running right now.
+    """
+
+    workers_alive: int
+    workers_configured: int
+    poll_failures: int
+    last_poll_failure: str | None
+    executor_id: str
+    claims_held: tuple[str, ...] = ()
+    last_poll_failure_at: datetime | None = None
+    store_failures: int = 0
+    last_store_failure: str | None = None
+
+    @property
+    def is_healthy(self) -> bool:
+        return self.workers_alive == self.workers_configured
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class WorkerPool:
+    """The engine's workers and the attempts they run. `start` and `stop` bracket its life."""
+
+    def __init__(
+        self,
+        *,
+        store: FlowStore,
+        registry: Registry,
+        config: EngineConfig,
+        clock: Clock,
+        executor_id: str,
+        runner: Callable[..., Any] | None = None,
+    ) -> None:
+        self._store = store
+        self._registry = registry
+        self._config = config
+        self._clock = clock
+        self._executor_id = executor_id
+        self._runner = runner
+        self._stop = asyncio.Event()
+        self._workers: list[asyncio.Task[None]] = []
+        self._attempts: dict[str, asyncio.Task[None]] = {}
+        self._poll_failures = 0
+        self._last_poll_failure: str | None = None
+        self._last_poll_failure_at: datetime | None = None
+        self._store_failures = 0
+        self._last_store_failure: str | None = None
+
+    # ------------------------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self._stop.clear()
+        for index in range(self._config.workers):
+            task = asyncio.create_task(self._work(index), name=f"flowdeck:worker:{self._executor_id}:{index}")
+            task.add_done_callback(self._worker_ended)
+            self._workers.append(task)
+        logger.info(
+            "engine %s started %d worker(s)",
+            self._executor_id,
+            self._config.workers,
+            extra={"action": "start_workers", "executor_id": self._executor_id},
+        )
+
+    async def stop(self) -> None:
+        """Stop polling, give in-flight attempts `shutdown_grace` to finish, then cancel the rest.
+
+        A cancelled attempt writes nothing more: its claim lapses after `lease` and the execution is
+        offered again, to this engine's successor or to another one.
+        """
+        self._stop.set()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self._workers.clear()
+        attempts = list(self._attempts.values())
+        if attempts:
+            grace = self._config.shutdown_grace.total_seconds()
+            _, pending = await asyncio.wait(attempts, timeout=grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                logger.warning(
+                    "cancelled %d attempt(s) still running after %gs; their claims will lapse",
+                    len(pending),
+                    grace,
+                    extra={"action": "cancel_attempts", "executor_id": self._executor_id},
+                )
+                await asyncio.gather(*pending, return_exceptions=True)
+        logger.info(
+            "engine %s stopped",
+            self._executor_id,
+            extra={"action": "stop_workers", "executor_id": self._executor_id},
+        )
+
+    def health(self) -> Health:
+        return Health(
+            workers_alive=sum(1 for task in self._workers if not task.done()),
+            workers_configured=self._config.workers,
+            poll_failures=self._poll_failures,
+            last_poll_failure=self._last_poll_failure,
+            executor_id=self._executor_id,
+            claims_held=tuple(sorted(self._attempts)),
+            last_poll_failure_at=self._last_poll_failure_at,
+            store_failures=self._store_failures,
+            last_store_failure=self._last_store_failure,
+        )
+
+    def _worker_ended(self, task: asyncio.Task[None]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        logger.error(
+            "worker %s died: %s",
+            task.get_name(),
+            _describe(task.exception()),  # type: ignore[arg-type]
+            exc_info=task.exception(),
+            extra={"action": "worker_died", "executor_id": self._executor_id},
+        )
+
+    # ---------------------------------------------------------------------------------- worker loop
+
+    async def _work(self, index: int) -> None:
+        poll_timeout = self._config.poll_timeout
+        while not self._stop.is_set():
+            registered = self._registry.next_change()
+            served = self._registry.served()
+            if not served:
+                await self._until_stop(registered.wait(), self._clock.sleep(poll_timeout.total_seconds()))
+                continue
+            try:
+                claims = await self._until_stop(
+                    self._store.claim_ready(
+                        served, self._executor_id, self._config.lease, self._config.batch_size, poll_timeout
+                    )
+                )
+            except Exception as exc:
+                self._poll_failed(exc)
+                await self._until_stop(self._clock.sleep(poll_timeout.total_seconds()))
+                continue
+            for claimed in claims or ():
+                await self._take(claimed)
+
+    async def _until_stop(self, *waits: Awaitable[T]) -> T | None:
+        """The first of `waits` to finish (its result, or its exception), or None once the pool stops."""
+        stop = asyncio.ensure_future(self._stop.wait())
+        tasks = [asyncio.ensure_future(w) for w in waits]
+        try:
+            done, _ = await asyncio.wait([stop, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (stop, *tasks):
+                task.cancel()
+        for task in tasks:
+            if task in done:
+                return task.result()
+        return None
+
+    def _poll_failed(self, exc: Exception) -> None:
+        self._poll_failures += 1
+        self._last_poll_failure = _describe(exc)
+        self._last_poll_failure_at = self._clock.now()
+        logger.warning(
+            "poll failed (%s); pausing %gs",
+            self._last_poll_failure,
+            self._config.poll_timeout.total_seconds(),
+            exc_info=exc,
+            extra={"action": "poll_failed", "executor_id": self._executor_id},
+        )
+
+    def _store_failed(self, exc: Exception, execution_id: str) -> None:
+        self._store_failures += 1
+        self._last_store_failure = _describe(exc)
+        logger.warning(
+            "store failure while running %s: %s",
+            execution_id,
+            self._last_store_failure,
+            extra={"action": "store_failed", "execution_id": execution_id, "executor_id": self._executor_id},
+        )
+
+    # ------------------------------------------------------------------------------ one claimed row
+
+    async def _take(self, claimed: Claimed) -> None:
+        state = claimed.state
+        eid = state.execution_id
+        version = self._registry.resolve(state.flow_id, state.hash)
+        if version is None:
+            # Served when we polled, so this cannot normally happen; leave the row, the claim lapses.
+            logger.warning(
+                "claimed %s of %s@%s, which this engine does not serve; leaving it",
+                eid,
+                state.flow_id,
+                state.hash,
+                extra={"action": "leave_claim", "execution_id": eid, "executor_id": self._executor_id},
+            )
+            return
+        try:
+            confirmed = await claimed.renew_claim(self._config.lease)
+        except FlowStoreError as exc:
+            self._store_failed(exc, eid)
+            return
+        if not confirmed:
+            logger.info(
+                "claim on %s was lost before it started; writing nothing",
+                eid,
+                extra={"action": "claim_lost", "execution_id": eid, "executor_id": self._executor_id},
+            )
+            return
+        logger.info(
+            "claimed %s (%s@%s)",
+            eid,
+            state.flow_id,
+            state.hash,
+            extra={"action": "claim", "execution_id": eid, "executor_id": self._executor_id},
+        )
+        task = asyncio.create_task(self._supervise(version, claimed), name=f"flowdeck:attempt:{eid}")
+        self._attempts[eid] = task
+        task.add_done_callback(lambda done: self._attempt_ended(eid, done))
+
+    def _attempt_ended(self, execution_id: str, task: asyncio.Task[None]) -> None:
+        if self._attempts.get(execution_id) is task:
+            del self._attempts[execution_id]
+
+    async def _supervise(self, version: Version, claimed: Claimed) -> None:
+        eid = claimed.state.execution_id
+        attempt = asyncio.create_task(
+            interpreter.run_attempt(
+                version.flow,
+                claimed,
+                store=self._store,
+                clock=self._clock,
+                executor_id=self._executor_id,
+                runner=self._runner,
+            ),
+            name=f"flowdeck:run:{eid}",
+        )
+        lost = asyncio.Event()
+        renewal = asyncio.create_task(self._renew(claimed, attempt, lost), name=f"flowdeck:renew:{eid}")
+        try:
+            report = await attempt
+        except asyncio.CancelledError:
+            if not lost.is_set():
+                raise  # the pool is shutting down: the attempt is cancelled with us
+            logger.warning(
+                "claim on %s was lost while running; the attempt was stopped",
+                eid,
+                extra={"action": "claim_lost", "execution_id": eid, "executor_id": self._executor_id},
+            )
+        except FlowStoreError as exc:
+            self._store_failed(exc, eid)
+        except Exception:
+            logger.exception(
+                "attempt on %s crashed; its claim will lapse",
+                eid,
+                extra={"action": "attempt_crashed", "execution_id": eid, "executor_id": self._executor_id},
+            )
+        else:
+            logger.info(
+                "attempt on %s ended: %s",
+                eid,
+                report,
+                extra={"action": "attempt_done", "execution_id": eid, "executor_id": self._executor_id},
+            )
+        finally:
+            renewal.cancel()
+            await asyncio.gather(renewal, return_exceptions=True)
+
+    async def _renew(self, claimed: Claimed, attempt: asyncio.Task[Any], lost: asyncio.Event) -> None:
+        eid = claimed.state.execution_id
+        every = self._config.renew_every.total_seconds()
+        while not attempt.done():
+            await self._clock.sleep(every)
+            try:
+                renewed = await claimed.renew_claim(self._config.lease)
+            except FlowStoreError as exc:
+                self._store_failed(exc, eid)
+                continue
+            if not renewed:
+                lost.set()
+                attempt.cancel()
+                return
