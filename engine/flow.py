@@ -85,14 +85,18 @@ def _call_site() -> str:
         frame = frame.f_back
     if frame is None:
         return ""
-    filename = frame.f_code.co_filename
+    return display_site(frame.f_code.co_filename, frame.f_lineno)
+
+
+def display_site(filename: str, line: int) -> str:
+    """ "file:line", the file relative to the working directory when it lies beneath it."""
     try:
         relative = os.path.relpath(filename)
         if not relative.startswith(".."):
             filename = relative
     except ValueError:  # another drive on Windows
         pass
-    return f"{filename}:{frame.f_lineno}"
+    return f"{filename}:{line}"
 
 
 def _node_name(name: Any, what: str) -> str:

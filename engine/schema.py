@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RESERVED",
     "Claim",
+    "branch_collisions",
     "claims",
     "collisions",
     "durable_names",
@@ -120,7 +121,7 @@ def collisions(flow: Flow) -> dict[str, list[Claim]]:
     }
 
 
-def _branch_collisions(flow: Flow) -> dict[str, list[nodes.Branch]]:
+def branch_collisions(flow: Flow) -> dict[str, list[nodes.Branch]]:
     """Dispatch arms sharing a name: the recorded choice could not tell them apart on replay."""
     found: dict[str, list[nodes.Branch]] = {}
     for claim in claims(flow):
@@ -181,7 +182,7 @@ def validate(flow: Flow) -> Flow:
         raise errors.FlowReservedName(name, location)
     for path, group in collisions(flow).items():
         raise errors.FlowDuplicateName(path, [c.location for c in group])
-    for path, arms in _branch_collisions(flow).items():
+    for path, arms in branch_collisions(flow).items():
         raise errors.FlowDuplicateName(path, [a.location for a in arms])
     mismatch = listen_mismatch(flow)
     if mismatch:
