@@ -1,0 +1,17 @@
+"""The conformance suite on the in-memory store."""
+
+from __future__ import annotations
+
+from store.clock import ManualClock
+from store.conformance import FlowStoreConformance, InProcessBlockingConformance
+from store.memory import MemoryStore
+
+
+class TestMemoryStoreConformance(FlowStoreConformance):
+    def make_store(self, clock: ManualClock) -> MemoryStore:
+        return MemoryStore(clock)
+
+
+class TestMemoryStoreInProcessBlocking(InProcessBlockingConformance):
+    def make_store(self, clock: ManualClock) -> MemoryStore:
+        return MemoryStore(clock)
