@@ -1,0 +1,262 @@
+"""FlowGraph: a flow folded into nodes and edges once, so every diagram format draws the same picture.
+
+Ids `n1, n2, …` come from one counter threaded through the fold; names are user text and only ever
+appear in labels. Unlike spec §4.1 every node kind is drawn: dispatch arms are nodes between the dispatch
+and its join, loops carry their back edge, and a subflow is expanded: its child's nodes sit inside it
+(`parent` is the subflow node's id) and the subflow's `scope` says where the child's chain starts and ends.
+
+With a `Progress`, each named node takes its entry's status; a dispatch arm takes the dispatch's status
+when it was the chosen one; forks and joins are completed once the work behind them is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from engine import nodes
+from engine import progress as progress_
+from engine.progress import NodeStatus, Progress
+
+if TYPE_CHECKING:
+    from engine.flow import Flow
+
+__all__ = ["FlowGraph", "GraphEdge", "GraphNode", "Scope", "build_graph", "show_duration"]
+
+# Structural kinds: drawn, never recorded.
+FORKS = frozenset({"fork", "race-fork"})
+JOINS = frozenset({"join", "race-join", "join-dispatch"})
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One drawn node. `kind` is the node type (input, output, step, sleep, dispatch, branch,
+    join-dispatch, loop, loop_on, foreach, subflow, fork, join, race-fork, race-join); `path` its durable
+    path ("" for structural nodes); `parent` the id of the subflow it sits in ("" at the top)."""
+
+    id: str
+    kind: str
+    name: str
+    path: str = ""
+    parent: str = ""
+    tag: str = ""
+    duration: str = ""
+    concurrency: int | None = None
+    schedule: str = ""
+    status: str = ""
+    detail: str = ""
+    until: str = ""
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    """`style` is "flow" for the plan's order and "back" for a loop's return to itself."""
+
+    id: str
+    source: str
+    target: str
+    label: str = ""
+    style: str = "flow"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a chain starts and ends; both None for an empty chain."""
+
+    start: str | None
+    end: str | None
+
+
+@dataclass(frozen=True)
+class FlowGraph:
+    name: str
+    nodes: tuple[GraphNode, ...]
+    edges: tuple[GraphEdge, ...]
+    scopes: dict[str, Scope] = field(default_factory=dict)  # "" is the top level; else a subflow's id
+
+    def children(self, parent: str = "") -> tuple[GraphNode, ...]:
+        return tuple(n for n in self.nodes if n.parent == parent)
+
+    def node(self, node_id: str) -> GraphNode:
+        return next(n for n in self.nodes if n.id == node_id)
+
+    def edges_within(self, parent: str = "") -> tuple[GraphEdge, ...]:
+        """Edges whose source lies directly in `parent` (both ends always share a scope)."""
+        inside = {n.id for n in self.children(parent)}
+        return tuple(e for e in self.edges if e.source in inside)
+
+    def descendants(self, parent: str) -> Iterator[GraphNode]:
+        for child in self.children(parent):
+            yield child
+            yield from self.descendants(child.id)
+
+
+def show_duration(d: timedelta) -> str:
+    """`90s` → "1m30s", `timedelta(days=2)` → "2d": compact and exact to the second (and below)."""
+    total = d.total_seconds()
+    if total == 0:
+        return "0s"
+    sign, total = ("-", -total) if total < 0 else ("", total)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if total >= size:
+            count, total = divmod(total, size)
+            parts.append(f"{int(count)}{unit}")
+    if total:
+        parts.append(f"{total:g}s")
+    return sign + "".join(parts)
+
+
+def type_name(t: Any) -> str:
+    if t is None:
+        return ""
+    return getattr(t, "__name__", None) or repr(t)
+
+
+# ------------------------------------------------------------------------------------------------ fold
+
+
+class _Fold:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.count = 0
+        self.nodes: list[GraphNode] = []
+        self.edges: list[GraphEdge] = []
+        self.scopes: dict[str, Scope] = {}
+
+    def next_id(self) -> str:
+        self.count += 1
+        return f"n{self.count}"
+
+    def add(self, kind: str, name: str, parent: str, **attrs: Any) -> str:
+        node_id = self.next_id()
+        self.nodes.append(GraphNode(node_id, kind, name, parent=parent, **attrs))
+        return node_id
+
+    def edge(self, source: str, target: str, label: str = "", style: str = "flow") -> None:
+        self.edges.append(GraphEdge(self.next_id(), source, target, label, style))
+
+    def chain(self, flow: Flow, prefix: str, parent: str) -> Scope:
+        start: str | None = None
+        end: str | None = None
+        for node in flow.nodes:
+            piece = self.piece(node, prefix, parent)
+            if piece.start is None:
+                continue
+            if end is not None:
+                self.edge(end, piece.start)
+            start = start or piece.start
+            end = piece.end
+        return Scope(start, end)
+
+    def piece(self, node: nodes.Node, prefix: str, parent: str) -> Scope:
+        if isinstance(node, nodes.Parallel):
+            return self.parallel(node, prefix, parent)
+        path = progress_.qualify(prefix, node.name)
+        kind = progress_.node_type(node)
+        match node:
+            case nodes.Input() | nodes.Output():
+                one = self.add(kind, node.name, parent, path=path, tag=type_name(node.type))
+            case nodes.Sleep():
+                one = self.add(kind, node.name, parent, path=path, duration=show_duration(node.duration))
+            case nodes.ForEach():
+                one = self.add(
+                    kind, node.name, parent, path=path, tag=type_name(node.type), concurrency=node.concurrency
+                )
+            case nodes.Loop():
+                one = self.add(kind, node.name, parent, path=path, tag=type_name(node.type))
+                self.edge(one, one, "again", style="back")
+            case nodes.LoopOn():
+                schedule = node.schedule.describe()
+                one = self.add(
+                    kind, node.name, parent, path=path, tag=type_name(node.type), schedule=schedule
+                )
+                self.edge(one, one, f"every {schedule}", style="back")
+            case nodes.Dispatch():
+                return self.dispatch(node, path, parent)
+            case nodes.Subflow():
+                one = self.add(kind, node.name, parent, path=path, tag=node.child.name)
+                self.scopes[one] = self.chain(node.child, path, one)
+            case _:
+                one = self.add(kind, node.name, parent, path=path)
+        return Scope(one, one)
+
+    def dispatch(self, node: nodes.Dispatch, path: str, parent: str) -> Scope:
+        head = self.add("dispatch", node.name, parent, path=path, tag=type_name(node.type))
+        arms = [*node.branches, *([node.default] if node.default is not None else [])]
+        ids = [self.add("branch", arm.name, parent, path=path) for arm in arms]
+        join = self.add("join-dispatch", "", parent)
+        for arm, arm_id in zip(arms, ids, strict=True):
+            self.edge(head, arm_id, "otherwise" if arm.condition is None else "when")
+            self.edge(arm_id, join)
+        if not arms:
+            self.edge(head, join)
+        return Scope(head, join)
+
+    def parallel(self, node: nodes.Parallel, prefix: str, parent: str) -> Scope:
+        race = node.kind == "race"
+        fork = self.add("race-fork" if race else "fork", node.kind, parent)
+        join = self.add("race-join" if race else "join", "", parent)
+        for branch in node.branches:
+            scope = self.chain(branch, prefix, parent)
+            if scope.start is None or scope.end is None:
+                self.edge(fork, join)
+            else:
+                self.edge(fork, scope.start)
+                self.edge(scope.end, join)
+        return Scope(fork, join)
+
+
+def build_graph(flow: Flow, progress: Progress | None = None) -> FlowGraph:
+    fold = _Fold(flow.name)
+    fold.scopes[""] = fold.chain(flow, "", "")
+    graph = FlowGraph(flow.name, tuple(fold.nodes), tuple(fold.edges), fold.scopes)
+    return graph if progress is None else _painted(graph, progress)
+
+
+# ----------------------------------------------------------------------------------------------- paint
+
+
+def _painted(graph: FlowGraph, progress: Progress) -> FlowGraph:
+    painted: dict[str, GraphNode] = {}
+    for node in graph.nodes:
+        entry = progress.by_name(node.path) if node.path else None
+        if node.kind == "branch":
+            painted[node.id] = _arm(node, entry)
+        elif entry is not None:
+            until = entry.until.isoformat() if entry.until is not None else ""
+            detail = entry.detail
+            painted[node.id] = replace(node, status=entry.status.value, detail=detail, until=until)
+        else:
+            painted[node.id] = replace(node, status=NodeStatus.PENDING.value)
+    # Structural nodes follow the work around them, in fold order so nested forks see their inner joins.
+    incoming: dict[str, list[str]] = {}
+    outgoing: dict[str, list[str]] = {}
+    for edge in graph.edges:
+        if edge.style == "flow":
+            incoming.setdefault(edge.target, []).append(edge.source)
+            outgoing.setdefault(edge.source, []).append(edge.target)
+    for node in reversed(graph.nodes):
+        if node.kind in JOINS:
+            before = [painted[i].status for i in incoming.get(node.id, [])]
+            done = before and (
+                any(s == "completed" for s in before)
+                if node.kind in ("race-join", "join-dispatch")
+                else all(s in ("completed", "compensated") for s in before)
+            )
+            painted[node.id] = replace(node, status="completed" if done else "pending")
+    for node in reversed(graph.nodes):
+        if node.kind in FORKS:
+            after = [painted[i].status for i in outgoing.get(node.id, [])]
+            started = any(s != "pending" for s in after)
+            painted[node.id] = replace(node, status="completed" if started else "pending")
+    return replace(graph, nodes=tuple(painted[n.id] for n in graph.nodes))
+
+
+def _arm(node: GraphNode, dispatch: progress_.NodeProgress | None) -> GraphNode:
+    """An arm is as far along as its dispatch once it is the chosen one; the others stay pending."""
+    if dispatch is not None and dispatch.detail == node.name:
+        return replace(node, status=dispatch.status.value)
+    return replace(node, status=NodeStatus.PENDING.value)

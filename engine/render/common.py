@@ -1,0 +1,65 @@
+"""What every format shares: the status palette and the text lines a node's label is made of."""
+
+from __future__ import annotations
+
+from engine.graph import GraphNode
+from engine.progress import NodeStatus
+
+__all__ = ["COLOURS", "PENDING_COLOUR", "colour", "label_lines", "title"]
+
+# Spec §4.7, plus Flowdeck's two statuses (compensated: rolled back; stopped: waiting for a person).
+COLOURS: dict[str, str] = {
+    NodeStatus.COMPLETED: "#90EE90",
+    NodeStatus.RUNNING: "#FFD700",
+    NodeStatus.PENDING: "#D3D3D3",
+    NodeStatus.WAITING: "#87CEEB",
+    NodeStatus.SLEEPING: "#DDA0DD",
+    NodeStatus.FAILED: "#FF6B6B",
+    NodeStatus.COMPENSATED: "#F4A460",
+    NodeStatus.STOPPED: "#FFA500",
+}
+PENDING_COLOUR = COLOURS[NodeStatus.PENDING]
+
+
+def colour(status: str) -> str:
+    return COLOURS.get(status, PENDING_COLOUR)
+
+
+# Structural nodes are drawn with a word rather than a user's name.
+_STRUCTURAL_TITLES = {"join-dispatch": "", "join": "", "race-join": ""}
+
+
+def title(node: GraphNode) -> str:
+    """The first line of a label: the user's name, or the structure's word."""
+    if node.kind in _STRUCTURAL_TITLES:
+        return _STRUCTURAL_TITLES[node.kind]
+    return node.name
+
+
+def label_lines(node: GraphNode) -> list[str]:
+    """The lines of a node's label: its title, what kind of wait or fan-out it is, and its progress."""
+    lines = [title(node)]
+    if node.kind == "sleep":
+        lines.append(f"sleep {node.duration}")
+    elif node.kind == "foreach":
+        lines.append("foreach" if node.concurrency is None else f"foreach [x{node.concurrency}]")
+    elif node.kind == "loop_on":
+        lines.append(f"every {node.schedule}")
+    elif node.kind == "loop":
+        lines.append("loop")
+    elif node.kind == "subflow" and node.tag:
+        lines.append(f"subflow {node.tag}")
+    lines.extend(progress_lines(node))
+    return lines
+
+
+def progress_lines(node: GraphNode) -> list[str]:
+    if not node.status or node.kind in _STRUCTURAL_TITLES or node.kind in ("fork", "race-fork"):
+        return []
+    if node.status == NodeStatus.SLEEPING and node.until:
+        return [f"sleeping until {node.until}"]
+    if node.kind == "foreach" and node.detail:
+        return [f"{node.status} {node.detail}"]
+    if node.status in (NodeStatus.FAILED, NodeStatus.STOPPED) and node.detail:
+        return [node.status, node.detail]
+    return [node.status]

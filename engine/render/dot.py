@@ -1,0 +1,112 @@
+"""Graphviz DOT (spec §4.3), with subflows expanded as clusters and a legend cluster when painted.
+
+Names go only into double-quoted strings, where `\\` and `"` are backslash-escaped and line breaks become
+DOT's `\\n`, so a name can neither end the string nor reach Graphviz's escape sequences (`\\N`, `\\l`).
+"""
+
+from __future__ import annotations
+
+from engine.graph import FlowGraph, GraphEdge, GraphNode
+from engine.render.common import COLOURS, colour, label_lines
+
+__all__ = ["quote", "render"]
+
+# kind → (shape attributes, styles); a painted node adds "filled" to its styles.
+_SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "input": ("shape=parallelogram", ()),
+    "output": ("shape=box", ("rounded",)),
+    "step": ("shape=box", ()),
+    "sleep": ("shape=doubleoctagon", ()),
+    "dispatch": ("shape=diamond", ()),
+    "race-fork": ("shape=diamond", ()),
+    "fork": ("shape=diamond", ()),
+    "join": ("shape=diamond width=0.3 height=0.3", ()),
+    "branch": ("shape=box", ("rounded", "dashed")),
+    "join-dispatch": ("shape=diamond width=0.3 height=0.3", ()),
+    "race-join": ("shape=diamond width=0.3 height=0.3", ()),
+    "loop": ("shape=hexagon", ()),
+    "loop_on": ("shape=hexagon", ()),
+    "foreach": ("shape=component", ()),
+    "subflow": ("shape=component", ()),
+}
+
+
+def _line(text: str) -> str:
+    text = text.replace("\\", "\\\\").replace('"', '\\"')
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n")
+
+
+def quote(lines: list[str]) -> str:
+    """A DOT double-quoted string whose lines are the given texts, exactly."""
+    return '"' + "\\n".join(_line(line) for line in lines) + '"'
+
+
+def _attrs(node: GraphNode) -> str:
+    shape, styles = _SHAPES.get(node.kind, ("shape=box", ()))
+    attrs = f"label={quote([line for line in label_lines(node) if line] or [''])} {shape}"
+    if node.status:
+        styles = ("filled", *styles)
+    if styles:
+        attrs += f' style="{",".join(styles)}"'
+    if node.status:
+        attrs += f' fillcolor="{colour(node.status)}"'
+    return attrs
+
+
+def _exit(graph: FlowGraph, node_id: str) -> str:
+    """The node an edge leaving `node_id` starts from: a subflow is left from the end of its child."""
+    node = graph.node(node_id)
+    end = graph.scopes[node.id].end if node.kind == "subflow" else None
+    return _exit(graph, end) if end is not None else node_id
+
+
+def _edge(graph: FlowGraph, edge: GraphEdge) -> str:
+    source, target = graph.node(edge.source), graph.node(edge.target)
+    attrs = []
+    if edge.label:
+        attrs.append(f"label={quote([edge.label])}")
+    if edge.style == "back":
+        attrs.append("style=dashed constraint=false")
+    if source.kind == "subflow" and edge.style != "back":
+        attrs.append(f"ltail=cluster_{source.id}")
+    if target.kind == "subflow" and edge.style != "back":
+        attrs.append(f"lhead=cluster_{target.id}")
+    tail = _exit(graph, source.id) if edge.style != "back" else source.id
+    suffix = f" [{' '.join(attrs)}]" if attrs else ""
+    return f"{tail} -> {target.id}{suffix};"
+
+
+def _scope(graph: FlowGraph, parent: str, indent: str, out: list[str]) -> None:
+    for node in graph.children(parent):
+        if node.kind == "subflow":
+            out.append(f"{indent}subgraph cluster_{node.id} {{")
+            out.append(f'{indent}  label={quote([node.name])}; style="rounded"; color="#666666";')
+            # The subflow's own node sits first in its cluster: it carries its status and receives edges.
+            out.append(f"{indent}  {node.id} [{_attrs(node)}];")
+            _scope(graph, node.id, indent + "  ", out)
+            start = graph.scopes[node.id].start
+            if start is not None:
+                out.append(f"{indent}  {node.id} -> {start};")
+            out.append(f"{indent}}}")
+        else:
+            out.append(f"{indent}{node.id} [{_attrs(node)}];")
+    out.extend(indent + _edge(graph, edge) for edge in graph.edges_within(parent))
+
+
+def render(graph: FlowGraph) -> str:
+    out = [
+        "digraph flow {",
+        "  rankdir=LR;",
+        "  compound=true;",
+        '  node [fontname="Helvetica" fontsize=11];',
+        '  edge [fontname="Helvetica" fontsize=10];',
+    ]
+    _scope(graph, "", "  ", out)
+    if any(n.status for n in graph.nodes):
+        out.append("  subgraph cluster_legend {")
+        out.append('    label="Legend"; style="rounded"; color="#999999";')
+        for status, fill in COLOURS.items():
+            out.append(f'    legend_{status} [label="{status}" shape=box style="filled" fillcolor="{fill}"];')
+        out.append("  }")
+    out.append("}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,47 @@
+"""The graph as plain JSON (spec §4.5): nodes with their type, status and subflow parent, and edges."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine.graph import FlowGraph, GraphNode
+from engine.render.common import COLOURS
+
+__all__ = ["render", "to_data"]
+
+
+def _node(node: GraphNode) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": node.id, "name": node.name, "type": node.kind}
+    optional = {
+        "path": node.path,
+        "parent": node.parent,
+        "tag": node.tag,
+        "duration": node.duration,
+        "concurrency": node.concurrency,
+        "schedule": node.schedule,
+        "status": node.status,
+        "detail": node.detail,
+        "until": node.until,
+    }
+    data.update({key: value for key, value in optional.items() if value not in ("", None)})
+    return data
+
+
+def to_data(graph: FlowGraph) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": graph.name,
+        "nodes": [_node(n) for n in graph.nodes],
+        "edges": [
+            {"id": e.id, "source": e.source, "target": e.target, "style": e.style}
+            | ({"label": e.label} if e.label else {})
+            for e in graph.edges
+        ],
+    }
+    if any(n.status for n in graph.nodes):
+        data["legend"] = dict(COLOURS)
+    return data
+
+
+def render(graph: FlowGraph) -> str:
+    return json.dumps(to_data(graph), indent=2)

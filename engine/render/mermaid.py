@@ -1,0 +1,82 @@
+"""Mermaid flowchart text (spec §4.2), with subflows expanded as subgraphs and a legend when painted.
+
+Names go only into quoted labels, and every character that is not a letter, a digit or a space is written
+as a Mermaid entity code (`#35;` for `#`), so quotes, brackets, pipes, `<`, `&`, line breaks or keywords
+such as `end` can neither close a label nor reach the HTML Mermaid draws labels with.
+"""
+
+from __future__ import annotations
+
+from engine.graph import FlowGraph, GraphEdge, GraphNode
+from engine.render.common import COLOURS, colour, label_lines
+
+__all__ = ["escape", "render"]
+
+_SHAPES: dict[str, tuple[str, str]] = {
+    "input": ("[/", "/]"),
+    "output": ("(", ")"),
+    "step": ("[", "]"),
+    "sleep": ("[[", "]]"),
+    "foreach": ("[[", "]]"),
+    "dispatch": ("{", "}"),
+    "race-fork": ("{", "}"),
+    "branch": ("([", "])"),
+    "join-dispatch": ("((", "))"),
+    "race-join": ("((", "))"),
+    "loop": ("{{", "}}"),
+    "loop_on": ("{{", "}}"),
+    "fork": ("{{", "}}"),
+    "join": ("{{", "}}"),
+}
+
+
+def escape(text: str) -> str:
+    """Text for inside a double-quoted Mermaid label: letters, digits and spaces as they are, anything
+    else as its numeric entity code."""
+    return "".join(c if c.isalnum() or c == " " else f"#{ord(c)};" for c in text)
+
+
+def _label(lines: list[str]) -> str:
+    # An empty label still needs a character for the shape to parse; a space draws nothing.
+    text = "<br/>".join(escape(line) for line in lines if line) or " "
+    return f'"{text}"'
+
+
+def _node(node: GraphNode) -> str:
+    opening, closing = _SHAPES.get(node.kind, ("[", "]"))
+    return f"{node.id}{opening}{_label(label_lines(node))}{closing}"
+
+
+def _edge(edge: GraphEdge) -> str:
+    arrow = "-.->" if edge.style == "back" else "-->"
+    label = f"|{_label([edge.label])}|" if edge.label else ""
+    return f"{edge.source} {arrow}{label} {edge.target}"
+
+
+def _scope(graph: FlowGraph, parent: str, indent: str, out: list[str]) -> None:
+    for node in graph.children(parent):
+        if node.kind == "subflow":
+            out.append(f"{indent}subgraph {node.id}[{_label(label_lines(node))}]")
+            out.append(f"{indent}  direction LR")
+            _scope(graph, node.id, indent + "  ", out)
+            out.append(f"{indent}end")
+        else:
+            out.append(indent + _node(node))
+    out.extend(indent + _edge(edge) for edge in graph.edges_within(parent))
+
+
+def render(graph: FlowGraph) -> str:
+    out = ["graph LR"]
+    _scope(graph, "", "  ", out)
+    painted = [n for n in graph.nodes if n.status]
+    for node in painted:
+        out.append(f"  style {node.id} fill:{colour(node.status)},stroke:#333,color:#000")
+    if painted:
+        out.append('  subgraph legend["Legend"]')
+        out.append("    direction LR")
+        for status in COLOURS:
+            out.append(f'    legend_{status}["{status}"]')
+        out.append("  end")
+        for status, fill in COLOURS.items():
+            out.append(f"  style legend_{status} fill:{fill},stroke:#333,color:#000")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,22 @@
+// elkjs lays out each ELK JSON graph; answers {ok, unplaced, labels} (nodes left without coordinates).
+import ELK from "elkjs/lib/elk.bundled.js";
+import { eachItem } from "./stdin.mjs";
+
+const elk = new ELK();
+
+function visit(node, out) {
+  for (const child of node.children || []) {
+    out.nodes.push(child);
+    for (const label of child.labels || []) out.labels.push(label.text);
+    visit(child, out);
+  }
+  for (const edge of node.edges || []) for (const label of edge.labels || []) out.labels.push(label.text);
+  return out;
+}
+
+await eachItem(async (text) => {
+  const laid = await elk.layout(JSON.parse(text));
+  const { nodes, labels } = visit(laid, { nodes: [], labels: [] });
+  const unplaced = nodes.filter((n) => typeof n.x !== "number" || typeof n.y !== "number").map((n) => n.id);
+  return { ok: unplaced.length === 0 && typeof laid.width === "number", unplaced, labels, nodes: nodes.length };
+});
