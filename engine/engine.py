@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine import dry_run, errors, nodes, progress, render, schema, values
+from engine import errors, nodes, progress, render, schema, values
 from engine.config import EngineConfig
 from engine.flow import Flow
 from engine.registry import Registry, Version
@@ -259,6 +259,8 @@ class FlowEngine:
         """Dry-run a stopped (or parked) execution on the newest version of its workflow and answer the
         report (kept nodes, the next node, conflicts). With `go`, re-pin it to that version so workers take
         it up, unless the report has conflicts (FlowResumeConflict carries the report)."""
+        from engine import dry_run  # TEMP: until engine/dry_run.py lands
+
         state = await self._state(execution_id)
         newest = self._registry.latest(state.flow_id)
         report = await dry_run.dry_run(newest.flow, self.store, execution_id, clock=self.clock)

@@ -1,0 +1,97 @@
+"""Fixtures and helpers shared by the engine tests: a manual clock, the stores, engines, and waiting.
+
+Waiting for an execution to reach a status polls the store on the event loop (the work runs on the same
+loop, plus worker threads for sync bodies); it never waits on time that matters to the flow, which moves
+only through the `ManualClock`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from engine.engine import FlowEngine
+from examples import seed
+from store import spi
+from store.clock import ManualClock
+from store.memory import MemoryStore
+
+LEASE = timedelta(seconds=30)
+RENEW = timedelta(seconds=10)
+POLL = timedelta(seconds=30)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_world() -> None:
+    seed.reset()
+
+
+@pytest.fixture
+async def store(clock: ManualClock) -> spi.FlowStore:
+    return MemoryStore(clock)
+
+
+def make_engine(store: spi.FlowStore, clock: ManualClock, flows: Any = (), **knobs: Any) -> FlowEngine:
+    """An engine on the manual clock; one worker and no shutdown grace unless told otherwise."""
+    settings: dict[str, Any] = {
+        "workers": 1,
+        "lease": LEASE,
+        "renew_every": RENEW,
+        "poll_timeout": POLL,
+        "shutdown_grace": timedelta(0),
+        "clock": clock,
+    }
+    settings.update(knobs)
+    return FlowEngine(store, flows, **settings)
+
+
+async def until(
+    store: spi.FlowStore,
+    execution_id: str,
+    done: Callable[[spi.ExecutionState], bool] = lambda state: state.status.terminal,
+    *,
+    seconds: float = 10.0,
+) -> spi.ExecutionState:
+    """The execution's row once `done` holds (default: it ended). Fails, showing the row and its history,
+    if that takes more than `seconds` of real time (work stuck, not time the flow waits for)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while True:
+        state = await store.get_execution(execution_id)
+        if state is not None and done(state):
+            return state
+        if loop.time() > deadline:
+            history = (await store.get_history(execution_id)).events
+            pytest.fail(
+                f"execution {execution_id} never got there: {state!r}\n"
+                + "\n".join(f"  {e.kind.value} {e.detail}" for e in history)
+            )
+        await asyncio.sleep(0.002)
+
+
+def waiting_for(*paths: str) -> Callable[[spi.ExecutionState], bool]:
+    """Done once the execution is suspended (unclaimed) with exactly these wait rows."""
+    return lambda state: state.executor is None and set(state.waits) == set(paths)
+
+
+def unclaimed(state: spi.ExecutionState) -> bool:
+    return state.executor is None
+
+
+async def kinds(store: spi.FlowStore, execution_id: str) -> list[str]:
+    """The execution's history, as event kind names."""
+    return [e.kind.value for e in (await store.get_history(execution_id)).events]
+
+
+def require_postgres() -> bool:
+    return os.environ.get("FLOWDECK_REQUIRE_POSTGRES") == "1"
