@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from engine.config import EngineConfig
+from engine.engine import ExecutionDetail, FlowEngine, InputStatus, SearchResult
 from engine.errors import (
     STOP_CODES,
+    FlowAlreadyAnswered,
+    FlowAlreadyDelivered,
     FlowCancelled,
+    FlowClaimHeld,
     FlowConfigError,
     FlowDefinitionError,
     FlowDomainError,
@@ -18,21 +23,41 @@ from engine.errors import (
     FlowLoopExhausted,
     FlowNondeterministicCollection,
     FlowNotRegistered,
+    FlowNotStopped,
     FlowOperatorError,
     FlowReservedName,
+    FlowResumeConflict,
     FlowRetry,
+    FlowRunEnded,
     FlowSignalError,
     FlowStepTimeout,
     FlowStoreError,
     FlowUnclosedDispatch,
+    FlowUnknownNode,
     FlowUnnamed,
     FlowValueError,
     FlowWorkflowError,
 )
 from engine.flow import Flow, Loop, Meta
+from engine.local import run_local
 from engine.schedule import Schedule
+from engine.worker import Health
 
 __all__ = [
+    "EngineConfig",
+    "ExecutionDetail",
+    "FlowEngine",
+    "Health",
+    "InputStatus",
+    "SearchResult",
+    "run_local",
+    "FlowAlreadyAnswered",
+    "FlowAlreadyDelivered",
+    "FlowClaimHeld",
+    "FlowNotStopped",
+    "FlowResumeConflict",
+    "FlowRunEnded",
+    "FlowUnknownNode",
     "Flow",
     "Loop",
     "Meta",
