@@ -69,7 +69,7 @@ def xact_commit(database: str) -> int:
 
 
 def settled_xact_commit(database: str, quiet: float = 0.3, patience: float = 3.0) -> int:
-    """`xact_commit` once two reads `quiet` seconds apart agree (each read is itself one commit, elsewhere)."""
+    """`xact_commit` once two reads `quiet` seconds apart agree (the reads commit in another database)."""
     deadline = time.monotonic() + patience
     last = xact_commit(database)
     while time.monotonic() < deadline:

@@ -6,6 +6,7 @@ its progress to stderr and, last, one line `BENCH_RESULT <json>` on stdout.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -46,12 +47,14 @@ def run_child(module: str, args: Sequence[str], timeout: float = 900) -> dict[st
     raise RuntimeError(f"{module} {' '.join(args)} exited {proc.returncode} without a result")
 
 
-def spawn_worker(module: str, args: Sequence[str]) -> subprocess.Popen[str]:
+def spawn_worker(
+    module: str, args: Sequence[str], env: Mapping[str, str] | None = None
+) -> subprocess.Popen[str]:
     """Start a long-lived worker process; `wait_ready` blocks until it says it is serving."""
     return subprocess.Popen(
         [sys.executable, "-m", module, *args],
         cwd=ROOT,
-        env=child_env(),
+        env=child_env() | dict(env or {}),
         stdout=subprocess.PIPE,
         stdin=subprocess.PIPE,
         text=True,
@@ -73,10 +76,8 @@ def announce_ready(detail: str = "") -> None:
 def stop_worker(proc: subprocess.Popen[str], timeout: float = 20) -> None:
     """Close the worker's stdin (its signal to leave cleanly), then wait; kill it if it lingers."""
     if proc.poll() is None and proc.stdin:
-        try:
+        with contextlib.suppress(BrokenPipeError):
             proc.stdin.close()
-        except BrokenPipeError:
-            pass
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -1,0 +1,71 @@
+"""Flowdeck as the bench runs it: Django configured at runtime for a bench database, and the Django store.
+
+`DATABASE_URL` is what `console.settings` reads, so the bench sets it before Django starts; nothing else
+about the project's settings changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench import pg
+
+
+def sqlite_path(name: str = "flowdeck") -> Path:
+    folder = Path(tempfile.gettempdir()) / "flowdeck-bench"
+    folder.mkdir(exist_ok=True)
+    return folder / f"{name}.sqlite"
+
+
+def database_url(backend: str, database: str = pg.FLOWDECK_DB) -> str:
+    if backend == "postgres":
+        return pg.url(database)
+    return f"sqlite:///{sqlite_path(database)}"
+
+
+def start_django(backend: str, database: str = pg.FLOWDECK_DB) -> None:
+    """Point Django at the bench database and set it up (once per process)."""
+    os.environ["DATABASE_URL"] = database_url(backend, database)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "console.settings"
+    os.environ.setdefault("FLOWDECK_LOG_LEVEL", "WARNING")
+    # The store runs the ORM from worker threads beside the event loop; Django's guard is for views.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    import django
+
+    django.setup()
+
+
+def reset_database(backend: str, database: str = pg.FLOWDECK_DB) -> None:
+    """A fresh, migrated bench database. Call before `start_django`'s workers connect."""
+    if backend == "postgres":
+        pg.recreate(database)
+    else:
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(sqlite_path(database)) + suffix).unlink(missing_ok=True)
+
+
+def migrate() -> None:
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def store_class() -> Any:
+    """The Django store, wherever its module settles (`store.django` or a submodule of it)."""
+    for module_name in ("store.django", "store.django.store", "store.django.backend"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        found = getattr(module, "DjangoStore", None)
+        if found is not None:
+            return found
+    raise ImportError("no DjangoStore in store.django yet")
+
+
+def make_store() -> Any:
+    return store_class()(using="default")

@@ -1,0 +1,47 @@
+"""The flows the bench runs on Flowdeck, each the twin of a DBOS workflow in `bench.peers.dbos_workloads`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from datetime import timedelta
+from typing import Any
+
+from engine import Flow
+
+# When set in a worker process's environment, `hold`'s step blocks for an hour: that worker holds its
+# claims until it is killed (W6). The rescuing worker runs without it and finishes the step at once.
+HOLD_ENV = "FLOWDECK_BENCH_HOLD"
+
+# perf_counter() at the moment `listener`'s step began, by execution id (W5 reads it in-process).
+STAMPS: dict[str, float] = {}
+
+
+def trivial(ctx: Any) -> None:
+    return None
+
+
+def chain(steps: int) -> Flow:
+    flow = Flow.init(f"chain{steps}")
+    for i in range(steps):
+        flow = flow.step(f"s{i}", trivial)
+    return flow
+
+
+def stamp(ctx: Any) -> None:
+    STAMPS[ctx.execution_id] = time.perf_counter()
+
+
+async def hold(ctx: Any) -> None:
+    if os.environ.get(HOLD_ENV) == "1":
+        await asyncio.sleep(3600)
+
+
+LISTENER = Flow.init("listener").input("go", int).step("after", stamp)
+HOLD = Flow.init("hold").step("hold", hold)
+NAP = Flow.init("nap").sleep("nap", timedelta(hours=1))
+
+
+def all_flows(steps: tuple[int, ...] = (10, 3)) -> list[Flow]:
+    return [*(chain(n) for n in sorted(set(steps))), LISTENER, HOLD, NAP]

@@ -1,0 +1,216 @@
+"""W7: a store holding `rows` executions in a realistic mix; `list_executions` per filter arm, limit 25.
+
+The rows go straight into the store's tables with one `INSERT … SELECT generate_series` per table
+(PostgreSQL), in its own database. Every row's shape follows from its number `i` alone: its bucket
+`(i * 7919) % 100` picks the status (and the wait row), and `i // 100` picks the secondary traits (cancel
+requested, an unserved hash), so Python can count each arm's exact total without asking the store, and the
+bench checks the store's `total` against it.
+
+The mix: 60 % completed, 10 % failed (three kinds), 5 % cancelled, 2 % compensating, 2 % stopped (two
+codes), 21 % running, of which 10 points sleep, 8 wait for an input (two names) and 3 wait for nothing;
+a tenth of the unended rows have a cancel request; a twentieth of all rows sit on a version no engine serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any
+
+from bench import flowdeck_env, pg, stats
+
+FLOWS = ("orders", "payments", "shipping")
+SERVED_HASH = "h1"
+
+
+def bucket(i: int) -> int:
+    return (i * 7919) % 100
+
+
+def traits(i: int) -> dict[str, Any]:
+    """What row `i` is, in the words of the filter arms (the reference the store's totals are checked by)."""
+    b = bucket(i)
+    if b < 60:
+        kind = "completed"
+    elif b < 70:
+        kind = "failed"
+    elif b < 75:
+        kind = "cancelled"
+    elif b < 77:
+        kind = "compensating"
+    elif b < 79:
+        kind = "stopped"
+    else:
+        kind = "running"
+    terminal = kind in ("completed", "failed", "cancelled")
+    return {
+        "flow": FLOWS[i % 3],
+        "kind": kind,
+        "failure_kind": "PaymentDeclined" if 60 <= b < 64 else "OutOfStock" if 64 <= b < 68 else None,
+        "stop_code": "F0001" if b == 77 else "F0003" if b == 78 else None,
+        "sleeping": 79 <= b < 89,
+        "waiting": "approval" if 89 <= b < 93 else "payment" if 93 <= b < 97 else None,
+        "cancelling": not terminal and (i // 100) % 10 == 0,
+        "orphaned": not terminal and (i // 100) % 20 == 1,
+        "id": f"ex{i:08d}",
+    }
+
+
+_ROWS = """
+    from (
+        select i, (i * 7919) %% 100 as b,
+               timestamptz '2026-01-01 00:00:00+00' + make_interval(secs => i) as ts
+        from generate_series(1, %(rows)s) as i
+    ) s
+"""
+
+LOAD_EXECUTIONS = f"""
+insert into flowstore_execution (
+    id, flow_id, hash, status, status_kind, failure_kind, stop_code, cancel_requested, cancel_reason,
+    executor, claim_expiry, claim_token, last_seq, serial, created, updated
+)
+select
+    'ex' || lpad(i::text, 8, '0'),
+    (array['orders', 'payments', 'shipping'])[1 + i %% 3],
+    case when (i / 100) %% 20 = 1 then 'h0' else 'h1' end,
+    case
+        when b < 60 then '{{"type": "completed"}}'
+        when b < 70 then json_build_object(
+            'type', 'failed', 'error', 'bench failure',
+            'kind', case when b < 64 then 'PaymentDeclined' when b < 68 then 'OutOfStock' end)::text
+        when b < 75 then '{{"type": "cancelled", "reason": "bench"}}'
+        when b < 77 then
+            '{{"type": "compensating", "cause": {{"type": "failure", "error": "bench", "kind": null}}}}'
+        when b < 79 then json_build_object(
+            'type', 'stopped', 'code', case when b = 77 then 'F0001' else 'F0003' end, 'node', 's1',
+            'reason', 'bench', 'detail', '', 'cause', null)::text
+        else '{{"type": "running"}}'
+    end,
+    case
+        when b < 60 then 'completed' when b < 70 then 'failed' when b < 75 then 'cancelled'
+        when b < 77 then 'compensating' when b < 79 then 'stopped' else 'running'
+    end,
+    case when b between 60 and 63 then 'PaymentDeclined' when b between 64 and 67 then 'OutOfStock' end,
+    case when b = 77 then 'F0001' when b = 78 then 'F0003' end,
+    b >= 75 and (i / 100) %% 10 = 0,
+    case when b >= 75 and (i / 100) %% 10 = 0 then 'bench' else '' end,
+    null, null, null, 0, i, ts, ts
+{_ROWS}
+"""
+
+LOAD_WAITS = f"""
+insert into flowstore_wait (execution_id, path, kind, at, field_name)
+select
+    'ex' || lpad(i::text, 8, '0'),
+    case when b < 89 then 'nap' when b < 93 then 'approval' else 'payment' end,
+    case when b < 89 then 'at' else 'on_field' end,
+    case when b < 89 then timestamptz '2030-01-01 00:00:00+00' end,
+    case when b < 89 then null when b < 93 then 'approval' else 'payment' end
+{_ROWS}
+where b between 79 and 96
+"""
+
+
+def load(rows: int) -> float:
+    began = time.perf_counter()
+    with pg.connect(pg.SEARCH_DB) as conn:
+        conn.execute(LOAD_EXECUTIONS, {"rows": rows})
+        conn.execute(LOAD_WAITS, {"rows": rows})
+        conn.execute("vacuum analyze flowstore_execution")
+        conn.execute("vacuum analyze flowstore_wait")
+    return time.perf_counter() - began
+
+
+def arms() -> list[tuple[str, str | None, Any, str | None]]:
+    """(label, flow_id, filter, id_prefix) for every filter arm, plus no filter, a flow and an id prefix."""
+    from store.spi import ExecutionFilter as F
+
+    return [
+        ("all", None, None, None),
+        ("running", None, F.Running(), None),
+        ("completed", None, F.Completed(), None),
+        ("cancelled", None, F.Cancelled(), None),
+        ("compensating", None, F.Compensating(), None),
+        ("failed", None, F.Failed(), None),
+        ("failed:PaymentDeclined", None, F.Failed("PaymentDeclined"), None),
+        ("sleeping", None, F.Sleeping(), None),
+        ("waiting", None, F.WaitingForInput(), None),
+        ("waiting:approval", None, F.WaitingForInput("approval"), None),
+        ("cancelling", None, F.Cancelling(), None),
+        ("orphaned", None, F.Orphaned(frozenset({SERVED_HASH})), None),
+        ("stopped", None, F.Stopped(), None),
+        ("stopped:F0003", None, F.Stopped("F0003"), None),
+        ("flow=orders running", "orders", F.Running(), None),
+        ("id prefix ex0000", None, None, "ex0000"),
+    ]
+
+
+def expected_totals(rows: int) -> Counter[str]:
+    """Each arm's exact total, counted in Python from the rows' recipe."""
+    totals: Counter[str] = Counter()
+    for i in range(1, rows + 1):
+        t = traits(i)
+        kind = t["kind"]
+        totals["all"] += 1
+        totals[kind] += 1
+        if kind == "failed" and t["failure_kind"] == "PaymentDeclined":
+            totals["failed:PaymentDeclined"] += 1
+        if t["sleeping"]:
+            totals["sleeping"] += 1
+        if t["waiting"]:
+            totals["waiting"] += 1
+            if t["waiting"] == "approval":
+                totals["waiting:approval"] += 1
+        if t["cancelling"]:
+            totals["cancelling"] += 1
+        if t["orphaned"]:
+            totals["orphaned"] += 1
+        if t["stop_code"] == "F0003":
+            totals["stopped:F0003"] += 1
+        if t["flow"] == "orders" and kind == "running":
+            totals["flow=orders running"] += 1
+        if t["id"].startswith("ex0000"):
+            totals["id prefix ex0000"] += 1
+    return totals
+
+
+def run(rows: int, reps: int) -> dict[str, Any]:
+    from bench import workloads
+
+    workloads.setup("postgres", pg.SEARCH_DB)
+    load_seconds = load(rows)
+    flowdeck_env.start_django("postgres", pg.SEARCH_DB)
+    truth = expected_totals(rows)
+
+    async def measure() -> dict[str, Any]:
+        store = flowdeck_env.make_store()
+        found: dict[str, Any] = {}
+        for label, flow_id, filt, prefix in arms():
+            await store.list_executions(flow_id, filt, 25, 0, prefix)  # warm the plan and the cache
+            samples = []
+            for _ in range(reps):
+                began = time.perf_counter()
+                page = await store.list_executions(flow_id, filt, 25, 0, prefix)
+                samples.append((time.perf_counter() - began) * 1000)
+            found[label] = {
+                "ms": stats.p50_p95(samples),
+                "total": page.total,
+                "expected": truth[label],
+                "exact": page.total == truth[label],
+                "items": len(page.items),
+            }
+        return found
+
+    per_arm = asyncio.run(measure())
+    worst = max(arm["ms"]["p95"] for arm in per_arm.values())
+    return {
+        "system": "flowdeck",
+        "backend": "postgres",
+        "rows": rows,
+        "reps": reps,
+        "load_seconds": load_seconds,
+        "arms": per_arm,
+        "worst_p95_ms": worst,
+        "all_exact": all(arm["exact"] for arm in per_arm.values()),
+    }

@@ -1,0 +1,75 @@
+"""A Flowdeck worker process: `python -m bench.worker [options]`.
+
+Serves every bench flow from the bench database until its stdin closes (the coordinator's way of saying
+"leave"), or until it is killed (W6). W1's multi-process variant and W6 and W9 run these as real OS
+processes, so that a kill is a real crash and a process's memory is its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from datetime import timedelta
+
+from bench import flowdeck_env, protocol
+
+
+def engine_options(args: argparse.Namespace) -> dict[str, object]:
+    return {
+        "workers": args.workers,
+        "batch_size": args.batch_size,
+        "lease": timedelta(seconds=args.lease),
+        "renew_every": timedelta(seconds=args.renew_every),
+        "poll_timeout": timedelta(seconds=args.poll_timeout),
+        "shutdown_grace": timedelta(seconds=1),
+    }
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=["postgres", "sqlite"], default="postgres")
+    parser.add_argument("--database", default="flowdeck_bench")
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--lease", type=float, default=30.0)
+    parser.add_argument("--renew-every", type=float, default=10.0)
+    parser.add_argument("--poll-timeout", type=float, default=5.0)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    from bench.flows import all_flows
+    from engine.engine import FlowEngine
+
+    store = flowdeck_env.make_store()
+    async with FlowEngine(store, all_flows(), **engine_options(args)) as engine:  # type: ignore[arg-type]
+        protocol.announce_ready(json.dumps({"executor_id": engine.executor_id, "pid": os.getpid()}))
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="bench.worker")
+    add_engine_arguments(parser)
+    parser.add_argument("--profile", help="write a pyinstrument HTML profile of this process here")
+    args = parser.parse_args(argv)
+    flowdeck_env.start_django(args.backend, args.database)
+    if args.profile:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(interval=0.0005, async_mode="disabled")
+        profiler.start()
+        try:
+            asyncio.run(serve(args))
+        finally:
+            profiler.stop()
+            with open(args.profile, "w") as out:
+                out.write(profiler.output_html())
+            with open(args.profile + ".txt", "w") as out:
+                out.write(profiler.output_text(unicode=False, color=False, show_all=False))
+    else:
+        asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    main()

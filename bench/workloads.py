@@ -1,0 +1,453 @@
+"""Flowdeck's side of every workload: `python -m bench.workloads <command> [options]`.
+
+Each command runs in a fresh interpreter (Django is configured once per process) and prints one
+`BENCH_RESULT <json>` line. Workers are separate OS processes (`bench.worker`) wherever the workload is
+about processes (W1, W6, W9); W2 and W5 run the engine inside the measuring process, as DBOS's do.
+
+Commit accounting (W3) reads `pg_stat_database.xact_commit` for the bench database from a connection to
+another database, only after the processes that wrote have exited (backends flush their counters when
+they end). The measured window also holds commits the bench itself makes: its completion polls (counted
+one by one) and the starter process that creates the executions (measured alone, beforehand, by the same
+starter creating the same number of executions of a workflow id no worker serves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import flowdeck_env, pg, protocol, stats
+from bench.worker import add_engine_arguments
+
+# ---------------------------------------------------------------------------------------- plumbing
+
+
+class Probe:
+    """Counts rows straight from the store's tables, on its own connection; every query is counted."""
+
+    def __init__(self, backend: str, database: str) -> None:
+        self.backend = backend
+        self.queries = 0
+        if backend == "postgres":
+            self.conn: Any = pg.connect(database)
+        else:
+            self.conn = sqlite3.connect(str(flowdeck_env.sqlite_path(database)), timeout=30)
+
+    def scalar(self, sql: str, *params: Any) -> int:
+        self.queries += 1
+        if self.backend == "sqlite":
+            sql = sql.replace("%s", "?")
+        row = self.conn.execute(sql, params).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def completed(self, flow_id: str) -> int:
+        return self.scalar(
+            "select count(*) from flowstore_execution where flow_id = %s and status_kind = 'completed'",
+            flow_id,
+        )
+
+    def wait_until(self, what: str, check: Any, want: int, timeout: float, every: float = 0.01) -> float:
+        """Poll `check()` until it reaches `want`; answers the perf_counter() when it did."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if check() >= want:
+                return time.perf_counter()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what}: {check()} of {want} after {timeout:g}s")
+            time.sleep(every)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def worker_args(ns: argparse.Namespace, workers: int, **overrides: Any) -> list[str]:
+    values = {
+        "backend": ns.backend,
+        "database": ns.database,
+        "workers": workers,
+        "batch_size": ns.batch_size,
+        "lease": ns.lease,
+        "renew_every": ns.renew_every,
+        "poll_timeout": ns.poll_timeout,
+    } | overrides
+    args: list[str] = []
+    for key, value in values.items():
+        args += [f"--{key.replace('_', '-')}", str(value)]
+    return args
+
+
+def start_workers(
+    ns: argparse.Namespace, procs: int, workers: int, env: dict[str, str] | None = None
+) -> list[Any]:
+    children = [protocol.spawn_worker("bench.worker", worker_args(ns, workers), env) for _ in range(procs)]
+    for child in children:
+        child.ready = json.loads(protocol.wait_ready(child))
+    return children
+
+
+def stop_all(children: list) -> None:
+    for child in children:
+        protocol.stop_worker(child)
+
+
+def setup(backend: str, database: str) -> None:
+    protocol.run_child("bench.workloads", ["setup", "--backend", backend, "--database", database])
+
+
+def engine(store: Any, ns: argparse.Namespace, **overrides: Any) -> Any:
+    from bench import worker
+    from bench.flows import all_flows
+    from engine.engine import FlowEngine
+
+    options = worker.engine_options(ns) | overrides
+    return FlowEngine(store, all_flows(), **options)
+
+
+def rss_kb(pid: int) -> dict[str, int]:
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            found[key] = int(value.split()[0])
+    return found
+
+
+# ------------------------------------------------------------------------------------------ commands
+
+
+def cmd_setup(ns: argparse.Namespace) -> dict[str, Any]:
+    flowdeck_env.reset_database(ns.backend, ns.database)
+    flowdeck_env.start_django(ns.backend, ns.database)
+    flowdeck_env.migrate()
+    return {"ok": True}
+
+
+def cmd_starter(ns: argparse.Namespace) -> dict[str, Any]:
+    """Create `count` executions of the steps-long chain, as workflow `workflow_id`, once told to go.
+
+    Django is set up before READY but the database is first touched after "go", so that every commit this
+    process makes falls inside the window the coordinator measures.
+    """
+    from bench.flows import chain
+    from engine.engine import FlowEngine
+
+    flowdeck_env.start_django(ns.backend, ns.database)
+    store = flowdeck_env.make_store()
+    starter = FlowEngine(store, (), workers=1)
+    protocol.announce_ready()
+    sys.stdin.readline()
+
+    async def create() -> float:
+        began = time.perf_counter()
+        await starter.register(ns.workflow_id, chain(ns.steps))
+        for i in range(ns.count):
+            await starter.workflows.start(ns.workflow_id, execution_id=f"{ns.workflow_id}-{i:06d}")
+        return time.perf_counter() - began
+
+    return {"seconds": asyncio.run(create())}
+
+
+def run_starter(ns: argparse.Namespace, workflow_id: str) -> Any:
+    child = protocol.spawn_worker(
+        "bench.workloads",
+        [
+            "starter",
+            "--backend", ns.backend,
+            "--database", ns.database,
+            "--workflow-id", workflow_id,
+            "--steps", str(ns.steps),
+            "--count", str(ns.executions),
+        ],
+    )  # fmt: skip
+    protocol.wait_ready(child)
+    return child
+
+
+def go(child: Any) -> None:
+    assert child.stdin is not None
+    child.stdin.write("go\n")
+    child.stdin.flush()
+
+
+def finish_starter(child: Any) -> dict[str, Any]:
+    assert child.stdout is not None
+    out, _ = child.communicate(timeout=600)
+    for line in out.splitlines():
+        if line.startswith(protocol.MARK):
+            return json.loads(line[len(protocol.MARK) :])
+    raise RuntimeError(f"starter exited {child.returncode} without a result")
+
+
+def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
+    """W1 (and W3 on PostgreSQL): executions × steps started at once, `procs` worker processes."""
+    postgres = ns.backend == "postgres"
+    setup(ns.backend, ns.database)
+    workflow_id = f"chain{ns.steps}"
+
+    starter_commits = None
+    if postgres:
+        before = pg.settled_xact_commit(ns.database)
+        calibration = run_starter(ns, "calibration")
+        go(calibration)
+        finish_starter(calibration)
+        starter_commits = pg.settled_xact_commit(ns.database) - before
+
+    children = start_workers(ns, ns.procs, max(1, ns.workers // ns.procs))
+    probe = Probe(ns.backend, ns.database)
+    try:
+        starter = run_starter(ns, workflow_id)
+        before = pg.settled_xact_commit(ns.database) if postgres else 0
+        polls_before = probe.queries
+        began = time.perf_counter()
+        go(starter)
+        ended = probe.wait_until(
+            "W1", lambda: probe.completed(workflow_id), ns.executions, timeout=ns.timeout, every=0.02
+        )
+        started = finish_starter(starter)
+        polls = probe.queries - polls_before
+    finally:
+        probe.close()
+        stop_all(children)
+    elapsed = ended - began
+    nodes = ns.executions * ns.steps
+    result: dict[str, Any] = {
+        "system": "flowdeck",
+        "backend": ns.backend,
+        "executions": ns.executions,
+        "steps": ns.steps,
+        "workers": ns.workers,
+        "processes": ns.procs,
+        "batch_size": ns.batch_size,
+        "seconds": elapsed,
+        "start_seconds": started["seconds"],
+        "nodes": nodes,
+        "nodes_per_s": nodes / elapsed,
+    }
+    if postgres:
+        commits = pg.settled_xact_commit(ns.database) - before
+        engine_commits = commits - polls - (starter_commits or 0)
+        result |= {
+            "commits": commits,
+            "bench_commits": polls + (starter_commits or 0),
+            "starter_commits": starter_commits,
+            "poll_commits": polls,
+            "engine_commits": engine_commits,
+            "commits_per_node": engine_commits / nodes,
+            "commits_per_node_with_starts": (engine_commits + (starter_commits or 0)) / nodes,
+        }
+    return result
+
+
+async def until(check: Any, timeout: float, every: float = 0.001) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not reached")
+        await asyncio.sleep(every)
+
+
+def cmd_w2(ns: argparse.Namespace) -> dict[str, Any]:
+    """W2: executions of a short chain, one after another; start → Completed, per execution."""
+    from store import spi
+
+    setup(ns.backend, ns.database)
+    flowdeck_env.start_django(ns.backend, ns.database)
+
+    async def run() -> list[float]:
+        store = flowdeck_env.make_store()
+        samples = []
+        async with engine(store, ns) as eng:
+            for i in range(ns.executions):
+                began = time.perf_counter()
+                eid = await eng.workflows.start(f"chain{ns.steps}", execution_id=f"w2-{i:06d}")
+
+                async def done(eid: str = eid) -> bool:
+                    state = await store.get_execution(eid)
+                    return state is not None and isinstance(state.status, spi.Completed)
+
+                await until(done, ns.timeout)
+                samples.append((time.perf_counter() - began) * 1000)
+        return samples
+
+    samples = asyncio.run(run())
+    return {"system": "flowdeck", "backend": ns.backend, "executions": ns.executions, "steps": ns.steps} | {
+        "ms": stats.p50_p95(samples)
+    }
+
+
+def cmd_w5(ns: argparse.Namespace) -> dict[str, Any]:
+    """W5: workers idle in claim_ready; a signal → the next node's body starts."""
+    from bench.flows import STAMPS
+
+    setup(ns.backend, ns.database)
+    flowdeck_env.start_django(ns.backend, ns.database)
+
+    async def run() -> list[float]:
+        store = flowdeck_env.make_store()
+        samples = []
+        async with engine(store, ns) as eng:
+            for i in range(ns.signals):
+                eid = await eng.workflows.start("listener", execution_id=f"w5-{i:06d}")
+
+                async def parked(eid: str = eid) -> bool:
+                    state = await store.get_execution(eid)
+                    return state is not None and "go" in state.waits and state.executor is None
+
+                await until(parked, ns.timeout, every=0.005)
+                await asyncio.sleep(ns.idle)  # every worker back in claim_ready, blocked
+                began = time.perf_counter()
+                await eng.executions.signal(eid, "go", 1)
+
+                async def stamped(eid: str = eid) -> bool:
+                    return eid in STAMPS
+
+                await until(stamped, ns.timeout, every=0.0002)
+                samples.append((STAMPS[eid] - began) * 1000)
+        return samples
+
+    samples = asyncio.run(run())
+    return {"system": "flowdeck", "backend": ns.backend, "signals": ns.signals, "ms": stats.p50_p95(samples)}
+
+
+def cmd_w6(ns: argparse.Namespace) -> dict[str, Any]:
+    """W6: SIGKILL a worker process holding `claims` claims → all resumed (completed) elsewhere."""
+    from bench.flows import HOLD_ENV
+
+    setup(ns.backend, ns.database)
+    flowdeck_env.start_django(ns.backend, ns.database)
+    # The victim must be able to hold every claim at once: workers × batch_size ≥ claims.
+    workers = max(ns.workers, -(-ns.claims // ns.batch_size))
+    victim = start_workers(ns, 1, workers, env={HOLD_ENV: "1"})[0]
+    rescuer = None
+    probe = Probe(ns.backend, ns.database)
+    try:
+
+        async def start() -> None:
+            from bench.flows import HOLD
+            from engine.engine import FlowEngine
+
+            starter = FlowEngine(flowdeck_env.make_store(), (), workers=1)
+            await starter.register("hold", HOLD)
+            for i in range(ns.claims):
+                await starter.workflows.start("hold", execution_id=f"w6-{i:06d}")
+
+        asyncio.run(start())
+        holding = "select count(*) from flowstore_execution where flow_id = 'hold' and executor = %s"
+        executor = victim.ready["executor_id"]
+        probe.wait_until("W6 claims", lambda: probe.scalar(holding, executor), ns.claims, ns.timeout)
+        rescuer = start_workers(ns, 1, workers, env={HOLD_ENV: "0"})[0]
+        time.sleep(0.5)  # the rescuer is polling and finds nothing: every claim is live
+        killed = time.perf_counter()
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait()
+        resumed = probe.wait_until("W6 resumed", lambda: probe.completed("hold"), ns.claims, ns.timeout)
+    finally:
+        probe.close()
+        if victim.poll() is None:
+            victim.kill()
+        stop_all([rescuer] if rescuer else [])
+    return {
+        "system": "flowdeck",
+        "backend": ns.backend,
+        "claims": ns.claims,
+        "lease": ns.lease,
+        "renew_every": ns.renew_every,
+        "poll_timeout": ns.poll_timeout,
+        "seconds": resumed - killed,
+    }
+
+
+def cmd_w9(ns: argparse.Namespace) -> dict[str, Any]:
+    """W9: `sleepers` executions parked in an hour-long sleep → the worker process's RSS before/after."""
+    setup(ns.backend, ns.database)
+    flowdeck_env.start_django(ns.backend, ns.database)
+    worker = start_workers(ns, 1, ns.workers)[0]
+    probe = Probe(ns.backend, ns.database)
+    try:
+        time.sleep(1.0)
+        before = rss_kb(worker.pid)
+
+        async def start() -> None:
+            from bench.flows import NAP
+            from engine.engine import FlowEngine
+
+            starter = FlowEngine(flowdeck_env.make_store(), (), workers=1)
+            await starter.register("nap", NAP)
+            for i in range(ns.sleepers):
+                await starter.workflows.start("nap", execution_id=f"w9-{i:06d}")
+
+        asyncio.run(start())
+        parked = (
+            "select count(*) from flowstore_execution e where e.flow_id = 'nap' and e.executor is null"
+            " and exists (select 1 from flowstore_wait w where w.execution_id = e.id and w.kind = 'at')"
+        )
+        probe.wait_until("W9 parked", lambda: probe.scalar(parked), ns.sleepers, ns.timeout, every=0.2)
+        time.sleep(1.0)
+        after = rss_kb(worker.pid)
+    finally:
+        probe.close()
+        stop_all([worker])
+    return {
+        "system": "flowdeck",
+        "backend": ns.backend,
+        "sleepers": ns.sleepers,
+        "rss_before_mb": before["VmRSS"] / 1024,
+        "rss_after_mb": after["VmRSS"] / 1024,
+        "rss_growth_mb": (after["VmRSS"] - before["VmRSS"]) / 1024,
+        "peak_mb": after["VmHWM"] / 1024,
+    }
+
+
+def cmd_w7(ns: argparse.Namespace) -> dict[str, Any]:
+    from bench import search_load
+
+    return search_load.run(ns.rows, ns.reps)
+
+
+COMMANDS = {
+    "setup": cmd_setup,
+    "starter": cmd_starter,
+    "w1": cmd_w1,
+    "w2": cmd_w2,
+    "w5": cmd_w5,
+    "w6": cmd_w6,
+    "w7": cmd_w7,
+    "w9": cmd_w9,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="bench.workloads")
+    parser.add_argument("command", choices=sorted(COMMANDS))
+    add_engine_arguments(parser)
+    parser.add_argument("--executions", type=int, default=500)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--procs", type=int, default=1)
+    parser.add_argument("--workflow-id", default="chain10")
+    parser.add_argument("--count", type=int, default=0)
+    parser.add_argument("--signals", type=int, default=20)
+    parser.add_argument("--idle", type=float, default=0.3)
+    parser.add_argument("--claims", type=int, default=50)
+    parser.add_argument("--sleepers", type=int, default=10_000)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    ns = parser.parse_args(argv)
+    if ns.command == "starter":
+        ns.executions = ns.count
+    result = COMMANDS[ns.command](ns)
+    protocol.emit(result)
+    sys.stdout.flush()
+    os._exit(0)  # worker threads of the store's pool must not hold the process open
+
+
+if __name__ == "__main__":
+    main()
