@@ -1,0 +1,118 @@
+"""The real diagram tools, batched: Graphviz `dot`, and under Node bpmn-moddle, elkjs and Mermaid's parser.
+
+The Node tools live in node_tools/ (test-only, not committed); `bash .ci/node-tools.sh` installs them. A
+missing tool FAILS the test with that instruction: a diagram nobody checked is not a passing diagram.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sysconfig
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_TOOLS = ROOT / "node_tools"
+SCRIPTS = Path(__file__).resolve().parent / "node"
+INSTALL_HINT = "run `bash .ci/node-tools.sh` from the repository root to install the Node diagram tools"
+
+
+def _node_script(name: str) -> Path:
+    if shutil.which("node") is None:
+        pytest.fail(f"node is not installed (apt-get install -y nodejs npm), then {INSTALL_HINT}")
+    for package in ("bpmn-moddle", "elkjs", "mermaid", "jsdom"):
+        if not (NODE_TOOLS / "node_modules" / package / "package.json").exists():
+            pytest.fail(f"node_tools/node_modules/{package} is missing: {INSTALL_HINT}")
+    # The scripts run from inside node_tools/ so that their bare imports resolve to its node_modules.
+    target = NODE_TOOLS / "validators"
+    target.mkdir(exist_ok=True)
+    for script in SCRIPTS.glob("*.mjs"):
+        copy = target / script.name
+        if not copy.exists() or copy.read_bytes() != script.read_bytes():
+            copy.write_bytes(script.read_bytes())
+    return target / f"{name}.mjs"
+
+
+def _run_node(name: str, items: Sequence[str]) -> list[dict[str, Any]]:
+    script = _node_script(name)
+    proc = subprocess.run(
+        ["node", str(script)],
+        input=json.dumps(list(items)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"{script.name} crashed ({proc.returncode}): {proc.stderr[-2000:]}")
+    results = json.loads(proc.stdout)
+    assert len(results) == len(items)
+    return results
+
+
+def mermaid(texts: Sequence[str]) -> list[dict[str, Any]]:
+    """Mermaid's own parser: {ok, error?, labels} per text, labels as Mermaid read them."""
+    return _run_node("mermaid", texts)
+
+
+def bpmn(documents: Sequence[str]) -> list[dict[str, Any]]:
+    """bpmn-moddle: {ok, warnings, missing, broken, names} per document."""
+    return _run_node("bpmn", documents)
+
+
+def elk(graphs: Sequence[str]) -> list[dict[str, Any]]:
+    """elkjs layout: {ok, unplaced, labels} per ELK JSON text."""
+    return _run_node("elk", graphs)
+
+
+def _dot_program(name: str) -> str:
+    if name == "dot":
+        found = shutil.which("dot")
+        if found is None:
+            pytest.fail("Graphviz `dot` is not installed: apt-get install -y graphviz")
+        return found
+    candidate = Path(sysconfig.get_path("scripts")) / "graphviz-pure"
+    if not candidate.exists():
+        pytest.fail("graphviz-pure is not installed: pip install -e '.[dev]' (it is a project dependency)")
+    return str(candidate)
+
+
+def dot(sources: Sequence[str], program: str = "dot") -> list[tuple[bool, str, str]]:
+    """`dot -Tsvg` on each source: (accepted, svg, stderr). Graphviz warnings count as refusals."""
+    binary = _dot_program(program)
+    results = []
+    for source in sources:
+        proc = subprocess.run(
+            [binary, "-Tsvg"], input=source.encode(), capture_output=True, timeout=120, check=False
+        )
+        stderr = proc.stderr.decode(errors="replace")
+        results.append((proc.returncode == 0 and not stderr.strip(), proc.stdout.decode(), stderr))
+    return results
+
+
+# ------------------------------------------------------------------------------------------ decoding
+
+_MERMAID_NUMERIC = re.compile(r"ﬂ°°(\d+)¶ß")
+
+
+def mermaid_label_lines(label: str) -> list[str]:
+    """A label as Mermaid parsed it (entity codes held as its placeholders), back to the text lines."""
+    return [_MERMAID_NUMERIC.sub(lambda m: chr(int(m.group(1))), part) for part in label.split("<br>")]
+
+
+_DOT_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)
+
+
+def dot_strings(source: str) -> list[str]:
+    """Every double-quoted string of a DOT source, unescaped (`\\n` is a line break)."""
+    return [_dot_unescape(m.group(1)) for m in _DOT_STRING.finditer(source)]
+
+
+def _dot_unescape(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), text, flags=re.S)
