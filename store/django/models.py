@@ -42,36 +42,37 @@ class Execution(models.Model):
     claim_expiry = models.DateTimeField(null=True, blank=True)
     claim_token = models.BigIntegerField(null=True, blank=True)
     last_seq = models.IntegerField(default=0, help_text="seq of the newest event; the next one is +1")
+    serial = models.BigIntegerField(help_text="creation order among rows created at the same instant")
     created = models.DateTimeField()
     updated = models.DateTimeField()
 
     class Meta:
         db_table = "flowstore_execution"
         indexes = [
-            models.Index(fields=["-created", "-id"], name="fs_exec_created"),
-            models.Index(fields=["flow_id", "-created", "-id"], name="fs_exec_flow_created"),
-            models.Index(fields=["status_kind", "-created", "-id"], name="fs_exec_kind_created"),
+            models.Index(fields=["-created", "-serial"], name="fs_exec_created"),
+            models.Index(fields=["flow_id", "-created", "-serial"], name="fs_exec_flow_created"),
+            models.Index(fields=["status_kind", "-created", "-serial"], name="fs_exec_kind_created"),
             models.Index(
-                fields=["flow_id", "status_kind", "-created", "-id"], name="fs_exec_flow_kind_created"
+                fields=["flow_id", "status_kind", "-created", "-serial"], name="fs_exec_flow_kind_created"
             ),
             models.Index(
-                fields=["failure_kind", "-created", "-id"],
+                fields=["failure_kind", "-created", "-serial"],
                 name="fs_exec_failkind_created",
                 condition=Q(failure_kind__isnull=False),
             ),
             models.Index(
-                fields=["stop_code", "-created", "-id"],
+                fields=["stop_code", "-created", "-serial"],
                 name="fs_exec_stopcode_created",
                 condition=Q(stop_code__isnull=False),
             ),
             models.Index(
-                fields=["-created", "-id"],
+                fields=["-created", "-serial"],
                 name="fs_exec_cancelling",
                 condition=Q(cancel_requested=True) & _ACTIVE,
             ),
-            models.Index(fields=["-created", "-id"], name="fs_exec_active_created", condition=_ACTIVE),
+            models.Index(fields=["-created", "-serial"], name="fs_exec_active_created", condition=_ACTIVE),
             models.Index(
-                fields=["flow_id", "hash", "created", "id"],
+                fields=["flow_id", "hash", "created", "serial"],
                 name="fs_exec_claimable",
                 condition=Q(status_kind__in=CLAIMABLE_KINDS),
             ),
@@ -134,6 +135,7 @@ class Event(models.Model):
 
     execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="events")
     seq = models.IntegerField()
+    flow_id = models.CharField(max_length=255, help_text="as the event was written")
     kind = models.CharField(max_length=32)
     timestamp = models.DateTimeField()
     data = models.TextField(default="{}", help_text="the kind's payload, as JSON text")

@@ -1,0 +1,57 @@
+"""The one place where database failures become `spi.FlowStoreError`.
+
+Whatever the driver raised stays reachable as `__cause__`; the store never lets a raw driver exception
+out. A failure is retryable when trying again later can succeed: a lost connection, a serialization
+failure or deadlock (PostgreSQL), a locked database (SQLite).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+
+from django import db
+from django.db import connections
+
+from store import spi
+
+try:  # psycopg is the PostgreSQL driver; an SQLite-only install may lack it
+    import psycopg
+except ImportError:  # pragma: no cover
+    psycopg = None  # type: ignore[assignment]
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Transient: the same operation can succeed when tried again."""
+    cause = error.__cause__ or error
+    if psycopg is not None and isinstance(cause, psycopg.Error):
+        # TransactionRollback covers serialization failures and deadlocks
+        return isinstance(cause, psycopg.OperationalError | psycopg.InterfaceError)
+    if isinstance(cause, sqlite3.OperationalError):
+        text = str(cause).lower()
+        return "locked" in text or "busy" in text or "unable to open" in text or "disk i/o" in text
+    return isinstance(error, db.OperationalError | db.InterfaceError)
+
+
+@contextlib.contextmanager
+def translated(operation: str, using: str) -> Iterator[None]:
+    """Run a store operation; a database failure leaves as `FlowStoreError` naming the operation.
+
+    A connection the failure left unusable is closed here, so the thread's next operation reconnects.
+    """
+    try:
+        yield
+    except (db.Error, sqlite3.Error) as error:
+        _drop_if_broken(using)
+        raise spi.FlowStoreError(f"{operation}: {error}", retryable=is_retryable(error)) from error
+    except Exception as error:
+        if psycopg is not None and isinstance(error, psycopg.Error):
+            _drop_if_broken(using)
+            raise spi.FlowStoreError(f"{operation}: {error}", retryable=is_retryable(error)) from error
+        raise
+
+
+def _drop_if_broken(using: str) -> None:
+    with contextlib.suppress(Exception):
+        connections[using].close_if_unusable_or_obsolete()

@@ -1,0 +1,421 @@
+"""Every raw SQL statement of the Django store, named and described, for PostgreSQL and SQLite.
+
+The ORM serves the reads that are not on a hot path; everything a worker does per node (claim, the
+writes under a claim, signal) is here, written so that one call is as few round trips as it can be.
+
+Conventions:
+- parameters are named (`%(now)s`); times are the store clock's, passed in, never the database's now(),
+  so a `ManualClock` drives every deadline;
+- the acceptance rule (token presented AND the store's now before the expiry) sits in the WHERE clause of
+  the one UPDATE that opens every write under a claim, and that UPDATE answers the cancel flag, so a write
+  needs no separate read;
+- a statement that differs between the backends carries a `postgresql` text beside the portable one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+WAKE_CHANNEL = "flowdeck_wake"
+
+_TERMINAL = "('completed', 'failed', 'cancelled')"
+_CLAIMABLE = "('running', 'compensating')"
+
+# The columns of an execution row, in the order `rows.execution_state` decodes them.
+EXECUTION_COLUMNS = (
+    "id",
+    "flow_id",
+    "hash",
+    "status",
+    "executor",
+    "claim_expiry",
+    "claim_token",
+    "created",
+    "updated",
+    "cancel_requested",
+    "cancel_reason",
+)
+_EXEC_COLS = ", ".join(f"e.{c}" for c in EXECUTION_COLUMNS)
+_EXEC_COLS_BARE = ", ".join(EXECUTION_COLUMNS)
+
+
+@dataclass(frozen=True)
+class Query:
+    """One named statement. `sql` is portable unless `postgresql` overrides it there."""
+
+    name: str
+    doc: str
+    sql: str
+    postgresql: str | None = None
+
+    def text(self, vendor: str) -> str:
+        if vendor == "postgresql" and self.postgresql is not None:
+            return self.postgresql
+        return self.sql
+
+
+# ------------------------------------------------------------------------------------------- readiness
+
+
+def served_predicate(served: Sequence[tuple[str, str]], params: dict[str, Any]) -> str:
+    """`(flow_id, hash)` among the served pairs, as ORs of equalities (index-friendly on both backends)."""
+    if not served:
+        return "FALSE"
+    terms = []
+    for i, (flow_id, hash_) in enumerate(sorted(served)):
+        params[f"sf{i}"] = flow_id
+        params[f"sh{i}"] = hash_
+        terms.append(f"(e.flow_id = %(sf{i})s AND e.hash = %(sh{i})s)")
+    return "(" + " OR ".join(terms) + ")"
+
+
+# I8, in SQL: claimable status, served version, claim free or expired, and any of: cancel requested, died
+# mid-flight (a token left on an expired claim), no wait rows, a satisfied row.
+_READY_WHERE = f"""
+    e.status_kind IN {_CLAIMABLE}
+    AND {{served}}
+    AND (e.claim_expiry IS NULL OR e.claim_expiry <= %(now)s)
+    AND (
+        e.cancel_requested
+        OR e.claim_token IS NOT NULL
+        OR NOT EXISTS (SELECT 1 FROM flowstore_wait w WHERE w.execution_id = e.id)
+        OR EXISTS (
+            SELECT 1 FROM flowstore_wait w
+            WHERE w.execution_id = e.id
+              AND (w.at <= %(now)s
+                   OR EXISTS (SELECT 1 FROM flowstore_field f
+                              WHERE f.execution_id = e.id AND f.name = w.field_name))
+        )
+    )
+"""
+
+CLAIM_READY = Query(
+    "claim_ready",
+    """Claim up to `limit` ready rows, oldest created first. PostgreSQL locks and stamps them in one
+    statement (SKIP LOCKED: concurrent claimers pass each other's rows by, I1) with tokens from the
+    sequence; SQLite only selects the ids here (BEGIN IMMEDIATE already excludes every other writer) and
+    stamps them with STAMP_CLAIM.""",
+    f"""
+    SELECT e.id FROM flowstore_execution e
+    WHERE {_READY_WHERE}
+    ORDER BY e.created, e.serial
+    LIMIT %(limit)s
+    """,
+    postgresql=f"""
+    WITH ready AS (
+        SELECT e.id FROM flowstore_execution e
+        WHERE {_READY_WHERE}
+        ORDER BY e.created, e.serial
+        LIMIT %(limit)s
+        FOR UPDATE OF e SKIP LOCKED
+    )
+    UPDATE flowstore_execution e
+    SET executor = %(executor)s, claim_expiry = %(expiry)s,
+        claim_token = nextval('flowstore_claim_token'), updated = %(now)s
+    FROM ready WHERE e.id = ready.id
+    RETURNING {_EXEC_COLS}
+    """,
+)
+
+TAKE_TOKENS = Query(
+    "take_tokens",
+    "SQLite: reserve `n` claim tokens from the counter row; answers the last one reserved.",
+    "UPDATE flowstore_token_counter SET value = value + %(n)s WHERE id = 1 RETURNING value",
+)
+
+STAMP_CLAIM = Query(
+    "stamp_claim",
+    "SQLite: stamp one selected row with its holder, expiry and token.",
+    f"""
+    UPDATE flowstore_execution
+    SET executor = %(executor)s, claim_expiry = %(expiry)s, claim_token = %(token)s, updated = %(now)s
+    WHERE id = %(id)s
+    RETURNING {_EXEC_COLS_BARE}
+    """,
+)
+
+NEXT_WAKE = Query(
+    "next_wake",
+    """When a claim found nothing: the earliest instant at which a served row becomes ready with no write
+    (a sleep coming due, a lease lapsing), so a blocked caller wakes on its own then.""",
+    f"""
+    SELECT MIN(t) FROM (
+        SELECT MIN(w.at) AS t FROM flowstore_wait w
+        JOIN flowstore_execution e ON e.id = w.execution_id
+        WHERE e.status_kind IN {_CLAIMABLE} AND {{served}} AND w.at > %(now)s
+        UNION ALL
+        SELECT MIN(e.claim_expiry) AS t FROM flowstore_execution e
+        WHERE e.status_kind IN {_CLAIMABLE} AND {{served}} AND e.claim_expiry > %(now)s
+    ) AS soon
+    """,
+)
+
+
+def in_list(prefix: str, values: Sequence[Any], params: dict[str, Any]) -> str:
+    """A parenthesized list of named placeholders for `values` (an IN list)."""
+    names = []
+    for i, value in enumerate(values):
+        params[f"{prefix}{i}"] = value
+        names.append(f"%({prefix}{i})s")
+    return "(" + ", ".join(names) + ")"
+
+
+WAITS_OF = Query(
+    "waits_of",
+    "The wait rows of some executions, each with whether the store judges it satisfied at `now`.",
+    """
+    SELECT w.execution_id, w.path, w.kind, w.at, w.field_name,
+        CASE WHEN w.kind = 'at' THEN (w.at <= %(now)s)
+             ELSE EXISTS (SELECT 1 FROM flowstore_field f
+                          WHERE f.execution_id = w.execution_id AND f.name = w.field_name)
+        END AS satisfied
+    FROM flowstore_wait w
+    WHERE w.execution_id IN {ids}
+    """,
+)
+
+# ------------------------------------------------------------------------------ writes under a claim
+
+_ACCEPT = "WHERE id = %(id)s AND claim_token = %(token)s AND claim_expiry > %(now)s"
+_ANSWER = "RETURNING cancel_requested, cancel_reason, last_seq"
+
+ACCEPT_WRITE = Query(
+    "accept_write",
+    """Open a write under a claim: applies only under the acceptance rule, reserves `events` seqs and
+    answers the cancel flag (for `Claimed.cancel_requested`) and the newest seq. No row: claim lost.""",
+    f"UPDATE flowstore_execution SET updated = %(now)s, last_seq = last_seq + %(events)s {_ACCEPT} {_ANSWER}",
+)
+
+ACCEPT_STATUS = Query(
+    "accept_status",
+    "ACCEPT_WRITE that also writes a (non-terminal) status.",
+    f"""
+    UPDATE flowstore_execution
+    SET updated = %(now)s, last_seq = last_seq + %(events)s, status = %(status)s,
+        status_kind = %(status_kind)s, failure_kind = %(failure_kind)s, stop_code = %(stop_code)s
+    {_ACCEPT} {_ANSWER}
+    """,
+)
+
+ACCEPT_RELEASE = Query(
+    "accept_release",
+    "End an attempt with no status change (Suspended): the claim becomes absent.",
+    f"""
+    UPDATE flowstore_execution
+    SET updated = %(now)s, last_seq = last_seq + %(events)s,
+        executor = NULL, claim_expiry = NULL, claim_token = NULL
+    {_ACCEPT} {_ANSWER}
+    """,
+)
+
+ACCEPT_RELEASE_STATUS = Query(
+    "accept_release_status",
+    "End an attempt writing a status (Terminal, Stop): the claim becomes absent.",
+    f"""
+    UPDATE flowstore_execution
+    SET updated = %(now)s, last_seq = last_seq + %(events)s, status = %(status)s,
+        status_kind = %(status_kind)s, failure_kind = %(failure_kind)s, stop_code = %(stop_code)s,
+        executor = NULL, claim_expiry = NULL, claim_token = NULL
+    {_ACCEPT} {_ANSWER}
+    """,
+)
+
+RENEW_CLAIM = Query(
+    "renew_claim",
+    "I4: move the expiry of a live claim presented with its token.",
+    f"UPDATE flowstore_execution SET claim_expiry = %(expiry)s, updated = %(now)s {_ACCEPT} {_ANSWER}",
+)
+
+CLAIM_HOLDS = Query(
+    "claim_holds",
+    "Whether a claim is still this handle's (for refusals that must say claim-lost first).",
+    f"SELECT 1 FROM flowstore_execution {_ACCEPT}",
+)
+
+CLEAR_CANCEL = Query(
+    "clear_cancel",
+    "Drop a cancel request that a flow listened to (its input took the cancellation as its value).",
+    "UPDATE flowstore_execution SET cancel_requested = FALSE, cancel_reason = '' WHERE id = %(id)s",
+)
+
+# ------------------------------------------------------------------------------------- ledger rows
+
+INSERT_EVENTS = Query(
+    "insert_events",
+    "Append events (their seqs reserved by the UPDATE that opened the transaction).",
+    "INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data) VALUES {rows}",
+)
+
+
+def event_rows(
+    execution_id: str, first_seq: int, events: Sequence[tuple[str, Any, str]], params: dict
+) -> str:
+    """The VALUES rows of INSERT_EVENTS for `(kind, timestamp, data)` triples numbered from `first_seq`."""
+    rows = []
+    params["ev_id"] = execution_id
+    for i, (flow_id, kind, timestamp, data) in enumerate(events):
+        params[f"ev{i}s"] = first_seq + i
+        params[f"ev{i}f"] = flow_id
+        params[f"ev{i}k"] = kind
+        params[f"ev{i}t"] = timestamp
+        params[f"ev{i}d"] = data
+        rows.append(f"(%(ev_id)s, %(ev{i}s)s, %(ev{i}f)s, %(ev{i}k)s, %(ev{i}t)s, %(ev{i}d)s)")
+    return ", ".join(rows)
+
+
+INSERT_FIELD_IF_ABSENT = Query(
+    "insert_field_if_absent",
+    "Write-once field: answers a row only when this call wrote it.",
+    """
+    INSERT INTO flowstore_field (execution_id, name, value, tag) VALUES (%(id)s, %(name)s, %(value)s, %(tag)s)
+    ON CONFLICT (execution_id, name) DO NOTHING RETURNING 1
+    """,
+)
+
+INSERT_MARK_IF_ABSENT = Query(
+    "insert_mark_if_absent",
+    "Write-once valueless progress mark: answers a row only when this call wrote it.",
+    """
+    INSERT INTO flowstore_progress (execution_id, path) VALUES (%(id)s, %(path)s)
+    ON CONFLICT (execution_id, path) DO NOTHING RETURNING 1
+    """,
+)
+
+INSERT_WAIT_IF_ABSENT = Query(
+    "insert_wait_if_absent",
+    "Put-if-absent a wait row (a replayed sleep keeps its first deadline).",
+    """
+    INSERT INTO flowstore_wait (execution_id, path, kind, at, field_name)
+    VALUES (%(id)s, %(path)s, %(kind)s, %(at)s, %(field_name)s)
+    ON CONFLICT (execution_id, path) DO NOTHING
+    """,
+)
+
+DELETE_WAIT = Query(
+    "delete_wait",
+    "Retire the wait row at one path.",
+    "DELETE FROM flowstore_wait WHERE execution_id = %(id)s AND path = %(path)s",
+)
+
+DELETE_WAITS = Query(
+    "delete_waits",
+    "Retire every wait row of an execution.",
+    "DELETE FROM flowstore_wait WHERE execution_id = %(id)s",
+)
+
+DELETE_WAITS_EXCEPT = Query(
+    "delete_waits_except",
+    "Retire every wait row except the listed paths (Suspended keeps exactly those).",
+    "DELETE FROM flowstore_wait WHERE execution_id = %(id)s AND path NOT IN {keep}",
+)
+
+RECORDED_AT = Query(
+    "recorded_at",
+    "Whether a path already carries a field or a valueless mark (the operator `answer` is write-once).",
+    """
+    SELECT EXISTS (SELECT 1 FROM flowstore_field WHERE execution_id = %(id)s AND name = %(path)s)
+        OR EXISTS (SELECT 1 FROM flowstore_progress WHERE execution_id = %(id)s AND path = %(path)s)
+    """,
+)
+
+# ------------------------------------------------------------------------------ store-level writes
+
+_CREATE = """
+    INSERT INTO flowstore_execution (id, flow_id, hash, status, status_kind, failure_kind, stop_code,
+        cancel_requested, cancel_reason, last_seq, serial, created, updated)
+    VALUES (%(id)s, %(flow_id)s, %(hash)s, %(status)s, %(status_kind)s, %(failure_kind)s, %(stop_code)s,
+        FALSE, '', 1, {serial}, %(now)s, %(now)s)
+    ON CONFLICT (id) DO NOTHING RETURNING 1
+"""
+
+CREATE_EXECUTION = Query(
+    "create_execution",
+    """Create the row if the id is free; answers a row only when this call created it. `serial` orders rows
+    created at the same instant (from the token source: PostgreSQL's sequence, SQLite's counter).""",
+    _CREATE.format(serial="%(serial)s"),
+    postgresql=_CREATE.format(serial="nextval('flowstore_claim_token')"),
+)
+
+INSERT_SEED_FIELD = Query(
+    "insert_seed_field",
+    "A seed field of a newly created execution.",
+    """
+    INSERT INTO flowstore_field (execution_id, name, value, tag) VALUES (%(id)s, %(name)s, %(value)s, %(tag)s)
+    """,
+)
+
+OPEN_DELIVERY = Query(
+    "open_delivery",
+    """Open a signal (I3): lock a row that has not ended and reserve one seq. No row: missing or terminal
+    (then LOCK_EXECUTION says which). Serializes with `finish`, so a delivery after the end is refused.""",
+    f"""
+    UPDATE flowstore_execution SET updated = %(now)s, last_seq = last_seq + 1
+    WHERE id = %(id)s AND status_kind NOT IN {_TERMINAL}
+    RETURNING last_seq
+    """,
+)
+
+LOCK_EXECUTION = Query(
+    "lock_execution",
+    "Read one row for a decision made in Python (cancel, operator writes), locked until commit.",
+    f"SELECT {_EXEC_COLS_BARE}, status_kind, last_seq FROM flowstore_execution WHERE id = %(id)s",
+    postgresql=f"""
+    SELECT {_EXEC_COLS_BARE}, status_kind, last_seq FROM flowstore_execution WHERE id = %(id)s FOR UPDATE
+    """,
+)
+
+UPDATE_EXECUTION = Query(
+    "update_execution",
+    "Write a row decided in Python (after LOCK_EXECUTION), with the seqs its events take.",
+    """
+    UPDATE flowstore_execution
+    SET status = %(status)s, status_kind = %(status_kind)s, failure_kind = %(failure_kind)s,
+        stop_code = %(stop_code)s, hash = %(hash)s, cancel_requested = %(cancel_requested)s,
+        cancel_reason = %(cancel_reason)s, executor = %(executor)s, claim_expiry = %(claim_expiry)s,
+        claim_token = %(claim_token)s, last_seq = %(last_seq)s, updated = %(now)s
+    WHERE id = %(id)s
+    """,
+)
+
+GET_EXECUTION = Query(
+    "get_execution",
+    "One execution row.",
+    f"SELECT {_EXEC_COLS_BARE} FROM flowstore_execution WHERE id = %(id)s",
+)
+
+NOTIFY_WAKE = Query(
+    "notify_wake",
+    """PostgreSQL: wake blocked `claim_ready` callers of every process, at commit. The payload names the
+    sending store, whose own callers were already woken directly.""",
+    "",
+    postgresql=f"SELECT pg_notify('{WAKE_CHANNEL}', %(origin)s)",
+)
+
+TRUNCATE_ALL = Query(
+    "truncate_all",
+    "Tests: empty every flowstore table (the token source keeps counting).",
+    "DELETE FROM flowstore_event; DELETE FROM flowstore_wait; DELETE FROM flowstore_field;"
+    " DELETE FROM flowstore_progress; DELETE FROM flowstore_execution;"
+    " DELETE FROM flowstore_workflow_version; DELETE FROM flowstore_workflow",
+    postgresql="""
+    TRUNCATE flowstore_event, flowstore_wait, flowstore_field, flowstore_progress, flowstore_execution,
+        flowstore_workflow_version, flowstore_workflow
+    """,
+)
+
+DATA_VERSION = Query(
+    "data_version",
+    "SQLite: a number that changes when another connection commits (the cross-process wake poll).",
+    "PRAGMA data_version",
+)
+
+__all__ = [name for name, value in globals().items() if isinstance(value, Query)] + [
+    "EXECUTION_COLUMNS",
+    "WAKE_CHANNEL",
+    "Query",
+    "event_rows",
+    "in_list",
+    "served_predicate",
+]

@@ -1,0 +1,125 @@
+"""Test databases for the Django store: a SQLite file and a PostgreSQL database, each migrated once per
+session under its own alias, emptied before every case.
+
+PostgreSQL cases call `require_postgres()`: they skip when the server is unreachable, unless
+`FLOWDECK_REQUIRE_POSTGRES=1`, when they fail.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connections
+
+from console import settings as project_settings
+
+SQLITE_ALIAS = "fd_sqlite"
+POSTGRES_ALIAS = "fd_postgres"
+POSTGRES_SERVER = os.environ.get("FLOWDECK_TEST_POSTGRES_SERVER", "postgresql://postgres@127.0.0.1:5432")
+# One database per test session (several sessions may run at once on one server); a session removes its
+# own at the end, and the next session removes those whose process is gone.
+POSTGRES_DB_PREFIX = "flowdeck_test_store_"
+POSTGRES_DB = f"{POSTGRES_DB_PREFIX}{os.getpid()}"
+POSTGRES_URL = f"{POSTGRES_SERVER}/{POSTGRES_DB}"
+
+
+def add_alias(alias: str, config: dict[str, Any]) -> None:
+    """Make `alias` a configured database, as if settings had listed it."""
+    settings.DATABASES[alias] = config
+    configured = connections.configure_settings({"default": settings.DATABASES["default"], alias: config})
+    connections.settings[alias] = configured[alias]
+
+
+def postgres_reachable() -> bool:
+    try:
+        with psycopg.connect(f"{POSTGRES_SERVER}/postgres", connect_timeout=3):
+            return True
+    except psycopg.Error:
+        return False
+
+
+def require_postgres() -> None:
+    """Skip (or, under FLOWDECK_REQUIRE_POSTGRES=1, fail) when PostgreSQL is unreachable."""
+    if postgres_reachable():
+        return
+    message = f"PostgreSQL is unreachable at {POSTGRES_SERVER}"
+    if os.environ.get("FLOWDECK_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"{message} and FLOWDECK_REQUIRE_POSTGRES=1")
+    pytest.skip(message)
+
+
+def create_postgres_database(name: str = POSTGRES_DB) -> None:
+    with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
+        for (stale,) in conn.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE %s", (POSTGRES_DB_PREFIX + "%",)
+        ).fetchall():
+            if stale != name and not _process_alive(stale.removeprefix(POSTGRES_DB_PREFIX)):
+                conn.execute(f'DROP DATABASE IF EXISTS "{stale}" WITH (FORCE)')
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def drop_postgres_database(name: str = POSTGRES_DB) -> None:
+    with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _process_alive(pid: str) -> bool:
+    if not pid.isdigit():
+        return True  # not one of ours: leave it alone
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sqlite_config(path: Path) -> dict[str, Any]:
+    """The project's SQLite configuration (IMMEDIATE transactions, WAL) on another file."""
+    return project_settings._database(f"sqlite:///{path}")
+
+
+def postgres_config(url: str = POSTGRES_URL) -> dict[str, Any]:
+    return project_settings._database(url)
+
+
+def migrate(alias: str) -> None:
+    call_command("migrate", database=alias, verbosity=0, interactive=False)
+
+
+@pytest.fixture(scope="session")
+def sqlite_alias(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any) -> str:
+    path = tmp_path_factory.mktemp("flowstore") / "store.sqlite3"
+    add_alias(SQLITE_ALIAS, sqlite_config(path))
+    with django_db_blocker.unblock():
+        migrate(SQLITE_ALIAS)
+    return SQLITE_ALIAS
+
+
+@pytest.fixture(scope="session")
+def postgres_alias(django_db_blocker: Any) -> Iterator[str]:
+    require_postgres()
+    create_postgres_database()
+    add_alias(POSTGRES_ALIAS, postgres_config())
+    with django_db_blocker.unblock():
+        migrate(POSTGRES_ALIAS)
+    yield POSTGRES_ALIAS
+    connections[POSTGRES_ALIAS].close()
+    drop_postgres_database()
+
+
+@pytest.fixture
+def database_access(django_db_blocker: Any) -> Iterator[None]:
+    """The store's own threads use committed data: no pytest-django test transaction, just access."""
+    with django_db_blocker.unblock():
+        yield
