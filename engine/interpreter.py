@@ -60,8 +60,9 @@ __all__ = [
     "run_attempt",
 ]
 
-Runner = Callable[..., Awaitable[Any]]
-"""`runner(fn, *args)` runs a sync body somewhere other than `asyncio.to_thread` (an executor helper)."""
+Runner = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
+"""`await runner(walk)` wraps an attempt's walk (forward pass and unwind together), for bodies needing a
+context the engine does not set up itself; it must await `walk()` and hand back its answer."""
 
 SHORT_RETRY = timedelta(seconds=1)
 """Back-offs shorter than this sleep in-process; longer ones become a durable wait row."""
@@ -354,12 +355,10 @@ class Attempt:
     # ------------------------------------------------------------------------------------- bodies
 
     async def call(self, body: Body, *args: Any) -> Any:
-        """Run a body: awaited when async, in a thread (or the runner) when sync; arity picks the args."""
+        """Run a body: awaited when async, in a thread when sync; its arity picks the arguments."""
         args = args[: body.arity]
         if body.is_async:
             result = body.fn(*args)
-        elif self.runner is not None:
-            result = await self.runner(body.fn, *args)
         else:
             result = await asyncio.to_thread(body.fn, *args)
         if inspect.isawaitable(result):  # a plain lambda handing back a coroutine
@@ -673,6 +672,8 @@ class Attempt:
         if path in self.completed:
             self.keep(path)
             return
+        if duration <= timedelta(0):
+            return
         if path in self.satisfied and isinstance(self.waits.get(path), spi.WakeAt):
             if not self.dry:
                 self.pending.append(self.event(spi.EventKind.SLEEP_COMPLETED, step_name=path))
@@ -826,6 +827,7 @@ class Attempt:
             self.pending_fields[count_path] = spi.FieldData.of(len(items), "int")  # rides on the first write
         results: list[Any] = [None] * len(items)
         bound = asyncio.Semaphore(node.concurrency or max(len(items), 1))
+        failed: list[int] = []
 
         async def one(i: int, item: Any) -> None:
             item_path = f"{path}~{i}"
@@ -834,10 +836,16 @@ class Attempt:
                 self.keep(item_path)
             else:
                 async with bound:
-                    result, notes = await self.execute(
-                        item_path, node.knobs, scope, lambda ctx: self.call(node.body, item, ctx)
-                    )
-                    results[i] = await self.record(item_path, result, node.type, notes)
+                    if failed:  # a sibling failed while this item queued: start nothing new
+                        raise asyncio.CancelledError
+                    try:
+                        result, notes = await self.execute(
+                            item_path, node.knobs, scope, lambda ctx: self.call(node.body, item, ctx)
+                        )
+                        results[i] = await self.record(item_path, result, node.type, notes)
+                    except BaseException:
+                        failed.append(i)
+                        raise
             self.note_item(node, path, i, item, results[i])
 
         jobs = [lambda i=i, item=item: one(i, item) for i, item in enumerate(items)]
@@ -1058,7 +1066,8 @@ async def run_attempt(
         run.event(spi.EventKind.EXECUTION_RESUMED, executor_id=executor_id),
     ]
     try:
-        return await _conclude(run, await _verdict(run))
+        verdict = await (runner(lambda: _verdict(run)) if runner is not None else _verdict(run))
+        return await _conclude(run, verdict)
     except ClaimLost as lost:
         return AttemptReport(eid, "claim-lost", str(lost))
 
