@@ -39,6 +39,7 @@ from engine.errors import (
     FlowWorkflowError,
 )
 from engine.flow import Flow, Loop, Meta
+from engine.lint import LintWarning, lint
 from engine.local import run_local
 from engine.schedule import Schedule
 from engine.worker import Health
@@ -59,9 +60,11 @@ __all__ = [
     "FlowRunEnded",
     "FlowUnknownNode",
     "Flow",
+    "LintWarning",
     "Loop",
     "Meta",
     "Schedule",
+    "lint",
     "STOP_CODES",
     "FlowCancelled",
     "FlowConfigError",

@@ -233,8 +233,9 @@ def _function_node(fn: Callable[..., Any]) -> ast.Lambda | ast.FunctionDef | ast
     if code.co_name == "<lambda>":
         spans = [
             (line, col, end_line, end_col)
-            for line, end_line, col, end_col in list(code.co_positions())[1:]  # [0] is RESUME
-            if None not in (line, end_line, col, end_col)
+            for line, end_line, col, end_col in code.co_positions()
+            # RESUME and the implicit return carry no columns (0, 0)
+            if None not in (line, end_line, col, end_col) and (col, end_col) != (0, 0)
         ]
         lambdas = [
             node
