@@ -28,6 +28,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "store.django.apps.FlowStoreConfig",
+    "console.apps.ConsoleConfig",
 ]
 
 MIDDLEWARE = [
