@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from engine import errors, nodes
+from engine import errors, nodes, values
 from engine.nodes import NO_STATE, Body, Knobs, Node
 from engine.schedule import Schedule
 
@@ -183,10 +183,32 @@ def declared_return(fn: Callable[..., Any]) -> Any:
     return hints.get("return")
 
 
-def _declared(type_: Any, fn: Callable[..., Any] | None) -> Any:
+def _declared(type_: Any, fn: Callable[..., Any] | None, what: str) -> Any:
+    """The node's declared type: `type=` if given (refused at the call if pydantic cannot validate it),
+    else the body's return annotation if pydantic can validate that, else None (undeclared)."""
     if type_ is not None:
-        return type_
-    return declared_return(fn) if fn is not None else None
+        return _recordable(type_, what)
+    annotation = declared_return(fn) if fn is not None else None
+    if annotation is None:
+        return None
+    try:
+        values.adapter(annotation)
+    except Exception:  # an annotation is a hint, not a promise; the value will be checked when recorded
+        return None
+    return annotation
+
+
+def _recordable(type_: Any, what: str) -> Any:
+    if type_ is None:
+        return None
+    try:
+        values.adapter(type_)
+    except Exception as error:
+        raise TypeError(
+            f"{what}: values of type {type_!r} cannot be recorded ({type(error).__name__}: "
+            f"{str(error).splitlines()[0]}); use a pydantic model or another pydantic-validatable type"
+        ) from error
+    return type_
 
 
 def _flow(value: Any, what: str) -> Flow:
@@ -264,7 +286,7 @@ class Flow:
         return self._add(
             nodes.Input(
                 name=_node_name(name, what),
-                type=type,
+                type=_recordable(type, f"input {name!r}"),
                 description=_description(description, what),
                 tags=_tags(tags, what),
                 on_cancel=_optional_body(on_cancel, what, "on_cancel handler"),
@@ -295,7 +317,7 @@ class Flow:
             nodes.Output(
                 name=_node_name(name, "output"),
                 body=_body(fn, what),
-                type=_declared(type, fn),
+                type=_declared(type, fn, what),
                 compensate=_optional_body(compensate, what, "compensate handler"),
                 knobs=_knobs(what, _given(description, tags, timeout, retry, retry_on, at_most_once)),
                 location=_call_site(),
@@ -357,7 +379,7 @@ class Flow:
         return DispatchBuilder(
             flow=self,
             name=_node_name(name, "dispatch"),
-            type=type,
+            type=_recordable(type, what),
             knobs=_knobs(what, knobs),
             branches=(),
             location=_call_site(),
@@ -383,7 +405,7 @@ class Flow:
                 name=_node_name(name, "loop"),
                 body=_body(fn, what),
                 initial=initial,
-                type=type,
+                type=_recordable(type, what),
                 compensate=_optional_body(compensate, what, "compensate handler"),
                 knobs=_knobs(what, knobs),
                 location=_call_site(),
@@ -413,7 +435,7 @@ class Flow:
                 schedule=schedule,
                 body=_body(fn, what),
                 initial=initial,
-                type=type,
+                type=_recordable(type, what),
                 compensate=_optional_body(compensate, what, "compensate handler"),
                 knobs=_knobs(what, knobs),
                 location=_call_site(),
@@ -447,7 +469,7 @@ class Flow:
                 name=_node_name(name, "foreach"),
                 items=_body(items, what, "items function"),
                 body=_body(fn, what),
-                type=_declared(type, fn),
+                type=_declared(type, fn, what),
                 concurrency=concurrency,
                 compensate=_optional_body(compensate, what, "compensate handler"),
                 knobs=_knobs(what, knobs),
@@ -566,8 +588,7 @@ class DispatchBuilder:
         if type_ is None:
             # Every arm annotated alike counts as a declaration, as a single body's annotation does.
             annotations = {repr(declared_return(b.body.fn)) for b in (*self.branches, default)}
-            first = declared_return(default.body.fn)
-            type_ = first if len(annotations) == 1 else None
+            type_ = _declared(None, default.body.fn, what) if len(annotations) == 1 else None
         return self.flow._add(
             nodes.Dispatch(
                 name=self.name,

@@ -311,6 +311,28 @@ def test_argument_checks_fail_at_the_call():
         Meta(timeout=3)  # type: ignore[arg-type]
 
 
+class Opaque:
+    """A class pydantic cannot validate."""
+
+
+def test_a_declared_type_pydantic_cannot_validate_is_refused_at_the_call():
+    for declare in (
+        lambda: Flow.init("f").input("x", Opaque),
+        lambda: Flow.init("f").output("x", noop, type=Opaque),
+        lambda: Flow.init("f").loop("x", noop, type=Opaque),
+        lambda: Flow.init("f").foreach("x", noop, noop, type=Opaque),
+        lambda: Flow.init("f").dispatch("x", type=Opaque),
+    ):
+        with pytest.raises(TypeError, match=r"values of type <class '.*Opaque'> cannot be recorded"):
+            declare()
+
+    def opaque(ctx) -> Opaque:
+        return Opaque()
+
+    # An annotation is only a hint: one pydantic cannot use leaves the value undeclared.
+    assert Flow.init("f").output("x", opaque).nodes[0].type is None
+
+
 def test_retry_on_accepts_a_single_exception_class():
     assert Flow.init("f").step("x", noop, retry_on=TimeoutError).nodes[0].knobs.retry_on == (TimeoutError,)
 
