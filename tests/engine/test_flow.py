@@ -356,3 +356,62 @@ def test_locations_are_the_users_call_sites_line_by_line():
         f"{FILE}:{first + 1}",
         f"{FILE}:{first + 2}",
     ]
+
+
+# ------------------------------------------------------------------------------ the README's flows
+
+
+def test_the_seed_services_write_the_ledger_and_can_be_scripted():
+    from examples import seed
+
+    seed.reset()
+    order = seed.sample_order()
+    assert seed.charge_card(order.id, 1200) == "ch-o-1017-1200"
+    assert seed.reserve_stock(order.items[0]) == "res-widget"
+    seed.ship(order)
+    seed.fail_next("ship", seed.ShipmentRefused("no carrier"))
+    with pytest.raises(seed.ShipmentRefused, match="no carrier"):
+        seed.ship(order)
+    seed.script_carrier(order.id, "in-transit", "delivered")
+    assert [seed.carrier_status(order.id) for _ in range(3)] == ["in-transit", "delivered", "delivered"]
+    assert seed.carrier_status("unscripted") == "accepted"
+    assert seed.LEDGER == [
+        ("charge", "o-1017", "1200"),
+        ("reserve", "widget", "3"),
+        ("ship", "o-1017"),
+        ("carrier", "o-1017"),
+        ("carrier", "o-1017"),
+        ("carrier", "o-1017"),
+        ("carrier", "unscripted"),
+    ]
+    seed.reset()
+    assert seed.LEDGER == []
+
+
+def test_the_seed_flows_have_the_readmes_shapes():
+    from examples import seed
+
+    def shape(flow: Flow) -> list[tuple[str, str]]:
+        return [(type(n).__name__, n.name) for n in flow.nodes]
+
+    assert shape(seed.fulfilment) == [
+        ("Input", "order"),
+        ("Output", "total"),
+        ("Output", "charge"),
+        ("Step", "ship"),
+    ]
+    assert seed.fulfilment.nodes[2].compensate is not None
+    assert shape(seed.with_payment)[2] == ("Subflow", "payment")
+    assert [b.name for b in seed.routed.nodes[2].branches] == ["manual-review", "supervisor"]
+    assert seed.routed.nodes[2].default.name == "auto"
+    assert seed.counted.nodes[1].initial == 0
+    assert seed.bounded.nodes[1].concurrency == 4
+    assert seed.bounded.nodes[1].knobs.timeout == timedelta(seconds=5)
+    assert seed.reserving.nodes[1].type is str  # from reserve_stock's annotation
+    assert seed.cooling.nodes[2].duration == timedelta(hours=48)
+    assert [p.kind for p in (seed.checks.nodes[0], seed.everything.nodes[0], seed.decided.nodes[0])] == [
+        "zip",
+        "gather",
+        "race",
+    ]
+    assert seed.order_shorthand.name == "order"
