@@ -443,3 +443,27 @@ async def test_a_lapsed_claim_writes_nothing_more(world: World) -> None:
     assert report.outcome == "claim-lost"
     assert await world.kinds(eid) == before
     assert await world.fields(eid) == {}
+
+
+async def test_recording_a_node_is_one_write(world: World) -> None:
+    flow = Flow.init("f").input("order", Order)
+    for i in range(40):
+        flow = flow.output(f"o{i}", lambda ctx, i=i: i) if i % 2 else flow.step(f"s{i}", lambda ctx: None)
+    eid = await world.start(flow, order=Order(id="o", cents=1))
+    assert (await world.attempt(flow, eid)).outcome == "completed"
+    assert world.writes == {"record_progress": 40, "finish": 1}
+    assert sum(world.writes.values()) / 40 <= 1.05
+    started = await world.events(eid, spi.EventKind.STEP_STARTED)
+    assert len(started) == 40
+
+
+async def test_a_parked_input_and_its_wake_cost_one_write_each(world: World) -> None:
+    flow = Flow.init("f").output("a", lambda ctx: 1).input("x", int).output("b", lambda ctx: ctx.x)
+    eid = await world.start(flow)
+    assert (await world.attempt(flow, eid)).outcome == "suspended"
+    assert world.writes == {"record_progress": 1, "record_wait": 1, "finish": 1}
+    received = spi.Event(spi.EventKind.INPUT_RECEIVED, "f", eid, world.clock.now(), {"input_name": "x"})
+    await world.store.signal(eid, "x", spi.FieldData.of(5, "int"), received)
+    world.writes.clear()
+    assert (await world.attempt(flow, eid)).outcome == "completed"
+    assert world.writes == {"record_progress": 1, "finish": 1}
