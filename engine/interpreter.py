@@ -499,13 +499,13 @@ class Attempt:
         undos: list[Any] | None = None,
     ) -> tuple[Any, list[Any]]:
         """Start a node at `path` and run its body under timeout and retry; answer (result, undo notes)."""
-        if not self.dry and knobs.at_most_once and path in self.unfinished and path not in self.completed:
+        self.guard(path)  # first: a cancel request (or a resumed unwind) wins over an unknown outcome
+        if knobs.at_most_once and path in self.unfinished and path not in self.completed:
             raise StopFor(
                 "F0004",
                 path,
                 "an at-most-once node was started and never finished: nobody knows whether it acted",
             )
-        self.guard(path)
         notes: list[Any] = [] if undos is None else undos
         if knobs.at_most_once:
             await self.append(self.started(path))  # durable BEFORE the body: that is what makes F0004

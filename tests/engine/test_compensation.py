@@ -287,3 +287,40 @@ async def test_a_step_that_completes_is_not_compensated_when_the_flow_completes(
     eid = await world.start(flow)
     assert (await world.attempt(flow, eid)).outcome == "completed"
     assert LOG == []
+
+
+async def test_cancelling_a_stopped_execution_runs_its_undos(world: World) -> None:
+    def pay(ctx: Any) -> str:
+        raise Crash()
+
+    flow = (
+        Flow.init("f")
+        .output("a", lambda ctx: 1, compensate=lambda ctx: LOG.append("undo a"))
+        .output("paid", pay, at_most_once=True)
+    )
+    eid = await world.start(flow)
+    await world.crash(flow, eid)
+    assert (await world.attempt(flow, eid)).outcome == "stopped"  # F0004
+    assert await world.store.request_cancel(eid, "give up") == spi.Accepted()
+    assert (await world.attempt(flow, eid)).outcome == "cancelled"
+    assert LOG == ["undo a"]
+    assert await world.status(eid) == spi.Cancelled("give up")
+
+
+async def test_cancel_during_a_long_back_off_unwinds(world: World) -> None:
+    from engine import FlowRetry
+
+    def down(ctx: Any) -> None:
+        raise FlowRetry("remote down")
+
+    flow = (
+        Flow.init("f")
+        .output("a", lambda ctx: 1, compensate=lambda ctx: LOG.append("undo a"))
+        .step("call", down, retry=Schedule.fixed(timedelta(hours=1)))
+    )
+    eid = await world.start(flow)
+    assert (await world.attempt(flow, eid)).outcome == "suspended"
+    await world.store.request_cancel(eid, "stop trying")
+    assert (await world.attempt(flow, eid)).outcome == "cancelled"
+    assert LOG == ["undo a"]
+    assert (await world.state(eid)).waits == {}
