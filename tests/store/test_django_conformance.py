@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from store.clock import ManualClock
-from store.conformance import FlowStoreConformance
+from store._conformance_support import SAFETY, SERVED, WF2, StoreFixture, seconds
+from store.clock import ManualClock, settle
+from store.conformance import FlowStoreConformance, InProcessBlockingConformance
 from store.django.store import DjangoStore
 from tests.store.django_support import database_access, postgres_alias, sqlite_alias
 
 __all__ = ["database_access", "postgres_alias", "sqlite_alias"]
 
 
-class _DjangoConformance(FlowStoreConformance):
+class _OnDjango:
+    """make_store/close_store on the alias the subclass's fixture chose; every case starts empty."""
+
     alias: str
 
     def make_store(self, clock: ManualClock) -> DjangoStore:
@@ -25,15 +31,60 @@ class _DjangoConformance(FlowStoreConformance):
     async def close_store(self, store: Any) -> None:
         await store.aclose()
 
+    async def wall_step_case(self, fx: StoreFixture, step: timedelta) -> None:
+        """InProcessBlockingConformance's case with the same assertions, waiting for "blocked on the clock
+        OR answered" after each advance: this store's final ask runs on a database thread, so it does not
+        finish within the few loop turns that `settle()` gives it."""
+        start = fx.clock.monotonic()
+        poll = fx.start_poll(served=SERVED, timeout=seconds(5))
+        await fx.blocked()
+        fx.clock.step_wall(step)
+        await fx.clock.advance(1)
+        await fx.mk_execution("e2", WF2)  # a write the poll cannot claim
+        for _ in range(59):
+            await _blocked_or_done(fx, poll)
+            if poll.done():
+                break
+            await fx.clock.advance(1)
+            await settle()
+        await _blocked_or_done(fx, poll)
+        assert poll.done(), "the poll outlived a minute of monotonic time"
+        assert await poll == []
+        assert 5 <= fx.clock.monotonic() - start < 60
 
-class TestSqliteStoreConformance(_DjangoConformance):
+
+async def _blocked_or_done(fx: StoreFixture, poll: asyncio.Task[Any]) -> None:
+    give_up = time.monotonic() + SAFETY
+    while fx.clock.pending_sleeps() < 1 and not poll.done():
+        assert time.monotonic() < give_up, "the poll neither blocked on the clock nor answered"
+        await asyncio.sleep(0.001)
+
+
+class _OnSqlite(_OnDjango):
     @pytest.fixture(autouse=True)
     def _on_sqlite(self, sqlite_alias: str, database_access: None) -> None:
         self.alias = sqlite_alias
 
 
-@pytest.mark.postgres
-class TestPostgresStoreConformance(_DjangoConformance):
+class _OnPostgres(_OnDjango):
     @pytest.fixture(autouse=True)
     def _on_postgres(self, postgres_alias: str, database_access: None) -> None:
         self.alias = postgres_alias
+
+
+class TestSqliteStoreConformance(_OnSqlite, FlowStoreConformance):
+    pass
+
+
+class TestSqliteStoreInProcessBlocking(_OnSqlite, InProcessBlockingConformance):
+    pass
+
+
+@pytest.mark.postgres
+class TestPostgresStoreConformance(_OnPostgres, FlowStoreConformance):
+    pass
+
+
+@pytest.mark.postgres
+class TestPostgresStoreInProcessBlocking(_OnPostgres, InProcessBlockingConformance):
+    pass
