@@ -73,13 +73,20 @@ def announce_ready(detail: str = "") -> None:
     print(f"{READY} {detail}", flush=True)
 
 
-def stop_worker(proc: subprocess.Popen[str], timeout: float = 20) -> None:
-    """Close the worker's stdin (its signal to leave cleanly), then wait; kill it if it lingers."""
-    if proc.poll() is None and proc.stdin:
-        with contextlib.suppress(BrokenPipeError):
-            proc.stdin.close()
+def stop_worker(proc: subprocess.Popen[str], timeout: float = 10) -> None:
+    """End a worker once its measurement is over: SIGTERM, then SIGKILL if it lingers.
+
+    No orderly shutdown is needed (its work is done and durable), and its database sessions end with it,
+    which is what flushes their commit counters into pg_stat_database.
+    """
+    if proc.poll() is None:
+        proc.terminate()
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        if stream:
+            with contextlib.suppress(OSError):
+                stream.close()

@@ -193,7 +193,7 @@ def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
     workflow_id = f"chain{ns.steps}"
 
     starter_commits = None
-    if postgres:
+    if postgres and ns.calibrate:
         before = pg.settled_xact_commit(ns.database)
         calibration = run_starter(ns, "calibration")
         go(calibration)
@@ -440,6 +440,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument(
+        "--no-calibrate", dest="calibrate", action="store_false", help="W1: skip the starter's commit count"
+    )
     ns = parser.parse_args(argv)
     if ns.command == "starter":
         ns.executions = ns.count

@@ -1,0 +1,290 @@
+"""The bench's verdict: one row per workload (Flowdeck, DBOS, their ratio, the target and whether it holds),
+printed as a table and written as JSON beside the raw measurements."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9")
+
+
+@dataclass(frozen=True)
+class Row:
+    workload: str
+    measure: str
+    flowdeck: str
+    dbos: str = "n/a"
+    ratio: str = ""
+    target: str = ""
+    holds: bool | None = None  # None: no target, or not measured
+
+    def cells(self) -> list[str]:
+        verdict = {True: "yes", False: "NO", None: "-" if not self.target else "?"}[self.holds]
+        return [self.workload, self.measure, self.flowdeck, self.dbos, self.ratio, self.target, verdict]
+
+
+HEADER = ["W", "measure", "Flowdeck", "DBOS", "ratio", "target", "holds"]
+
+
+def num(value: Any, digits: int = 0) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:,.{digits}f}"
+
+
+def failed(run: Mapping[str, Any] | None) -> str | None:
+    if run is None:
+        return "not run"
+    if "error" in run:
+        return "error: " + str(run["error"]).splitlines()[-1][:80]
+    return None
+
+
+def get(runs: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    return runs.get(key)
+
+
+def _rate_row(workload: str, measure: str, f: Any, d: Any, target_ratio: float | None) -> Row:
+    problem = failed(f) or failed(d)
+    fv = num(f["nodes_per_s"]) if not failed(f) else failed(f) or ""
+    dv = num(d["nodes_per_s"]) if not failed(d) else failed(d) or ""
+    if problem:
+        return Row(workload, measure, fv, dv, "", f"≥ {target_ratio:g}× DBOS" if target_ratio else "", None)
+    ratio = f["nodes_per_s"] / d["nodes_per_s"]
+    target = f"≥ {target_ratio:g}× DBOS" if target_ratio else ""
+    return Row(
+        workload, measure, fv, dv, f"{ratio:.2f}×", target, ratio >= target_ratio if target_ratio else None
+    )
+
+
+def _latency_row(workload: str, measure: str, f: Any, d: Any, max_ratio: float | None) -> Row:
+    def show(run: Any) -> str:
+        return failed(run) or f"{run['ms']['p50']:.1f} / {run['ms']['p95']:.1f}"
+
+    target = "≤ ⅓ of DBOS (p50 and p95)" if max_ratio else ""
+    if failed(f) or failed(d):
+        return Row(workload, measure, show(f), show(d), "", target, None)
+    r50 = f["ms"]["p50"] / d["ms"]["p50"]
+    r95 = f["ms"]["p95"] / d["ms"]["p95"]
+    holds = (r50 <= max_ratio and r95 <= max_ratio) if max_ratio else None
+    return Row(workload, measure, show(f), show(d), f"{r50:.2f} / {r95:.2f}", target, holds)
+
+
+def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
+    out: list[Row] = []
+    f1, d1 = get(runs, "W1/flowdeck/1p"), get(runs, "W1/dbos/1p")
+    f2, d2 = get(runs, "W1/flowdeck/2p"), get(runs, "W1/dbos/2p")
+    for run, procs in ((f1, 1), (f2, 2)):
+        workers = run.get("workers", "?") if run else "?"
+        shape = f"{run.get('executions', '?')}×{run.get('steps', '?')}" if run else ""
+        label = f"{shape} nodes/s, {workers} workers in {procs} process{'es' if procs > 1 else ''}"
+        out.append(_rate_row("W1", label, run, d1 if procs == 1 else d2, 5))
+    out.append(
+        _latency_row(
+            "W2", "ms per execution p50 / p95", get(runs, "W2/flowdeck"), get(runs, "W2/dbos"), 1 / 3
+        )
+    )
+
+    # W3: commits per node recorded, from W1's single-process run.
+    if failed(f1):
+        out.append(Row("W3", "commits per node (W1)", failed(f1) or "", target="≤ 1.05"))
+    else:
+        assert f1 is not None
+        per_node = f1.get("commits_per_node")
+        dbos = "n/a"
+        if d1 and not failed(d1) and d1.get("commits") is not None:
+            dbos = num((d1["commits"] - d1["bench_commits"]) / d1["nodes"], 2)
+        out.append(
+            Row(
+                "W3",
+                "commits per node (W1, starts excluded; with starts)",
+                f"{num(per_node, 2)}; {num(f1.get('commits_per_node_with_starts'), 2)}",
+                dbos,
+                "",
+                "≤ 1.05",
+                None if per_node is None else per_node <= 1.05,
+            )
+        )
+
+    # W4: W1's nodes/s against the database's own limits at the same client count.
+    pgb, loop = limits.get("pgbench"), limits.get("psycopg_loop")
+    if failed(f1) or failed(pgb) or failed(loop):
+        out.append(Row("W4", "W1 ÷ pgbench; ÷ psycopg loop", failed(f1) or failed(pgb) or failed(loop) or ""))
+    else:
+        assert f1 is not None
+        assert pgb is not None
+        assert loop is not None
+        of_pgbench = f1["nodes_per_s"] / pgb["per_second"] * 100
+        of_loop = f1["nodes_per_s"] / loop["per_second"] * 100
+        dbos = "n/a"
+        if d1 and not failed(d1):
+            rate = d1["nodes_per_s"]
+            dbos = f"{rate / pgb['per_second'] * 100:.1f} %; {rate / loop['per_second'] * 100:.1f} %"
+        out.append(
+            Row(
+                "W4",
+                f"W1 ÷ pgbench ({num(pgb['per_second'])}/s); ÷ psycopg loop ({num(loop['per_second'])}/s)",
+                f"{of_pgbench:.1f} %; {of_loop:.1f} %",
+                dbos,
+                "",
+                "≥ 40 % of psycopg loop",
+                of_loop >= 40,
+            )
+        )
+
+    f5, d5 = get(runs, "W5/flowdeck"), get(runs, "W5/dbos")
+    w5 = _latency_row("W5", "signal → next node started, ms p50 / p95", f5, d5, None)
+    p50 = None if failed(f5) else f5["ms"]["p50"]  # type: ignore[index]
+    out.append(
+        Row(
+            w5.workload,
+            w5.measure,
+            w5.flowdeck,
+            w5.dbos,
+            w5.ratio,
+            "p50 ≤ 10 ms",
+            None if p50 is None else p50 <= 10,
+        )
+    )
+
+    f6 = get(runs, "W6/flowdeck")
+    if failed(f6):
+        out.append(
+            Row("W6", "SIGKILL with 50 claims → all resumed, s", failed(f6) or "", target="≤ lease + 1 s")
+        )
+    else:
+        assert f6 is not None
+        limit = f6["lease"] + 1
+        out.append(
+            Row(
+                "W6",
+                f"SIGKILL with {f6['claims']} claims (lease {f6['lease']:g} s) → all resumed, s",
+                f"{f6['seconds']:.2f}",
+                "n/a",
+                "",
+                f"≤ {limit:g} s",
+                f6["seconds"] <= limit,
+            )
+        )
+
+    f7 = get(runs, "W7/flowdeck")
+    if failed(f7):
+        out.append(
+            Row(
+                "W7",
+                "search, limit 25: worst arm p95 ms",
+                failed(f7) or "",
+                target="p95 ≤ 100 ms, exact totals",
+            )
+        )
+    else:
+        assert f7 is not None
+        out.append(
+            Row(
+                "W7",
+                f"search {num(f7['rows'])} rows, limit 25: worst arm p95 ms; totals exact",
+                f"{f7['worst_p95_ms']:.1f}; {'all exact' if f7['all_exact'] else 'NOT exact'}",
+                "n/a",
+                "",
+                "p95 ≤ 100 ms, exact totals",
+                f7["worst_p95_ms"] <= 100 and f7["all_exact"],
+            )
+        )
+
+    out.append(
+        _rate_row(
+            "W8", "SQLite: W1 nodes/s, 1 process", get(runs, "W8/w1/flowdeck"), get(runs, "W8/w1/dbos"), None
+        )
+    )
+    out.append(
+        _latency_row(
+            "W8", "SQLite: W2 ms p50 / p95", get(runs, "W8/w2/flowdeck"), get(runs, "W8/w2/dbos"), None
+        )
+    )
+
+    f9 = get(runs, "W9/flowdeck")
+    if failed(f9):
+        out.append(Row("W9", "RSS with sleepers parked", failed(f9) or "", target="growth ≤ 20 MB"))
+    else:
+        assert f9 is not None
+        out.append(
+            Row(
+                "W9",
+                f"worker RSS, {num(f9['sleepers'])} sleepers: before → after (growth) MB",
+                f"{f9['rss_before_mb']:.1f} → {f9['rss_after_mb']:.1f} ({f9['rss_growth_mb']:+.1f})",
+                "n/a",
+                "",
+                "growth ≤ 20 MB",
+                f9["rss_growth_mb"] <= 20,
+            )
+        )
+    return out
+
+
+def table(lines: list[list[str]]) -> str:
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    rendered = []
+    for n, line in enumerate(lines):
+        rendered.append("| " + " | ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)) + " |")
+        if n == 0:
+            rendered.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(rendered)
+
+
+def main_table(result_rows: list[Row]) -> str:
+    return table([HEADER, *(row.cells() for row in result_rows)])
+
+
+def search_table(runs: Mapping[str, Any]) -> str:
+    f7 = runs.get("W7/flowdeck")
+    if not f7 or failed(f7):
+        return ""
+    lines = [["W7 arm", "p50 ms", "p95 ms", "total", "expected", "exact"]]
+    for label, arm in f7["arms"].items():
+        lines.append(
+            [
+                label,
+                f"{arm['ms']['p50']:.1f}",
+                f"{arm['ms']['p95']:.1f}",
+                num(arm["total"]),
+                num(arm["expected"]),
+                "yes" if arm["exact"] else "NO",
+            ]
+        )
+    return table(lines)
+
+
+def limits_table(limits: Mapping[str, Any]) -> str:
+    lines = [["limit", "clients", "commits/s"]]
+    for name, limit in limits.items():
+        lines.append([name, str(limit.get("clients", "")), failed(limit) or num(limit.get("per_second"))])
+    return table(lines)
+
+
+def document(meta: Mapping[str, Any], limits: Mapping[str, Any], runs: Mapping[str, Any]) -> dict[str, Any]:
+    result_rows = rows(runs, limits)
+    return {
+        "meta": dict(meta),
+        "limits": dict(limits),
+        "runs": dict(runs),
+        "rows": [asdict(row) for row in result_rows],
+        "targets": {f"{row.workload}: {row.measure}": row.holds for row in result_rows if row.target},
+    }
+
+
+def render(doc: Mapping[str, Any]) -> str:
+    result_rows = [Row(**row) for row in doc["rows"]]
+    parts = [main_table(result_rows), "", limits_table(doc["limits"])]
+    search = search_table(doc["runs"])
+    if search:
+        parts += ["", search]
+    return "\n".join(parts)
+
+
+def write_json(doc: Mapping[str, Any], path: Path) -> None:
+    path.write_text(json.dumps(doc, indent=2, default=str, allow_nan=True) + "\n")

@@ -1,0 +1,239 @@
+"""The one command: `python -m bench [--quick] [--json PATH]`.
+
+Runs every workload on this machine in one go, Flowdeck and DBOS interleaved so that a noisy machine
+disturbs both alike, measures the database's own limits in the same run, prints the table and writes the
+JSON (default `bench/results-<mode>.json`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import limits, pg, protocol, report
+
+# Sizes per mode. `full` is the issue's; `quick` keeps the whole run under two minutes on 2 cores;
+# `tiny` is for the smoke test (seconds, numbers meaningless).
+SIZES: dict[str, dict[str, Any]] = {
+    "full": {
+        "clients": 8,
+        "limit_seconds": 10,
+        "w1_executions": 500,
+        "w1_steps": 10,
+        "w2_executions": 200,
+        "w2_steps": 3,
+        "w5_signals": 30,
+        "w6_claims": 50,
+        "w6_lease": 5.0,
+        "w7_rows": 1_000_000,
+        "w7_reps": 20,
+        "w9_sleepers": 10_000,
+    },
+    "quick": {
+        "clients": 8,
+        "limit_seconds": 3,
+        "w1_executions": 100,
+        "w1_steps": 10,
+        "w2_executions": 50,
+        "w2_steps": 3,
+        "w5_signals": 10,
+        "w6_claims": 50,
+        "w6_lease": 5.0,
+        "w7_rows": 20_000,
+        "w7_reps": 10,
+        "w9_sleepers": 1_000,
+    },
+    "tiny": {
+        "clients": 2,
+        "limit_seconds": 1,
+        "w1_executions": 6,
+        "w1_steps": 3,
+        "w2_executions": 3,
+        "w2_steps": 3,
+        "w5_signals": 2,
+        "w6_claims": 4,
+        "w6_lease": 2.0,
+        "w7_rows": 300,
+        "w7_reps": 2,
+        "w9_sleepers": 20,
+    },
+}
+
+FLOWDECK = "bench.workloads"
+DBOS = "bench.peers.dbos_workloads"
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def attempt(label: str, measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run one measurement; a failure becomes that row's error instead of ending the run."""
+    log(f"{label} …")
+    began = time.perf_counter()
+    try:
+        result = measure()
+    except Exception as exc:  # a broken workload must not hide the others' numbers
+        traceback.print_exc(file=sys.stderr)
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    log(f"{label} done in {time.perf_counter() - began:.1f}s")
+    return result
+
+
+def child(module: str, *args: Any) -> Callable[[], dict[str, Any]]:
+    return lambda: protocol.run_child(module, [str(a) for a in args])
+
+
+def machine() -> dict[str, Any]:
+    mem_kb = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            mem_kb = int(line.split()[1])
+    return {
+        "nproc": os.cpu_count(),
+        "memory_gb": round(mem_kb / 1024 / 1024, 1),
+        "python": platform.python_version(),
+        "postgresql": pg.server_version(),
+        "platform": platform.platform(),
+        "dbos": package_version("dbos"),
+        "django": package_version("django"),
+    }
+
+
+def package_version(name: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def measure_limits(size: dict[str, Any]) -> dict[str, Any]:
+    clients, seconds = size["clients"], size["limit_seconds"]
+    found: dict[str, Any] = {}
+
+    def as_dict(limit: limits.Limit) -> dict[str, Any]:
+        return asdict(limit) | {"per_second": limit.per_second}
+
+    limits.prepare()
+    found["pgbench"] = attempt("limit: pgbench", lambda: as_dict(limits.pgbench(clients, seconds)))
+    found["psycopg_loop"] = attempt(
+        "limit: psycopg loop", lambda: as_dict(limits.psycopg_loop(clients, seconds))
+    )
+    pg.drop(pg.LIMITS_DB)
+    return found
+
+
+def measure_workloads(size: dict[str, Any], only: set[str]) -> dict[str, Any]:
+    runs: dict[str, Any] = {}
+    s, c = size, size["clients"]
+
+    def want(workload: str) -> bool:
+        return not only or workload in only
+
+    def w1(system: str, backend: str, procs: int) -> Callable[[], dict[str, Any]]:
+        module = FLOWDECK if system == "flowdeck" else DBOS
+        args = ["w1", "--backend", backend, "--executions", s["w1_executions"], "--steps", s["w1_steps"]]
+        args += ["--workers", c, "--procs", procs]
+        if system == "flowdeck" and (backend != "postgres" or procs != 1):
+            args.append("--no-calibrate")  # W3 reads the single-process PostgreSQL run only
+        return child(module, *args)
+
+    def w2(system: str, backend: str) -> Callable[[], dict[str, Any]]:
+        module = FLOWDECK if system == "flowdeck" else DBOS
+        return child(
+            module, "w2", "--backend", backend, "--executions", s["w2_executions"], "--steps", s["w2_steps"]
+        )
+
+    if want("W1") or want("W3") or want("W4"):
+        for procs in (1, 2):
+            runs[f"W1/flowdeck/{procs}p"] = attempt(
+                f"W1 flowdeck {procs}p", w1("flowdeck", "postgres", procs)
+            )
+            runs[f"W1/dbos/{procs}p"] = attempt(f"W1 dbos {procs}p", w1("dbos", "postgres", procs))
+    if want("W2"):
+        runs["W2/flowdeck"] = attempt("W2 flowdeck", w2("flowdeck", "postgres"))
+        runs["W2/dbos"] = attempt("W2 dbos", w2("dbos", "postgres"))
+    if want("W5"):
+        runs["W5/flowdeck"] = attempt("W5 flowdeck", child(FLOWDECK, "w5", "--signals", s["w5_signals"]))
+        runs["W5/dbos"] = attempt("W5 dbos", child(DBOS, "w5", "--signals", s["w5_signals"]))
+    if want("W6"):
+        lease = s["w6_lease"]
+        runs["W6/flowdeck"] = attempt(
+            "W6 flowdeck",
+            child(
+                FLOWDECK,
+                *("w6", "--claims", s["w6_claims"], "--lease", lease, "--renew-every", lease / 3),
+                *("--poll-timeout", 1, "--batch-size", 8),
+            ),
+        )
+    if want("W7"):
+        runs["W7/flowdeck"] = attempt(
+            "W7 flowdeck", child(FLOWDECK, "w7", "--rows", s["w7_rows"], "--reps", s["w7_reps"])
+        )
+    if want("W8"):
+        runs["W8/w1/flowdeck"] = attempt("W8 W1 flowdeck sqlite", w1("flowdeck", "sqlite", 1))
+        runs["W8/w1/dbos"] = attempt("W8 W1 dbos sqlite", w1("dbos", "sqlite", 1))
+        runs["W8/w2/flowdeck"] = attempt("W8 W2 flowdeck sqlite", w2("flowdeck", "sqlite"))
+        runs["W8/w2/dbos"] = attempt("W8 W2 dbos sqlite", w2("dbos", "sqlite"))
+    if want("W9"):
+        runs["W9/flowdeck"] = attempt(
+            "W9 flowdeck", child(FLOWDECK, "w9", "--sleepers", s["w9_sleepers"], "--poll-timeout", 1)
+        )
+    return runs
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=protocol.ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, under two minutes")
+    parser.add_argument("--tiny", action="store_true", help="smoke-test sizes (seconds; numbers meaningless)")
+    parser.add_argument(
+        "--json", type=Path, help="where to write the JSON (default bench/results-<mode>.json)"
+    )
+    parser.add_argument("--only", default="", help="comma-separated workloads, e.g. W1,W7 (default: all)")
+    args = parser.parse_args(argv)
+    mode = "tiny" if args.tiny else "quick" if args.quick else "full"
+    size = SIZES[mode]
+    only = {w.strip().upper() for w in args.only.split(",") if w.strip()}
+    if not pg.reachable():
+        print(f"PostgreSQL is not reachable at {pg.HOST}:{pg.PORT} as {pg.USER}", file=sys.stderr)
+        return 2
+
+    began = time.perf_counter()
+    meta = {
+        "mode": mode,
+        "command": "python -m bench " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "git": git_commit(),
+        "machine": machine(),
+        "sizes": size,
+    }
+    found_limits = measure_limits(size) if not only or only & {"W4"} else {}
+    runs = measure_workloads(size, only)
+    meta["seconds"] = round(time.perf_counter() - began, 1)
+    doc = report.document(meta, found_limits, runs)
+    path = args.json or Path(__file__).resolve().parent / f"results-{mode}.json"
+    report.write_json(doc, path)
+    print(report.render(doc))
+    print(f"\n{mode} run, {meta['seconds']} s; JSON written to {path}")
+    return 0
