@@ -674,7 +674,9 @@ class Attempt:
             return
         if duration <= timedelta(0):
             return
-        if path in self.satisfied and isinstance(self.waits.get(path), spi.WakeAt):
+        row = self.waits.get(path)
+        due = isinstance(row, spi.WakeAt) and self.dry and self.clock.now() >= row.at
+        if due or (path in self.satisfied and isinstance(row, spi.WakeAt)):
             if not self.dry:
                 self.pending.append(self.event(spi.EventKind.SLEEP_COMPLETED, step_name=path))
             self.completed.add(path)

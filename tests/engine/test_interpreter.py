@@ -467,3 +467,54 @@ async def test_a_parked_input_and_its_wake_cost_one_write_each(world: World) -> 
     world.writes.clear()
     assert (await world.attempt(flow, eid)).outcome == "completed"
     assert world.writes == {"record_progress": 1, "finish": 1}
+
+
+async def test_gather_runs_every_branch(world: World) -> None:
+    flows = [Flow.init(f"b{i}").output(f"v{i}", lambda ctx, i=i: i) for i in range(3)]
+    flow = Flow.gather(*flows).and_then(Flow.init("t").output("sum", lambda ctx: ctx.v0 + ctx.v1 + ctx.v2))
+    eid = await world.start(flow)
+    assert (await world.attempt(flow, eid)).outcome == "completed"
+    assert (await world.fields(eid))["sum"] == 3
+
+
+async def test_a_failing_zip_branch_decides_at_once(world: World) -> None:
+    from engine import FlowDomainError
+
+    class Refused(FlowDomainError):
+        pass
+
+    def refuse(ctx: object) -> None:
+        raise Refused("no")
+
+    flow = Flow.init("a").step("bad", refuse).zip(Flow.init("b").input("never", int))
+    eid = await world.start(flow)
+    assert (await world.attempt(flow, eid)).outcome == "failed"
+    assert await world.status(eid) == spi.Failed("no", "Refused")
+
+
+async def test_a_race_arm_failing_while_the_other_waits_parks(world: World) -> None:
+    from engine import FlowDomainError
+
+    class Refused(FlowDomainError):
+        pass
+
+    def refuse(ctx: object) -> None:
+        raise Refused("no")
+
+    flow = Flow.race(Flow.init("a").output("r", refuse), Flow.init("b").input("r_in", int))
+    eid = await world.start(flow)
+    assert (await world.attempt(flow, eid)) == AttemptReport(eid, "suspended", "r_in")
+
+
+async def test_a_race_whose_arms_all_fail_fails(world: World) -> None:
+    from engine import FlowDomainError
+
+    class Refused(FlowDomainError):
+        pass
+
+    def refuse(ctx: object) -> None:
+        raise Refused("no")
+
+    flow = Flow.race(Flow.init("a").output("r", refuse), Flow.init("b").output("r", refuse))
+    eid = await world.start(flow)
+    assert (await world.attempt(flow, eid)).outcome == "failed"
