@@ -318,3 +318,22 @@ async def test_a_cancelled_task_writes_nothing(world: World) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await world.kinds(eid) == before
+
+
+async def test_ctx_attempt_counts_retries_and_the_key_stays_the_same(world: World) -> None:
+    seen: list[tuple[int, str]] = []
+
+    def body(ctx: Any) -> str:
+        seen.append((ctx.attempt, ctx.key))
+        if ctx.attempt < 2:
+            raise FlowRetry("again")
+        return "ok"
+
+    flow = Flow.init("f").output("a", body, retry=Schedule.fixed(timedelta(minutes=1)))
+    eid = await world.start(flow, "x1")
+    assert (await world.attempt(flow, eid)).outcome == "suspended"
+    await world.clock.advance(timedelta(minutes=1))
+    assert (await world.attempt(flow, eid)).outcome == "suspended"
+    await world.clock.advance(timedelta(minutes=1))
+    assert (await world.attempt(flow, eid)).outcome == "completed"
+    assert seen == [(0, "x1/a"), (1, "x1/a"), (2, "x1/a")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -518,3 +519,28 @@ async def test_a_race_whose_arms_all_fail_fails(world: World) -> None:
     flow = Flow.race(Flow.init("a").output("r", refuse), Flow.init("b").output("r", refuse))
     eid = await world.start(flow)
     assert (await world.attempt(flow, eid)).outcome == "failed"
+
+
+async def test_a_runner_wraps_the_walk(world: World) -> None:
+    import contextvars
+
+    tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="none")
+
+    async def runner(walk: Any) -> Any:
+        token = tenant.set("acme")
+        try:
+            return await walk()
+        finally:
+            tenant.reset(token)
+
+    flow = Flow.init("f").output("who", lambda ctx: tenant.get())
+    eid = await world.start(flow)
+    claimed = await world.claim(flow, eid)
+    assert claimed is not None
+    from engine.interpreter import run_attempt
+
+    report = await run_attempt(
+        flow, claimed, store=world.store, clock=world.clock, executor_id="ex-1", runner=runner
+    )
+    assert report.outcome == "completed"
+    assert (await world.fields(eid))["who"] == "acme"
