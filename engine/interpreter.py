@@ -248,7 +248,6 @@ class Attempt:
         clock: Clock,
         claimed: spi.Claimed | None = None,
         executor_id: str = "",
-        runner: Runner | None = None,
         waits: Mapping[str, spi.Wake] | None = None,
         satisfied: frozenset[str] = frozenset(),
     ) -> None:
@@ -260,7 +259,6 @@ class Attempt:
         self.claimed = claimed
         self.dry = claimed is None
         self.executor_id = executor_id
-        self.runner = runner
         self.waits = dict(waits or {})
         self.satisfied = satisfied
         ledger = Ledger.of(history)
@@ -1059,7 +1057,6 @@ async def run_attempt(
         clock=clock,
         claimed=claimed,
         executor_id=executor_id,
-        runner=runner,
         waits=state.waits,
         satisfied=claimed.satisfied,
     )
