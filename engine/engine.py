@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine import errors, nodes, progress, render, schema, values
+from engine import dry_run, errors, nodes, progress, render, schema, values
 from engine.config import EngineConfig
 from engine.flow import Flow
 from engine.registry import Registry, Version
@@ -255,19 +255,22 @@ class FlowEngine:
 
     # ------------------------------------------------------------------------------ operator verbs
 
-    async def resume(self, execution_id: str, *, go: bool = False, actor: str | None = None) -> Any:
+    async def resume(
+        self, execution_id: str, *, go: bool = False, actor: str | None = None
+    ) -> dry_run.ResumeReport:
         """Dry-run a stopped (or parked) execution on the newest version of its workflow and answer the
         report (kept nodes, the next node, conflicts). With `go`, re-pin it to that version so workers take
         it up, unless the report has conflicts (FlowResumeConflict carries the report)."""
-        from engine import dry_run  # TEMP: until engine/dry_run.py lands
-
         state = await self._state(execution_id)
+        if state.status.terminal:
+            raise errors.FlowExecutionTerminal(execution_id, state.status.show())
         newest = self._registry.latest(state.flow_id)
         report = await dry_run.dry_run(newest.flow, self.store, execution_id, clock=self.clock)
         if not go:
             return report
         if report.conflicts:
-            raise errors.FlowResumeConflict(execution_id, report, report.conflicts)
+            conflicts = [f"{c.code} at {c.path!r}: {c.detail}" for c in report.conflicts]
+            raise errors.FlowResumeConflict(execution_id, report, conflicts)
         event = self._event(
             spi.EventKind.RESUMED, state, {"from_hash": state.hash, "to_hash": newest.hash, "actor": actor}
         )
