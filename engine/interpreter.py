@@ -270,6 +270,8 @@ class Attempt:
         self.resume_cause = status.cause if isinstance(status, spi.Compensating) else None
         self.listening = listens(flow.nodes)
         self.pending: list[spi.Event] = []
+        # a step's completion waiting in `pending` that must be durable before the next body runs
+        self.unflushed = False
         self.pending_fields: dict[str, spi.FieldData] = {}
         self.handlers: list[compensation.Handler] = []
         self.discharged: set[str] = set()
@@ -298,7 +300,15 @@ class Attempt:
 
     def _take(self) -> list[spi.Event]:
         taken, self.pending = self.pending, []
+        self.unflushed = False
         return taken
+
+    async def flush(self) -> None:
+        """Make a deferred step completion durable (with the next node's start) before a body runs."""
+        events = self._take()
+        outcome = await self._claim().append_event(events[-1], preceding=events[:-1])
+        if outcome is spi.WriteOutcome.CLAIM_LOST:
+            raise ClaimLost(events[-1].kind.value)
 
     async def progress(
         self,
@@ -509,6 +519,8 @@ class Attempt:
             await self.append(self.started(path))  # durable BEFORE the body: that is what makes F0004
         else:
             self.pending.append(self.started(path))
+            if self.unflushed:
+                await self.flush()
 
         async def once(attempt: int) -> Any:
             return await body(self.context(scope, path, attempt, notes))
@@ -550,6 +562,14 @@ class Attempt:
         if outcome is spi.ProgressOutcome.ALREADY_RECORDED:
             data = self.fields.get(path) or data  # a race arm sharing the name wrote first: theirs stands
         return values.decode(data, declared)
+
+    def defer_completion(self, path: str) -> None:
+        """A step's completion is only an event: it rides on whatever write comes next (the next node's
+        start, a wait row, the attempt's end), and is flushed at the latest before another body runs. A
+        crash in between re-runs the step, exactly as a crash between its body and its own write would."""
+        self.pending.append(self.event(spi.EventKind.STEP_COMPLETED, step_name=path))
+        self.completed.add(path)
+        self.unflushed = True
 
     def note_handlers(self, path: str, knobs: Knobs, compensate: Body | None, args: tuple[Any, ...]) -> None:
         """Note a completed (or replayed) node's undos, then its compensate= handler."""
@@ -644,7 +664,10 @@ class Attempt:
         path = qualify(scope.prefix, node.name)
         if path not in self.completed:
             _, notes = await self.execute(path, node.knobs, scope, lambda ctx: self.call(node.body, ctx))
-            await self.record(path, None, None, notes, valued=False)
+            if notes or node.knobs.at_most_once:
+                await self.record(path, None, None, notes, valued=False)
+            else:
+                self.defer_completion(path)
         else:
             self.keep(path)
         self.note_handlers(path, node.knobs, node.compensate, (self.context(scope, path),))

@@ -452,10 +452,41 @@ async def test_recording_a_node_is_one_write(world: World) -> None:
         flow = flow.output(f"o{i}", lambda ctx, i=i: i) if i % 2 else flow.step(f"s{i}", lambda ctx: None)
     eid = await world.start(flow, order=Order(id="o", cents=1))
     assert (await world.attempt(flow, eid)).outcome == "completed"
-    assert world.writes == {"record_progress": 40, "finish": 1}
+    assert sum(world.writes.values()) == 41  # one per node, and the attempt's end
     assert sum(world.writes.values()) / 40 <= 1.05
     started = await world.events(eid, spi.EventKind.STEP_STARTED)
     assert len(started) == 40
+
+
+async def test_a_steps_completion_rides_on_the_next_nodes_start_and_the_last_on_the_end(world: World) -> None:
+    calls = Calls()
+    flow = Flow.init("f")
+    for i in range(20):
+        flow = flow.step(f"s{i}", lambda ctx, i=i: calls.hit(f"s{i}"))
+    eid = await world.start(flow)
+    assert (await world.attempt(flow, eid)).outcome == "completed"
+    assert world.writes == {"append_event": 19, "finish": 1}
+    kinds = await world.kinds(eid)
+    assert kinds.count("StepCompleted") == 20
+    assert kinds[-4:] == ["StepStarted", "StepCompleted", "ExecutionReleased", "Completed"]
+
+
+async def test_a_deferred_completion_is_durable_before_the_next_body_runs(world: World) -> None:
+    calls = Calls()
+    crash = {"armed": True}
+
+    def second(ctx: object) -> None:
+        calls.hit("second")
+        if crash.pop("armed", False):
+            raise Crash()
+
+    flow = Flow.init("f").step("first", lambda ctx: calls.hit("first")).step("second", second)
+    eid = await world.start(flow)
+    await world.crash(flow, eid)
+    completed = await world.events(eid, spi.EventKind.STEP_COMPLETED)
+    assert [e.data["step_name"] for e in completed] == ["first"]
+    assert (await world.attempt(flow, eid)).outcome == "completed"
+    assert calls == {"first": 1, "second": 2}
 
 
 async def test_a_parked_input_and_its_wake_cost_one_write_each(world: World) -> None:
