@@ -5,7 +5,10 @@ JSON is kept as text, not as a JSON column: a recorded field must come back byte
 written (jsonb would reorder its keys), and text reads the same on PostgreSQL and SQLite.
 
 The indexes serve `list_executions` newest first for each filter arm, and the readiness scan of
-`claim_ready` (the partial `active` indexes cover only the rows that can still run).
+`claim_ready` (the partial `active` indexes cover only the rows that can still run). The ledger tables
+(waits, fields, marks, events) have no index of their own on `execution`: their unique constraint leads
+with it, and every index less is one write less per recorded node. An id-prefix search uses the
+`varchar_pattern_ops` index Django gives a text primary key on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -76,7 +79,6 @@ class Execution(models.Model):
                 name="fs_exec_claimable",
                 condition=Q(status_kind__in=CLAIMABLE_KINDS),
             ),
-            models.Index(fields=["id"], name="fs_exec_id_prefix", opclasses=["varchar_pattern_ops"]),
         ]
 
 
@@ -86,7 +88,9 @@ class Wait(models.Model):
     AT = "at"
     ON_FIELD = "on_field"
 
-    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="wait_rows")
+    execution = models.ForeignKey(
+        Execution, on_delete=models.CASCADE, related_name="wait_rows", db_index=False
+    )
     path = models.CharField(max_length=1024)
     kind = models.CharField(max_length=8, choices=[(AT, "at"), (ON_FIELD, "on field")])
     at = models.DateTimeField(null=True, blank=True)
@@ -109,7 +113,7 @@ class Wait(models.Model):
 class Field(models.Model):
     """A recorded value (JSON text) beside its type tag. Written once, then it stands."""
 
-    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="fields")
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="fields", db_index=False)
     name = models.CharField(max_length=1024)
     value = models.TextField()
     tag = models.CharField(max_length=255)
@@ -122,7 +126,9 @@ class Field(models.Model):
 class ProgressMark(models.Model):
     """A valueless progress that landed at a path (write-once, separate from the fields)."""
 
-    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="progress_marks")
+    execution = models.ForeignKey(
+        Execution, on_delete=models.CASCADE, related_name="progress_marks", db_index=False
+    )
     path = models.CharField(max_length=1024)
 
     class Meta:
@@ -133,7 +139,7 @@ class ProgressMark(models.Model):
 class Event(models.Model):
     """One history entry; `seq` is its 1-based position in its execution's history."""
 
-    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="events")
+    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.IntegerField()
     flow_id = models.CharField(max_length=255, help_text="as the event was written")
     kind = models.CharField(max_length=32)

@@ -1,0 +1,279 @@
+"""What the conformance suite cannot say about the Django store: index-backed searches on PostgreSQL,
+failures surfacing as FlowStoreError, and wake-ups between store objects (other connections)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connections
+
+from store import spi
+from store.clock import ManualClock, SystemClock
+from store.django.store import DjangoStore, executions_matching
+from tests.store.django_support import (
+    add_alias,
+    database_access,
+    migrate,
+    postgres_alias,
+    postgres_config,
+    sqlite_alias,
+    sqlite_config,
+)
+
+__all__ = ["database_access", "postgres_alias", "sqlite_alias"]
+
+F = spi.ExecutionFilter
+WF1 = "wf1"
+SERVED = frozenset({(WF1, "")})
+LEASE = timedelta(seconds=30)
+
+ARMS: list[spi.ExecutionFilter.Any | None] = [
+    None,
+    F.Running(),
+    F.Completed(),
+    F.Cancelled(),
+    F.Compensating(),
+    F.Failed(),
+    F.Failed("ChargeDeclined"),
+    F.Sleeping(),
+    F.WaitingForInput(),
+    F.WaitingForInput("approval"),
+    F.Cancelling(),
+    F.Orphaned(frozenset({"h1"})),
+    F.Stopped(),
+    F.Stopped("F0001"),
+]
+
+# 20,000 rows over 4 workflows, 2 versions and every status; a fifth of them wait (on a sleep or an input).
+_SEED = """
+INSERT INTO flowstore_execution (id, flow_id, hash, status, status_kind, failure_kind, stop_code,
+    cancel_requested, cancel_reason, last_seq, serial, created, updated)
+SELECT 'x' || lpad(g::text, 6, '0'), 'wf' || (g % 4), 'h' || (g % 2),
+    '{"type":"' || k.kind || '"}', k.kind,
+    CASE WHEN k.kind = 'failed' THEN (ARRAY['ChargeDeclined', 'OutOfStock'])[1 + g % 2] END,
+    CASE WHEN k.kind = 'stopped' THEN (ARRAY['F0001', 'F0003'])[1 + g % 2] END,
+    g % 50 = 0, '', 1, g, timestamptz '2030-01-01' + g * interval '1 second',
+    timestamptz '2030-01-01' + g * interval '1 second'
+FROM generate_series(1, 20000) AS g
+CROSS JOIN LATERAL (SELECT (ARRAY['running', 'completed', 'failed', 'compensating', 'cancelled',
+    'stopped'])[1 + g % 6] AS kind) AS k;
+INSERT INTO flowstore_wait (execution_id, path, kind, at, field_name)
+SELECT 'x' || lpad(g::text, 6, '0'), 'w',
+    CASE WHEN g % 10 = 0 THEN 'at' ELSE 'on_field' END,
+    CASE WHEN g % 10 = 0 THEN timestamptz '2031-01-01' END,
+    CASE WHEN g % 10 = 5 THEN (ARRAY['approval', 'address'])[1 + g % 2] END
+FROM generate_series(1, 20000) AS g WHERE g % 5 = 0;
+ANALYZE flowstore_execution;
+ANALYZE flowstore_wait;
+"""
+
+
+@pytest.fixture(scope="module")
+def seeded_postgres(postgres_alias: str, django_db_blocker: Any) -> Iterator[str]:
+    with django_db_blocker.unblock():
+        store = DjangoStore(postgres_alias, listen=False)
+        store.reset()
+        with connections[postgres_alias].cursor() as cursor:
+            for statement in _SEED.split(";"):
+                if statement.strip():
+                    cursor.execute(statement)
+        try:
+            yield postgres_alias
+        finally:
+            store.reset()
+            store.close()
+
+
+def _plans(alias: str, filt: spi.ExecutionFilter.Any | None, flow_id: str | None, prefix: str | None) -> str:
+    """The plans of a search's page and of its count, with sequential scans priced out (so that a plan
+    shows whether an index CAN serve the query, whatever the table's size)."""
+    matching = executions_matching(alias, flow_id, filt, prefix)
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+    try:
+        page = matching.order_by("-created", "-serial")[:50].explain()
+        count = matching.values("id").explain() if filt is not None or flow_id or prefix else ""
+    finally:
+        with connections[alias].cursor() as cursor:
+            cursor.execute("RESET enable_seqscan")
+    return f"{page}\n{count}"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("flow_id", [None, "wf1"])
+@pytest.mark.parametrize("filt", ARMS, ids=lambda arm: type(arm).__name__ if arm else "none")
+def test_every_search_arm_is_index_backed_on_postgres(
+    seeded_postgres: str, database_access: None, filt: spi.ExecutionFilter.Any | None, flow_id: str | None
+) -> None:
+    plans = _plans(seeded_postgres, filt, flow_id, None)
+    print(f"--- {filt!r} flow_id={flow_id}\n{plans}")
+    assert "Seq Scan" not in plans, plans
+    assert "Index" in plans, plans
+
+
+@pytest.mark.postgres
+def test_id_prefix_search_is_index_backed_on_postgres(seeded_postgres: str, database_access: None) -> None:
+    plans = _plans(seeded_postgres, None, None, "x0001")
+    print(plans)
+    assert "Seq Scan" not in plans, plans
+    assert "fs_exec_id_prefix" in plans or "Index" in plans, plans
+
+
+@pytest.mark.postgres
+def test_claim_and_next_wake_are_index_backed_on_postgres(
+    seeded_postgres: str, database_access: None
+) -> None:
+    from store.django import queries
+
+    params: dict[str, object] = {"now": "2030-06-01T00:00:00Z", "limit": 8, "executor": "x", "expiry": None}
+    served = queries.served_predicate(sorted({("wf1", "h1"), ("wf2", "h0")}), params)
+    ready = queries.CLAIM_READY.sql.format(served=served)  # the SELECT half (no stamping in a test)
+    wake = queries.NEXT_WAKE.sql.format(served=served)
+    with connections[seeded_postgres].cursor() as cursor:
+        plans = []
+        cursor.execute("SET enable_seqscan = off")
+        for sql in (ready, wake):
+            cursor.execute("EXPLAIN " + sql, params)
+            plans.append("\n".join(row[0] for row in cursor.fetchall()))
+        cursor.execute("RESET enable_seqscan")
+    print("\n".join(plans))
+    for plan in plans:
+        assert "Seq Scan on flowstore_execution" not in plan, plan
+
+
+# ------------------------------------------------------------------------------------ failures
+
+
+@pytest.fixture
+def impatient_sqlite(tmp_path: Path, database_access: None) -> Iterator[Path]:
+    """A migrated SQLite file whose connections give up on a lock after 50 ms."""
+    path = tmp_path / "locked.sqlite3"
+    config = sqlite_config(path)
+    config["OPTIONS"] = {**config["OPTIONS"], "timeout": 0.05}
+    add_alias("fd_sqlite_locked", config)
+    migrate("fd_sqlite_locked")
+    yield path
+    connections["fd_sqlite_locked"].close()
+
+
+async def test_a_locked_sqlite_database_is_a_retryable_store_error(impatient_sqlite: Path) -> None:
+    store = DjangoStore("fd_sqlite_locked", ManualClock())
+    holder = sqlite3.connect(impatient_sqlite, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(spi.FlowStoreError) as caught:
+            await store.signal("e1", "x", spi.FieldData.of(1, "int"), _event("e1"))
+        assert caught.value.retryable
+        assert caught.value.__cause__ is not None
+        holder.execute("ROLLBACK")
+        # the store recovers once the lock is gone
+        assert await store.signal("e1", "x", spi.FieldData.of(1, "int"), _event("e1")) == spi.AlreadyTerminal(
+            spi.Cancelled()
+        )
+    finally:
+        holder.close()
+        await store.aclose()
+
+
+async def test_an_unreachable_postgres_is_a_retryable_store_error(database_access: None) -> None:
+    add_alias("fd_postgres_nowhere", postgres_config("postgresql://postgres@127.0.0.1:1/flowdeck_nowhere"))
+    store = DjangoStore("fd_postgres_nowhere", ManualClock(), listen=False)
+    try:
+        with pytest.raises(spi.FlowStoreError) as caught:
+            await store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0))
+        assert caught.value.retryable
+        assert caught.value.__cause__ is not None
+    finally:
+        await store.aclose()
+
+
+async def test_a_refused_operation_is_a_non_retryable_store_error(
+    sqlite_alias: str, database_access: None
+) -> None:
+    store = DjangoStore(sqlite_alias, ManualClock())
+    store.reset()
+    try:
+        await store.create_execution_if_absent("e1", WF1, "", spi.Running(), _event("e1"))
+        # a value the database refuses (an over-long id does not fit PostgreSQL; SQLite stores any text):
+        # writing a field under a name that is NOT text is refused by the driver on both backends
+        with pytest.raises(spi.FlowStoreError) as caught:
+            await store.signal("e1", object(), spi.FieldData.of(1, "int"), _event("e1"))  # type: ignore[arg-type]
+        assert not caught.value.retryable
+        assert isinstance(caught.value.__cause__, Exception)
+    finally:
+        await store.aclose()
+
+
+def _event(eid: str, kind: spi.EventKind = spi.EventKind.CREATED) -> spi.Event:
+    return spi.Event(kind, WF1, eid, ManualClock().now(), {})
+
+
+# ------------------------------------------------------------------------------------ unknown ids
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_unknown_executions_answer_and_never_raise(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    request.getfixturevalue("database_access")
+    alias = request.getfixturevalue(f"{backend}_alias")
+    store = DjangoStore(alias, ManualClock())
+    store.reset()
+    value = spi.FieldData.of(1, "int")
+    try:
+        assert await store.get_execution("nope") is None
+        assert await store.signal("nope", "x", value, _event("nope")) == spi.AlreadyTerminal(spi.Cancelled())
+        assert await store.request_cancel("nope", "why") == spi.AlreadyTerminal(spi.Cancelled())
+        assert await store.resume("nope", "h", _event("nope")) == spi.OperatorOutcome.NOT_FOUND
+        assert await store.answer("nope", "n", value, _event("nope")) == spi.OperatorOutcome.NOT_FOUND
+        assert await store.end("nope", spi.Failed("x"), _event("nope")) == spi.OperatorOutcome.NOT_FOUND
+        assert await store.get_history("nope") == spi.HistoryPage([], False)
+        assert await store.get_all_fields("nope") == {}
+        assert await store.get_field("nope", "x") is None
+    finally:
+        await store.aclose()
+
+
+# ------------------------------------------------------------------------------------ wake-ups
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def test_a_signal_through_another_store_wakes_a_blocked_poll(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    """Two store objects are two sets of connections, as two processes would have: the wake crosses by
+    LISTEN/NOTIFY on PostgreSQL and by the data_version watch on SQLite, long before the poll's timeout."""
+    request.getfixturevalue("database_access")
+    alias = request.getfixturevalue(f"{backend}_alias")
+    waiting, writing = DjangoStore(alias, SystemClock()), DjangoStore(alias, SystemClock())
+    waiting.reset()
+    try:
+        await writing.create_execution_if_absent("e1", WF1, "", spi.Running(), _event("e1"))
+        [handle] = await writing.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0))
+        wait = spi.WakeOnField("x")
+        assert (
+            await handle.record_wait("x", wait, _event("e1", spi.EventKind.INPUT_WAITING))
+            is spi.WriteOutcome.APPLIED
+        )
+        assert await handle.finish(spi.Suspended(frozenset({"x"}))) is spi.StatusOutcome.APPLIED
+        poll = asyncio.ensure_future(waiting.claim_ready(SERVED, "ex", LEASE, 1, timedelta(seconds=30)))
+        await asyncio.sleep(0.3)  # let the poll ask once and block (real time: a real clock store)
+        assert not poll.done()
+        started = time.monotonic()
+        delivered = await writing.signal(
+            "e1", "x", spi.FieldData.of(1, "int"), _event("e1", spi.EventKind.INPUT_RECEIVED)
+        )
+        assert delivered == spi.Delivered()
+        claimed = await asyncio.wait_for(poll, 10)
+        assert [c.state.execution_id for c in claimed] == ["e1"]
+        assert time.monotonic() - started < 2.0
+    finally:
+        await waiting.aclose()
+        await writing.aclose()
