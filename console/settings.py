@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "channels",
     "store.django.apps.FlowStoreConfig",
     "console.apps.ConsoleConfig",
+    "examples.fulfilment.apps.FulfilmentConfig",
 ]
 
 MIDDLEWARE = [

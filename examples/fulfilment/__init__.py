@@ -1,0 +1,3 @@
+"""The order-fulfilment example as a Django app: flows served by discovery, services keeping a ledger."""
+
+from __future__ import annotations
