@@ -31,9 +31,14 @@ _SHAPES: dict[str, tuple[str, str]] = {
 
 
 def escape(text: str) -> str:
-    """Text for inside a double-quoted Mermaid label: letters, digits and spaces as they are, anything
-    else as its numeric entity code."""
-    return "".join(c if c.isalnum() or c == " " else f"#{ord(c)};" for c in text)
+    """Text for inside a double-quoted Mermaid label: letters, digits and inner spaces as they are,
+    anything else as its numeric entity code (edge spaces too, which Mermaid would trim)."""
+    body = text.strip(" ")
+    lead, trail = len(text) - len(text.lstrip(" ")), len(text) - len(text.rstrip(" "))
+    coded = "".join(c if c.isalnum() or c == " " else f"#{ord(c)};" for c in body)
+    if not body:
+        return "#32;" * len(text)
+    return "#32;" * lead + coded + "#32;" * trail
 
 
 def _label(lines: list[str]) -> str:
