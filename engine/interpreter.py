@@ -507,6 +507,8 @@ class Attempt:
         undos: list[Any] | None = None,
     ) -> tuple[Any, list[Any]]:
         """Start a node at `path` and run its body under timeout and retry; answer (result, undo notes)."""
+        if self.unflushed:  # the previous step's completion lands first; the write refreshes the cancel flag
+            await self.flush()
         self.guard(path)  # first: a cancel request (or a resumed unwind) wins over an unknown outcome
         if knobs.at_most_once and path in self.unfinished and path not in self.completed:
             raise StopFor(
@@ -519,8 +521,6 @@ class Attempt:
             await self.append(self.started(path))  # durable BEFORE the body: that is what makes F0004
         else:
             self.pending.append(self.started(path))
-            if self.unflushed:
-                await self.flush()
 
         async def once(attempt: int) -> Any:
             return await body(self.context(scope, path, attempt, notes))

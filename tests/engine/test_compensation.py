@@ -324,3 +324,18 @@ async def test_cancel_during_a_long_back_off_unwinds(world: World) -> None:
     assert (await world.attempt(flow, eid)).outcome == "cancelled"
     assert LOG == ["undo a"]
     assert (await world.state(eid)).waits == {}
+
+
+async def test_a_cancel_arriving_during_a_step_is_seen_at_the_next_boundary(world: World) -> None:
+    async def slow(ctx: Any) -> None:
+        LOG.append("slow")
+        await world.store.request_cancel(ctx.execution_id, "too late")
+
+    flow = (
+        Flow.init("f")
+        .step("slow", slow, compensate=lambda ctx: LOG.append("undo slow"))
+        .step("next", lambda ctx: LOG.append("next"))
+    )
+    eid = await world.start(flow)
+    assert (await world.attempt(flow, eid)).outcome == "cancelled"
+    assert LOG == ["slow", "undo slow"]
