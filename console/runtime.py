@@ -18,7 +18,7 @@ from store.django.store import DjangoStore
 
 __all__ = ["engine", "make_engine", "reset", "store"]
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # engine() builds the store under the same lock
 _store: DjangoStore | None = None
 _engine: FlowEngine | None = None
 _registered = False

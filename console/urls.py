@@ -1,7 +1,11 @@
-"""URL routes of the Flowdeck console."""
+"""URL routes of the Flowdeck console: the REST API under `/api/`; pages are added below it."""
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
 
-urlpatterns: list[URLPattern | URLResolver] = []
+from console.api import api
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("api/", api.urls),
+]

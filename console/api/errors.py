@@ -1,0 +1,132 @@
+"""One error table: every refusal the API answers becomes `{error, code, detail}` with its status.
+
+Engine errors map by class (the most specific entry on the exception's MRO wins), as ninja's own handlers
+do in `ninja/errors.py`. Bad input, whether ninja's validation or our own checks, is 400 (not ninja's
+default 422): the issue asks for 400 on every malformed request. Anything unexpected is a 500 with no
+traceback on the wire (it is logged).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from console import auth
+from engine import errors
+from store import spi
+
+__all__ = ["ERROR_TABLE", "ApiError", "install"]
+
+logger = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """A refusal decided in the API layer itself (a malformed signal body, an unknown workflow id)."""
+
+    def __init__(self, status: int, code: str, message: str, detail: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.detail = detail
+
+
+# exception class → (status, code). Looked up along the raised exception's MRO.
+ERROR_TABLE: Mapping[type[BaseException], tuple[int, str]] = {
+    errors.FlowWorkflowError: (404, "workflow_not_found"),
+    errors.FlowNotRegistered: (404, "workflow_not_registered"),
+    errors.FlowExecutionNotFound: (404, "execution_not_found"),
+    errors.FlowExecutionTerminal: (409, "execution_terminal"),
+    errors.FlowDuplicateExecution: (409, "duplicate_execution"),
+    errors.FlowSignalError: (400, "signal_refused"),
+    errors.FlowInputError: (400, "invalid_input"),
+    errors.FlowAlreadyDelivered: (409, "already_delivered"),
+    errors.FlowOperatorError: (409, "operator_refused"),
+    errors.FlowNotStopped: (409, "not_stopped"),
+    errors.FlowClaimHeld: (409, "claim_held"),
+    errors.FlowAlreadyAnswered: (409, "already_answered"),
+    errors.FlowResumeConflict: (409, "resume_conflict"),
+    errors.FlowUnknownNode: (404, "node_not_found"),
+    spi.FilterParseError: (400, "invalid_filter"),
+    spi.FlowStoreError: (503, "store_unavailable"),
+}
+
+
+def _lookup(exc: BaseException) -> tuple[int, str] | None:
+    for cls in type(exc).__mro__:
+        if cls in ERROR_TABLE:
+            return ERROR_TABLE[cls]
+    return None
+
+
+def _detail(exc: BaseException) -> Any:
+    """The data an engine error carries, as JSON (its attributes; a resume report as its fields)."""
+    if isinstance(exc, errors.FlowResumeConflict):
+        report = exc.report
+        return dataclasses.asdict(report) if dataclasses.is_dataclass(report) else None  # type: ignore[arg-type]
+    found = {
+        key: list(value) if isinstance(value, tuple) else value
+        for key, value in vars(exc).items()
+        if not key.startswith("_") and isinstance(value, str | int | bool | tuple | list | None)
+    }
+    return found or None
+
+
+def respond(api: NinjaAPI, request: HttpRequest, status: int, code: str, message: str, detail: Any = None):
+    response: HttpResponse = api.create_response(
+        request, {"error": message, "code": code, "detail": detail}, status=status
+    )
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="flowdeck"'
+    return response
+
+
+def install(api: NinjaAPI) -> None:
+    """Route every exception the API can meet through the table."""
+
+    def engine_error(request: HttpRequest, exc: Exception) -> HttpResponse:
+        found = _lookup(exc)
+        if found is None:
+            return unexpected(request, exc)
+        status, code = found
+        return respond(api, request, status, code, str(exc), _detail(exc))
+
+    def api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
+        return respond(api, request, exc.status, exc.code, str(exc), exc.detail)
+
+    def validation(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+        return respond(api, request, 400, "invalid_request", "the request is malformed", exc.errors)
+
+    def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+        status = exc.status_code
+        if isinstance(exc, AuthenticationError):
+            code, message = "unauthenticated", "authentication required: a session or a bearer token"
+        elif isinstance(exc, auth.PermissionDenied):
+            code, message = "permission_denied", str(exc.message)
+        elif isinstance(exc, auth.CsrfFailed):
+            code, message = "csrf_failed", str(exc.message)
+        elif status == 400:
+            code, message = "malformed_body", str(exc.message)
+        else:
+            code, message = "http_error", str(exc.message)
+        return respond(api, request, status, code, message)
+
+    def not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
+        return respond(api, request, 404, "not_found", "not found")
+
+    def unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+        logger.exception("API request failed: %s %s", request.method, request.path, extra={"action": "api"})
+        return respond(api, request, 500, "internal_error", "the server failed to answer this request")
+
+    for cls in ERROR_TABLE:
+        api.add_exception_handler(cls, engine_error)
+    api.add_exception_handler(ApiError, api_error)
+    api.add_exception_handler(ValidationError, validation)
+    api.add_exception_handler(HttpError, http_error)
+    api.add_exception_handler(Http404, not_found)
+    api.add_exception_handler(Exception, unexpected)

@@ -1,0 +1,160 @@
+"""Routes about executions: search, describe, inputs, history, diagram, signal, cancel and cancel-all.
+
+The literal paths (`/executions/search`, `/executions/cancel`) are declared before `/executions/{eid}` so
+that Django's resolver, which takes the first pattern that matches, reaches them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Body, Field, Query, Router, Schema
+
+from console import auth, runtime, schemas
+from console.api.errors import ApiError
+from console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
+from engine import errors as engine_errors
+from store import spi
+
+__all__ = ["router"]
+
+router = Router(tags=["executions"])
+
+_INT_MAX = 2**31 - 1
+
+
+@router.post("/executions/search", response={200: schemas.SearchResponse, **errors()}, by_alias=True)
+async def search_executions(request: HttpRequest, payload: schemas.SearchRequest) -> schemas.SearchResponse:
+    """Executions matching the filter, newest first; `total` counts every match. An unknown filter word, a
+    bare `failed:` or `waiting:`, or a negative offset is a 400."""
+    engine = await runtime.engine()
+    result = await engine.executions.search(
+        payload.workflow_id, payload.status, payload.limit, payload.offset, payload.id_prefix
+    )
+    return schemas.SearchResponse(
+        items=[schemas.execution_info_of(state) for state in result.items], total=result.total
+    )
+
+
+@router.post("/executions/cancel", response={200: schemas.CancelAllResponse, **errors()}, by_alias=True)
+async def cancel_all(request: HttpRequest, payload: schemas.CancelAllRequest) -> schemas.CancelAllResponse:
+    """Ask every unended execution (of one workflow, or of all) to cancel; answers how many asks were new."""
+    await auth.require_operator(request)
+    engine = await runtime.engine()
+    requested = await engine.executions.cancel_all(
+        payload.workflow_id, payload.reason, actor=auth.actor_of(request)
+    )
+    return schemas.CancelAllResponse(requested=requested)
+
+
+@router.get(
+    "/executions/{execution_id}", response={200: schemas.ExecutionDetailDto, **errors(404)}, by_alias=True
+)
+async def describe_execution(request: HttpRequest, execution_id: str) -> schemas.ExecutionDetailDto:
+    engine = await runtime.engine()
+    return schemas.execution_detail_of(await engine.executions.describe(execution_id))
+
+
+@router.get(
+    "/executions/{execution_id}/inputs",
+    response={200: list[schemas.InputInfoDto], **errors(404)},
+    by_alias=True,
+)
+async def execution_inputs(request: HttpRequest, execution_id: str) -> list[schemas.InputInfoDto]:
+    """The declared inputs of the execution's version and whether each arrived (404 when this server does
+    not serve that version)."""
+    engine = await runtime.engine()
+    detail = await engine.executions.describe(execution_id)
+    if detail.progress is None:
+        raise engine_errors.FlowNotRegistered(f"{detail.flow_id}@{detail.state.hash}")
+    return [schemas.input_info_of(i) for i in detail.inputs]
+
+
+class HistoryQuery(Schema):
+    limit: int = Field(50, ge=-_INT_MAX, le=_INT_MAX, description="page size; negative means all")
+    offset: int = Field(0, le=_INT_MAX, description="events to skip; negative is refused")
+
+
+@router.get(
+    "/executions/{execution_id}/history", response={200: schemas.HistoryResponse, **errors()}, by_alias=True
+)
+async def execution_history(
+    request: HttpRequest, execution_id: str, page: Query[HistoryQuery]
+) -> schemas.HistoryResponse:
+    """Events in append order. An unknown execution answers an empty page (spec §1, route 7)."""
+    if page.offset < 0:
+        raise ApiError(400, "invalid_offset", f"offset must not be negative (got {page.offset})")
+    engine = await runtime.engine()
+    limit = None if page.limit < 0 else page.limit
+    return schemas.history_of(await engine.executions.history(execution_id, limit, page.offset))
+
+
+@router.get("/executions/{execution_id}/diagram", response=errors(404), openapi_extra=DIAGRAM_OPENAPI)
+async def execution_diagram(
+    request: HttpRequest, execution_id: str, format: str | None = None
+) -> HttpResponse:
+    """The execution's version with its progress painted on."""
+    engine = await runtime.engine()
+    fmt = diagram_format(format)
+    return text_response(request, await engine.executions.diagram(execution_id, fmt), fmt)
+
+
+_SIGNAL_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "description": 'The value, as raw JSON text (`42`, `"hello"`, `{"id": 7}`); it must validate '
+        "against the input's JSON schema (see the execution's inputs).",
+        "content": {"application/json": {"schema": {}}},
+    }
+}
+
+
+@router.post(
+    "/executions/{execution_id}/signal/{name}",
+    response={200: schemas.OkResponse, **errors(404, 409)},
+    openapi_extra=_SIGNAL_BODY,
+    by_alias=True,
+)
+async def signal_execution(request: HttpRequest, execution_id: str, name: str) -> schemas.OkResponse:
+    """Deliver input `name`. 404 unknown execution or unserved version, 409 ended or already delivered,
+    400 an undeclared input or a value failing its schema (checked in that order)."""
+    engine = await runtime.engine()
+    try:
+        value = json.loads(request.body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        await _signal_target(engine, execution_id)
+        raise ApiError(400, "malformed_body", f"the body is not JSON: {error}") from error
+    await engine.executions.signal(execution_id, name, value)
+    return schemas.OkResponse()
+
+
+async def _signal_target(engine: Any, execution_id: str) -> None:
+    """The checks a signal makes before it looks at its body (404 unknown, 409 ended)."""
+    detail = await engine.executions.describe(execution_id)
+    if detail.status.terminal:
+        raise engine_errors.FlowExecutionTerminal(execution_id, detail.status.show())
+
+
+@router.post(
+    "/executions/{execution_id}/cancel",
+    response={200: schemas.CancelResponse, 202: schemas.CancelResponse, **errors()},
+    by_alias=True,
+)
+async def cancel_execution(
+    request: HttpRequest, execution_id: str, payload: schemas.CancelRequest = Body(None)
+) -> tuple[int, schemas.CancelResponse]:
+    """Ask the execution to cancel: 202 accepted, 200 already requested, 200 already ended (with its
+    status; an id that never existed answers `cancelled`)."""
+    await auth.require_operator(request)
+    engine = await runtime.engine()
+    reason = payload.reason if payload else ""
+    match await engine.executions.cancel(execution_id, reason, actor=auth.actor_of(request)):
+        case spi.Accepted():
+            return 202, schemas.CancelResponse(outcome="accepted")
+        case spi.AlreadyRequested():
+            return 200, schemas.CancelResponse(outcome="already-requested")
+        case spi.AlreadyTerminal(status):
+            return 200, schemas.CancelResponse(outcome="already-terminal", status=status.show())
+    raise AssertionError("unreachable: every cancel outcome is matched")

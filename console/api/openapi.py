@@ -1,0 +1,94 @@
+"""Each served workflow's inputs, with their real JSON schemas, in the OpenAPI document.
+
+The start route is generic (`/workflows/{workflowId}/executions`, inputs an open object); the document
+also lists, per workflow discovered in this process, the concrete path `/workflows/<id>/executions` whose
+`inputs` object names each declared input with its schema (pydantic's, `$defs` moved into components).
+Django serves both with the same view, so a client generated from the document gets typed starts.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from console import discovery
+from engine import values
+from engine.engine import declared_inputs
+from engine.flow import Flow
+
+__all__ = ["add_workflow_inputs", "input_schemas"]
+
+_GENERIC_START = "/api/v1/workflows/{workflow_id}/executions"
+
+
+def _component_name(*parts: str) -> str:
+    return "_".join(re.sub(r"[^A-Za-z0-9_.-]", "_", p) for p in parts)
+
+
+def _relocate(schema: Any, defs_prefix: str) -> Any:
+    """Rewrite pydantic's local `#/$defs/X` references to `#/components/schemas/<prefix>X`."""
+    if isinstance(schema, dict):
+        out = {}
+        for key, value in schema.items():
+            if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
+                out[key] = "#/components/schemas/" + defs_prefix + value.removeprefix("#/$defs/")
+            else:
+                out[key] = _relocate(value, defs_prefix)
+        return out
+    if isinstance(schema, list):
+        return [_relocate(item, defs_prefix) for item in schema]
+    return schema
+
+
+def input_schemas(workflow_id: str, flow: Flow) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The `inputs` object schema of a workflow's start body, and the components its types need."""
+    components: dict[str, Any] = {}
+    properties: dict[str, Any] = {}
+    for name, node in declared_inputs(flow).items():
+        prefix = _component_name(workflow_id, name) + "_"
+        schema = copy.deepcopy(values.json_schema(node.type))
+        for def_name, definition in schema.pop("$defs", {}).items():
+            components[prefix + def_name] = _relocate(definition, prefix)
+        properties[name] = _relocate(schema, prefix)
+    inputs = {
+        "type": "object",
+        "title": f"Inputs of {workflow_id}",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    return inputs, components
+
+
+def add_workflow_inputs(document: dict[str, Any], flows: Mapping[str, Flow] | None = None) -> dict[str, Any]:
+    """Add a typed start path per workflow to an OpenAPI document built by ninja (changed in place)."""
+    paths = document.setdefault("paths", {})
+    generic = paths.get(_GENERIC_START, {}).get("post")
+    if generic is None:
+        return document
+    components = document.setdefault("components", {}).setdefault("schemas", {})
+    for workflow_id, flow in sorted((flows if flows is not None else discovery.registered_flows()).items()):
+        inputs, needed = input_schemas(workflow_id, flow)
+        components.update(needed)
+        body_name = _component_name("StartRequest", workflow_id)
+        components[body_name] = {
+            "type": "object",
+            "title": f"Start {workflow_id}",
+            "properties": {
+                "executionId": {"type": "string", "minLength": 1, "maxLength": 200},
+                "inputs": inputs,
+            },
+            "additionalProperties": False,
+        }
+        operation = copy.deepcopy(generic)
+        operation["operationId"] = _component_name("start", workflow_id)
+        operation["summary"] = f"Start {workflow_id}"
+        operation["parameters"] = [p for p in operation.get("parameters", []) if p.get("in") != "path"]
+        operation["requestBody"] = {
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{body_name}"}}},
+            "required": False,
+        }
+        paths[f"/api/v1/workflows/{quote(workflow_id, safe='')}/executions"] = {"post": operation}
+    return document

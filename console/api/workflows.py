@@ -1,0 +1,67 @@
+"""Routes about workflows: list, describe, draw, start an execution, and the parked executions."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from ninja import Body, Router
+
+from console import runtime, schemas
+from console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
+
+__all__ = ["router"]
+
+router = Router(tags=["workflows"])
+
+
+@router.get("/workflows", response={200: list[schemas.WorkflowInfoDto], **errors()}, by_alias=True)
+async def list_workflows(request: HttpRequest) -> list[schemas.WorkflowInfoDto]:
+    """Every registered workflow (its newest version), as the store knows them."""
+    engine = await runtime.engine()
+    return [schemas.workflow_info_of(info) for info in await engine.workflows.list()]
+
+
+@router.get("/workflows/{workflow_id}", response={200: schemas.WorkflowInfoDto, **errors(404)}, by_alias=True)
+async def describe_workflow(request: HttpRequest, workflow_id: str) -> schemas.WorkflowInfoDto:
+    engine = await runtime.engine()
+    return schemas.workflow_info_of(await engine.workflows.describe(workflow_id))
+
+
+@router.get(
+    "/workflows/{workflow_id}/diagram",
+    response=errors(404),
+    openapi_extra=DIAGRAM_OPENAPI,
+)
+async def workflow_diagram(request: HttpRequest, workflow_id: str, format: str | None = None) -> HttpResponse:
+    """The newest registered version's structure; `format` is mermaid (default), dot, bpmn, elk or json."""
+    engine = await runtime.engine()
+    fmt = diagram_format(format)
+    return text_response(request, await engine.workflows.diagram(workflow_id, fmt), fmt)
+
+
+@router.post(
+    "/workflows/{workflow_id}/executions",
+    response={200: schemas.StartResponse, **errors(404, 409)},
+    by_alias=True,
+    operation_id="start_execution",
+)
+async def start_execution(
+    request: HttpRequest, workflow_id: str, payload: schemas.StartRequest = Body(None)
+) -> schemas.StartResponse:
+    """Start an execution of the newest version; `inputs` are seeded as delivered, each checked against the
+    input's schema first (400), and `executionId` must be new (409)."""
+    engine = await runtime.engine()
+    payload = payload or schemas.StartRequest()
+    eid = await engine.workflows.start(workflow_id, execution_id=payload.execution_id, inputs=payload.inputs)
+    return schemas.StartResponse(execution_id=eid)
+
+
+@router.get(
+    "/workflows/{workflow_id}/parked",
+    response={200: list[schemas.ExecutionInfoDto], **errors(404)},
+    by_alias=True,
+)
+async def parked_executions(request: HttpRequest, workflow_id: str) -> list[schemas.ExecutionInfoDto]:
+    """Unended executions started under a version this server does not serve (held, never failed)."""
+    engine = await runtime.engine()
+    await engine.workflows.describe(workflow_id)
+    return [schemas.execution_info_of(state) for state in await engine.parked(workflow_id)]

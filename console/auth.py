@@ -1,0 +1,90 @@
+"""Who is calling the REST API: a bearer token or a Django session; and what an operator may do.
+
+Both schemes are ninja auth callbacks (so both appear in the OpenAPI document); the first that recognises
+the caller wins and nobody else gets in (401). Session callers keep Django's CSRF check on unsafe methods,
+as ninja's `SessionAuth` does: a browser sending cookies on its own must not be able to cancel executions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja.errors import HttpError
+from ninja.security import APIKeyCookie, HttpBearer
+from ninja.utils import check_csrf
+
+from console.models import OPERATE_PERMISSION, ApiToken, token_digest
+
+__all__ = ["BearerToken", "CsrfFailed", "PermissionDenied", "SessionCookie", "actor_of", "require_operator"]
+
+
+class PermissionDenied(HttpError):
+    """The caller is known but lacks the permission the verb needs."""
+
+    def __init__(self, permission: str) -> None:
+        super().__init__(403, f"this needs the {permission!r} permission")
+        self.permission = permission
+
+
+class CsrfFailed(HttpError):
+    def __init__(self) -> None:
+        super().__init__(403, "CSRF check failed: send the csrftoken cookie's value in X-CSRFToken")
+
+
+class BearerToken(HttpBearer):
+    """`Authorization: Bearer <token>`, checked against the stored digests."""
+
+    async def __call__(self, request: HttpRequest) -> Any:
+        header = request.headers.get(self.header, "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        return await self.authenticate(request, token.strip())
+
+    async def authenticate(self, request: HttpRequest, token: str) -> Any:
+        found = (
+            await ApiToken.objects.select_related("user")
+            .filter(key_hash=token_digest(token), user__is_active=True)
+            .afirst()
+        )
+        if found is None:
+            return None
+        await ApiToken.objects.filter(pk=found.pk).aupdate(last_used=timezone.now())
+        return found.user
+
+
+class SessionCookie(APIKeyCookie):
+    """The console's Django session; unsafe methods need the CSRF token."""
+
+    param_name = settings.SESSION_COOKIE_NAME
+
+    async def __call__(self, request: HttpRequest) -> Any:
+        if not request.COOKIES.get(self.param_name):
+            return None
+        user = await request.auser()
+        if not user.is_authenticated:
+            return None
+        if request.method not in ("GET", "HEAD", "OPTIONS", "TRACE") and await sync_to_async(check_csrf)(
+            request
+        ):
+            raise CsrfFailed()
+        return user
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Any:  # pragma: no cover - see __call__
+        raise NotImplementedError
+
+
+async def require_operator(request: HttpRequest) -> None:
+    """Refuse (403) a caller without the operator permission."""
+    user = request.auth  # type: ignore[attr-defined]
+    if not await user.ahas_perm(OPERATE_PERMISSION):
+        raise PermissionDenied(OPERATE_PERMISSION)
+
+
+def actor_of(request: HttpRequest) -> str:
+    """The name recorded on the events an API caller causes."""
+    return str(request.auth.get_username())  # type: ignore[attr-defined]

@@ -1,0 +1,372 @@
+"""The REST API's wire shapes (kyo-flow-store-spec §1), camelCase on the wire, and their builders.
+
+Each DTO names the engine value it is made from; `*_of` functions are the one place an engine value becomes
+a wire value. Fields the reference does not have (Flowdeck's stop, reason, sequence numbers, JSON schemas)
+are additions; none of the reference's fields changes meaning.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from engine import dry_run
+from engine.engine import ExecutionDetail, InputStatus
+from engine.progress import NodeProgress, NodeStatus
+from store import spi
+
+__all__ = [
+    "AnswerRequest",
+    "CancelAllRequest",
+    "CancelAllResponse",
+    "CancelRequest",
+    "CancelResponse",
+    "EndRequest",
+    "ErrorResponse",
+    "EventDto",
+    "ExecutionDetailDto",
+    "ExecutionInfoDto",
+    "HealthDto",
+    "HistoryResponse",
+    "InputInfoDto",
+    "NodeProgressDto",
+    "OkResponse",
+    "ResumeReportDto",
+    "ResumeRequest",
+    "SearchRequest",
+    "SearchResponse",
+    "StartRequest",
+    "StartResponse",
+    "WaitDto",
+    "WorkflowInfoDto",
+]
+
+
+class Wire(Schema):
+    """camelCase on the wire, snake_case in Python; unknown request fields are refused (400)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+# ------------------------------------------------------------------------------------------- errors
+
+
+class ErrorResponse(Wire):
+    """Every 4xx/5xx body: a sentence for people, a stable snake_case code for programs, and details."""
+
+    error: str
+    code: str
+    detail: Any = None
+
+
+class OkResponse(Wire):
+    ok: bool = True
+
+
+# ---------------------------------------------------------------------------------------- workflows
+
+
+class MetaDto(Wire):
+    description: str = ""
+    tags: list[str] = []
+    timeout: float | None = None
+    retry: str | None = None
+    version: str = ""
+
+
+class NodeInfoDto(Wire):
+    name: str
+    node_type: str
+    tag: str
+    location: str = ""
+    meta: MetaDto
+
+
+class WorkflowInputDto(Wire):
+    name: str
+    tag: str
+    input_schema: dict[str, Any] = Field(default_factory=dict, alias="jsonSchema")
+
+
+class WorkflowInfoDto(Wire):
+    """A registered workflow version (spec §3.8)."""
+
+    id: str
+    meta: MetaDto
+    nodes: list[NodeInfoDto]
+    inputs: list[WorkflowInputDto]
+    outputs: list[str]
+    structural_hash: str
+
+
+def workflow_info_of(info: spi.WorkflowInfo) -> WorkflowInfoDto:
+    data = info.model_dump()
+    data["inputs"] = [
+        {"name": i["name"], "tag": i["tag"], "jsonSchema": i.get("json_schema", {})} for i in data["inputs"]
+    ]
+    return WorkflowInfoDto.model_validate(data)
+
+
+# --------------------------------------------------------------------------------------- executions
+
+
+class WaitDto(Wire):
+    """One wait row: `sleeping` (detail = the deadline) or `waiting` (detail = the input name)."""
+
+    path: str
+    kind: Literal["sleeping", "waiting"]
+    detail: str | None = None
+
+
+class StopDto(Wire):
+    """Why a stopped execution waits for a person: the stop code (F0001 …), where, and why."""
+
+    code: str
+    node: str
+    reason: str
+    detail: str
+
+
+class ExecutionInfoDto(Wire):
+    execution_id: str
+    flow_id: str
+    status: str
+    waits: list[WaitDto]
+    cancel_requested: bool
+    created: datetime
+    updated: datetime
+
+
+class InputInfoDto(Wire):
+    name: str
+    tag: str
+    delivered: bool
+    input_schema: dict[str, Any] = Field(default_factory=dict, alias="jsonSchema")
+
+
+class NodeProgressDto(Wire):
+    """`nodeType` is the reference's case name; `status` its `show` (`sleeping:<instant>`, `failed:<msg>`)."""
+
+    name: str
+    node_type: str
+    status: str
+    location: str
+    detail: str = ""
+    done: int | None = None
+    total: int | None = None
+
+
+class ExecutionDetailDto(ExecutionInfoDto):
+    hash: str
+    cancel_reason: str
+    stop: StopDto | None
+    inputs: list[InputInfoDto]
+    progress: list[NodeProgressDto]
+
+
+def waits_of(state: spi.ExecutionState) -> list[WaitDto]:
+    rows = []
+    for path, wake in sorted(state.waits.items()):
+        if isinstance(wake, spi.WakeAt):
+            rows.append(WaitDto(path=path, kind="sleeping", detail=wake.at.isoformat()))
+        else:
+            rows.append(WaitDto(path=path, kind="waiting", detail=wake.name))
+    return rows
+
+
+def execution_info_of(state: spi.ExecutionState) -> ExecutionInfoDto:
+    return ExecutionInfoDto(**_info_fields(state))
+
+
+def _info_fields(state: spi.ExecutionState) -> dict[str, Any]:
+    return {
+        "execution_id": state.execution_id,
+        "flow_id": state.flow_id,
+        "status": state.status.show(),
+        "waits": waits_of(state),
+        "cancel_requested": state.cancel_requested,
+        "created": state.created,
+        "updated": state.updated,
+    }
+
+
+def input_info_of(status: InputStatus) -> InputInfoDto:
+    return InputInfoDto(
+        name=status.name, tag=status.tag, delivered=status.delivered, input_schema=dict(status.json_schema)
+    )
+
+
+_NODE_TYPES = {
+    "input": "Input",
+    "output": "Output",
+    "step": "Step",
+    "sleep": "Sleep",
+    "dispatch": "Dispatch",
+    "loop": "Loop",
+    "loop_on": "Loop",
+    "foreach": "ForEach",
+    "subflow": "Subflow",
+    "parallel": "Race",
+}
+
+
+def node_progress_of(node: NodeProgress) -> NodeProgressDto:
+    status = str(node.status)
+    if node.status is NodeStatus.SLEEPING and node.until is not None:
+        status = f"sleeping:{node.until.isoformat()}"
+    elif node.status is NodeStatus.FAILED:
+        status = f"failed:{node.detail}"
+    return NodeProgressDto(
+        name=node.name,
+        node_type=_NODE_TYPES.get(node.node_type, node.node_type),
+        status=status,
+        location=node.location,
+        detail=node.detail,
+        done=node.done,
+        total=node.total,
+    )
+
+
+def execution_detail_of(detail: ExecutionDetail) -> ExecutionDetailDto:
+    state = detail.state
+    stop = detail.stop
+    return ExecutionDetailDto(
+        **_info_fields(state),
+        hash=state.hash,
+        cancel_reason=state.cancel_reason,
+        stop=StopDto(code=stop.code, node=stop.node, reason=stop.reason, detail=stop.detail)
+        if stop
+        else None,
+        inputs=[input_info_of(i) for i in detail.inputs],
+        progress=[node_progress_of(n) for n in (detail.progress.nodes if detail.progress else ())],
+    )
+
+
+class EventDto(Wire):
+    """`kind` is the event kind's name, `detail` its one-line detail (spec §3.1), `data` its payload."""
+
+    seq: int | None
+    kind: str
+    detail: str
+    timestamp: datetime
+    data: dict[str, Any]
+
+
+class HistoryResponse(Wire):
+    events: list[EventDto]
+    has_more: bool
+
+
+def history_of(page: spi.HistoryPage) -> HistoryResponse:
+    return HistoryResponse(
+        events=[
+            EventDto(seq=e.seq, kind=e.kind.value, detail=e.detail, timestamp=e.timestamp, data=dict(e.data))
+            for e in page.events
+        ],
+        has_more=page.has_more,
+    )
+
+
+# ------------------------------------------------------------------------------------------ requests
+
+
+class StartRequest(Wire):
+    """Start an execution: a chosen id (random when absent) and inputs seeded as delivered."""
+
+    execution_id: str | None = Field(default=None, min_length=1, max_length=200)
+    inputs: dict[str, Any] | None = None
+
+
+class StartResponse(Wire):
+    execution_id: str
+
+
+class CancelRequest(Wire):
+    reason: str = ""
+
+
+class CancelResponse(Wire):
+    """`accepted` (202), `already-requested` or `already-terminal` with the ended status (200)."""
+
+    outcome: Literal["accepted", "already-requested", "already-terminal"]
+    status: str | None = None
+
+
+class CancelAllRequest(Wire):
+    workflow_id: str | None = None
+    reason: str = ""
+
+
+class CancelAllResponse(Wire):
+    """How many cancel requests were accepted (one already asked for is not counted again)."""
+
+    requested: int
+
+
+class SearchRequest(Wire):
+    """`status` is the wire filter vocabulary (`running`, `failed:<kind>`, `waiting:<name>`, `stopped` …)."""
+
+    workflow_id: str | None = None
+    status: str | None = None
+    limit: int = 25
+    offset: int = 0
+    id_prefix: str | None = None
+
+
+class SearchResponse(Wire):
+    items: list[ExecutionInfoDto]
+    total: int
+
+
+class ResumeRequest(Wire):
+    """Without `go` (or with false): the dry run's report only. With `go`: resume for real."""
+
+    go: bool = False
+
+
+class ConflictDto(Wire):
+    code: str
+    path: str
+    detail: str
+
+
+class ResumeReportDto(Wire):
+    """What resuming on the newest version keeps, runs next, and conflicts with (F0101/F0102)."""
+
+    kept: list[str]
+    next_node: str | None
+    conflicts: list[ConflictDto]
+    resumed: bool
+
+
+def resume_report_of(report: dry_run.ResumeReport, *, resumed: bool) -> ResumeReportDto:
+    return ResumeReportDto(
+        kept=list(report.kept),
+        next_node=report.next_node,
+        conflicts=[ConflictDto(code=c.code, path=c.path, detail=c.detail) for c in report.conflicts],
+        resumed=resumed,
+    )
+
+
+class AnswerRequest(Wire):
+    """The value the node produced (omit it for a step or a sleep, which record none)."""
+
+    value: Any = None
+
+
+class EndRequest(Wire):
+    reason: str = Field(min_length=1)
+
+
+class HealthDto(Wire):
+    """This web process's view: the store answers (`storeOk`), and what it serves. Workers run elsewhere."""
+
+    healthy: bool
+    store_ok: bool
+    store_error: str | None
+    workflows: list[str]
+    executor_id: str

@@ -1,0 +1,141 @@
+"""A live Flowdeck server on PostgreSQL for the API tests: daphne serving the project, workers running
+the engine, both in subprocesses on one test database of this session's own.
+
+The test process never opens that database: users and tokens are made by `tests.api.seed_users` in a
+subprocess, and everything else goes over HTTP, as a client would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.api.client import ApiClient, Live
+from tests.store.django_support import POSTGRES_SERVER, _process_alive, require_postgres
+
+ROOT = Path(__file__).resolve().parents[2]
+DB_PREFIX = "flowdeck_test_api_"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _create_database(name: str) -> None:
+    with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
+        for (stale,) in conn.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE %s", (DB_PREFIX + "%",)
+        ).fetchall():
+            if not _process_alive(stale.removeprefix(DB_PREFIX)):
+                conn.execute(f'DROP DATABASE IF EXISTS "{stale}" WITH (FORCE)')
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _drop_database(name: str) -> None:
+    with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _run(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def _wait_until_up(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited:\n{log.read_text()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"the server did not come up:\n{log.read_text()}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """The server's address and the callers' credentials; torn down with the session."""
+    require_postgres()
+    name = f"{DB_PREFIX}{os.getpid()}"
+    _create_database(name)
+    logs = tmp_path_factory.mktemp("live-api")
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"{POSTGRES_SERVER}/{name}",
+        "DJANGO_SETTINGS_MODULE": "tests.api.settings",
+        "PYTHONPATH": str(ROOT),
+        "FLOWDECK_LOG_LEVEL": "WARNING",
+    }
+    _run(env, "manage.py", "migrate", "--verbosity", "0")
+    credentials = json.loads(_run(env, "-m", "tests.api.seed_users"))
+    port = _free_port()
+    server_log = logs / "server.log"
+    workers_log = logs / "workers.log"
+    with server_log.open("wb") as server_out, workers_log.open("wb") as workers_out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
+            cwd=ROOT,
+            env=env,
+            stdout=server_out,
+            stderr=subprocess.STDOUT,
+        )
+        workers = subprocess.Popen(
+            [sys.executable, "-m", "tests.api.workers"],
+            cwd=ROOT,
+            env=env,
+            stdout=workers_out,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(port, server, server_log)
+        yield Live(base=base, credentials=credentials, server_log=server_log, workers_log=workers_log)
+    finally:
+        _stop(workers)
+        _stop(server)
+        _drop_database(name)
+
+
+@pytest.fixture
+def operator(live: Live) -> ApiClient:
+    """A caller with a token and the operator permission."""
+    return ApiClient(live.base, token=live.credentials["operator_token"])
+
+
+@pytest.fixture
+def viewer(live: Live) -> ApiClient:
+    """A caller with a token and no permission."""
+    return ApiClient(live.base, token=live.credentials["viewer_token"])
+
+
+@pytest.fixture
+def anonymous(live: Live) -> ApiClient:
+    return ApiClient(live.base)

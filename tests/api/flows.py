@@ -1,0 +1,34 @@
+"""The workflows the API tests serve (FLOWDECK_FLOW_MODULES of `tests.api.settings`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from engine import Flow
+
+
+class Order(BaseModel):
+    id: str = Field(min_length=1)
+    quantity: int = Field(ge=1)
+
+
+def explode(ctx: object) -> None:
+    raise RuntimeError("the program has a mistake")
+
+
+greet = Flow.init("greet").input("name", str).output("greeting", lambda ctx: f"hello {ctx.name}")
+
+approval = (
+    Flow.init("approval")
+    .input("order", Order)
+    .input("approved", bool)
+    .output("verdict", lambda ctx: f"{ctx.order.id}: {'yes' if ctx.approved else 'no'}")
+)
+
+# Waits forever for `go`: what cancel and cancel-all tests park.
+holdable = Flow.init("holdable").input("go", bool).output("went", lambda ctx: ctx.go)
+
+# Stops on its first attempt (F0001, a mistake in the program): what the operator verbs act on.
+crashy = Flow.init("crashy").step("boom", explode).output("after", lambda ctx: "done")
+
+FLOWS = {"greet": greet, "approval": approval, "holdable": holdable, "crashy": crashy}
