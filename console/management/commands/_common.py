@@ -1,0 +1,160 @@
+"""What the management commands share: readable engine logs, signal handling, serving engines.
+
+Not a command (Django skips modules whose name starts with an underscore).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from datetime import timedelta
+from typing import Any, TextIO
+
+from django.core.management.base import CommandError
+
+from console import runtime
+from console.conf import flowdeck_settings
+from console.discovery import registered_flows
+from engine.engine import FlowEngine
+from engine.errors import FlowConfigError
+from engine.flow import Flow
+
+__all__ = ["build_engine", "engine_logging", "flows_to_serve", "stop_on_signals", "usage_error"]
+
+logger = logging.getLogger("console.workers")
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def usage_error(message: str) -> CommandError:
+    """Bad input: exit code 2, the message and no traceback."""
+    return CommandError(message, returncode=2)
+
+
+# ---------------------------------------------------------------------------------------- logging
+
+
+class _Action(logging.Filter):
+    """Every engine record carries `extra={"action": ...}`; others get a dash so the format holds."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "action"):
+            record.action = "-"
+        return True
+
+
+@contextlib.contextmanager
+def engine_logging(verbosity: int = 1, stream: TextIO | None = None) -> Iterator[None]:
+    """Log the engine's claims and outcomes as `time level action message` lines, for this command only."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(action)-14s %(message)s"))
+    handler.addFilter(_Action())
+    level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
+    saved = []
+    for name in ("engine", "console"):
+        target = logging.getLogger(name)
+        saved.append((target, target.level, target.propagate))
+        target.addHandler(handler)
+        target.setLevel(level)
+        target.propagate = False
+    try:
+        yield
+    finally:
+        for target, level_before, propagate in saved:
+            target.removeHandler(handler)
+            target.setLevel(level_before)
+            target.propagate = propagate
+
+
+# ---------------------------------------------------------------------------------------- signals
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: asyncio.Event, *, on_second: Callable[[], None] | None = None) -> Iterator[None]:
+    """While inside, the first SIGINT/SIGTERM sets `stop`; a second one calls `on_second`.
+
+    The previous handlers are put back on leaving (procrastinate's signals idea), so a test or an
+    embedding program gets its own behaviour back.
+    """
+    loop = asyncio.get_running_loop()
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    received: list[int] = []
+
+    def handle(sig: signal.Signals) -> None:
+        received.append(sig)
+        if len(received) == 1:
+            logger.info(
+                "received %s: finishing what is running, then stopping (send again to stop now)",
+                sig.name,
+                extra={"action": "shutdown"},
+            )
+            stop.set()
+        elif on_second is not None:
+            on_second()
+
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, handle, sig)
+    try:
+        yield
+    finally:
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, previous[sig])
+
+
+# ---------------------------------------------------------------------------------------- engines
+
+
+def flows_to_serve(only: str | None) -> dict[str, Flow]:
+    """The discovered workflows, or the comma-separated subset `only` names (an unknown id is refused)."""
+    found = registered_flows()
+    if not found:
+        raise usage_error(
+            "no flows to serve: no installed app has a flows.py declaring FLOWS, and "
+            "FLOWDECK_FLOW_MODULES names none"
+        )
+    if not only:
+        return found
+    wanted = [w.strip() for w in only.split(",") if w.strip()]
+    unknown = [w for w in wanted if w not in found]
+    if unknown or not wanted:
+        raise usage_error(
+            f"--flows names unknown workflow(s): {', '.join(unknown) or '(none given)'}; "
+            f"discovered: {', '.join(sorted(found))}"
+        )
+    return {w: found[w] for w in wanted}
+
+
+def build_engine(options: Mapping[str, Any], *, poll_timeout: timedelta | None = None) -> FlowEngine:
+    """A FlowEngine with workers on this process's store; options override the FLOWDECK_* settings.
+
+    A bad configuration exits with code 2, listing every problem at once.
+    """
+    conf = flowdeck_settings()
+
+    def pick(name: str, default: Any) -> Any:
+        value = options.get(name)
+        return default if value is None else value
+
+    def span(name: str, default: timedelta) -> timedelta:
+        value = options.get(name)
+        return default if value is None else timedelta(seconds=value)
+
+    try:
+        return FlowEngine(
+            runtime.store(),
+            (),
+            workers=pick("workers", conf.workers),
+            lease=span("lease", conf.lease),
+            renew_every=span("renew_every", conf.renew_every),
+            batch_size=pick("batch_size", conf.batch_size),
+            poll_timeout=poll_timeout or conf.poll_timeout,
+            shutdown_grace=span("shutdown_grace", timedelta(seconds=10)),
+        )
+    except FlowConfigError as error:
+        problems = "\n".join(f"  - {p}" for p in error.problems)
+        raise usage_error(f"invalid worker configuration:\n{problems}") from None

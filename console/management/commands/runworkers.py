@@ -1,0 +1,106 @@
+"""`python manage.py runworkers`: this process's share of the engine's workers, in the foreground.
+
+Run as many as you like, on as many hosts, against one database: claims are leased, so each execution
+runs in one place at a time and a dead process's work is picked up once its lease lapses. The first
+SIGTERM or SIGINT stops polling and gives running attempts `--shutdown-grace` seconds to finish; what is
+still running then is handed back (its claim lapses after the lease). A second signal stops at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
+
+from console.conf import flowdeck_settings
+from console.management.commands._common import (
+    build_engine,
+    engine_logging,
+    flows_to_serve,
+    stop_on_signals,
+)
+from engine.engine import FlowEngine
+from engine.flow import Flow
+from store.spi import FlowStoreError
+
+
+class Command(BaseCommand):
+    help = "Run the engine's workers in the foreground until SIGTERM/SIGINT."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        conf = flowdeck_settings()
+        parser.add_argument("--workers", type=int, help=f"worker loops (default {conf.workers})")
+        parser.add_argument(
+            "--lease",
+            type=float,
+            help=f"seconds a claim lasts without renewal (default {conf.lease.total_seconds():g})",
+        )
+        parser.add_argument(
+            "--renew-every",
+            type=float,
+            help=f"seconds between claim renewals (default {conf.renew_every.total_seconds():g})",
+        )
+        parser.add_argument(
+            "--batch-size", type=int, help=f"executions claimed per poll (default {conf.batch_size})"
+        )
+        parser.add_argument(
+            "--shutdown-grace",
+            type=float,
+            help="seconds running attempts may finish after a stop signal (default 10)",
+        )
+        parser.add_argument(
+            "--flows", help="comma-separated workflow ids to serve (default: every discovered one)"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        flows = flows_to_serve(options.get("flows"))
+        engine = build_engine(options)
+        with engine_logging(options["verbosity"], self.stderr._out):
+            try:
+                asyncio.run(self.serve(engine, flows))
+            except FlowStoreError as error:
+                raise CommandError(
+                    f"the database could not be used ({error}); is it reachable and migrated "
+                    "(`python manage.py migrate`)?"
+                ) from None
+
+    async def serve(self, engine: FlowEngine, flows: dict[str, Flow]) -> None:
+        for workflow_id, flow in flows.items():
+            await engine.register(workflow_id, flow)
+        stop = asyncio.Event()
+        with stop_on_signals(stop, on_second=lambda: self._stop_now(engine)):
+            async with engine:
+                config = engine.config
+                self.stdout.write(
+                    f"flowdeck workers {engine.executor_id}: {config.workers} worker(s) serving "
+                    f"{', '.join(flows)} on {_database()} (lease {config.lease.total_seconds():g}s, "
+                    f"renew every {config.renew_every.total_seconds():g}s, batch {config.batch_size})"
+                )
+                self.stdout.flush()
+                await stop.wait()
+                held = engine.health().claims_held
+                self.stdout.write(
+                    f"stopping: {len(held)} attempt(s) running, "
+                    f"{config.shutdown_grace.total_seconds():g}s to finish"
+                )
+                self.stdout.flush()
+        self.stdout.write("stopped")
+
+    def _stop_now(self, engine: FlowEngine) -> None:
+        held = engine.health().claims_held
+        self.stderr.write(
+            f"second signal: stopping now; {len(held)} claim(s) lapse after the lease "
+            f"({engine.config.lease.total_seconds():g}s)"
+        )
+        self.stderr.flush()
+        os._exit(1)
+
+
+def _database() -> str:
+    settings = connections[flowdeck_settings().database_alias].settings_dict
+    if connections[flowdeck_settings().database_alias].vendor == "sqlite":
+        return f"sqlite:{settings['NAME']}"
+    return f"{connections['default'].vendor}://{settings.get('HOST') or 'localhost'}/{settings['NAME']}"
