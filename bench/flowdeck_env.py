@@ -40,9 +40,9 @@ def start_django(backend: str, database: str = pg.FLOWDECK_DB) -> None:
 
 
 def reset_database(backend: str, database: str = pg.FLOWDECK_DB) -> None:
-    """A fresh, migrated bench database. Call before `start_django`'s workers connect."""
+    """The bench database exists; a SQLite file is removed (PostgreSQL is emptied after `migrate`)."""
     if backend == "postgres":
-        pg.recreate(database)
+        pg.ensure(database)
     else:
         for suffix in ("", "-wal", "-shm"):
             Path(str(sqlite_path(database)) + suffix).unlink(missing_ok=True)
@@ -50,8 +50,11 @@ def reset_database(backend: str, database: str = pg.FLOWDECK_DB) -> None:
 
 def migrate() -> None:
     from django.core.management import call_command
+    from django.db import connection
 
     call_command("migrate", verbosity=0, interactive=False)
+    if connection.vendor == "postgresql":
+        pg.empty_tables(connection.settings_dict["NAME"], "public", "flowstore_%")
 
 
 def store_class() -> Any:

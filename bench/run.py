@@ -38,6 +38,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "w7_rows": 1_000_000,
         "w7_reps": 20,
         "w9_sleepers": 10_000,
+        "w9_settle": 1.0,
     },
     "quick": {
         "clients": 8,
@@ -52,6 +53,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "w7_rows": 20_000,
         "w7_reps": 10,
         "w9_sleepers": 1_000,
+        "w9_settle": 1.0,
     },
     "tiny": {
         "clients": 2,
@@ -66,6 +68,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "w7_rows": 300,
         "w7_reps": 2,
         "w9_sleepers": 20,
+        "w9_settle": 0.2,
     },
 }
 
@@ -189,7 +192,17 @@ def measure_workloads(size: dict[str, Any], only: set[str]) -> dict[str, Any]:
         runs["W8/w2/dbos"] = attempt("W8 W2 dbos sqlite", w2("dbos", "sqlite"))
     if want("W9"):
         runs["W9/flowdeck"] = attempt(
-            "W9 flowdeck", child(FLOWDECK, "w9", "--sleepers", s["w9_sleepers"], "--poll-timeout", 1)
+            "W9 flowdeck",
+            child(
+                FLOWDECK,
+                "w9",
+                "--sleepers",
+                s["w9_sleepers"],
+                "--poll-timeout",
+                1,
+                "--settle",
+                s["w9_settle"],
+            ),
         )
     return runs
 

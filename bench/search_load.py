@@ -180,7 +180,6 @@ def run(rows: int, reps: int) -> dict[str, Any]:
 
     workloads.setup("postgres", pg.SEARCH_DB)
     load_seconds = load(rows)
-    flowdeck_env.start_django("postgres", pg.SEARCH_DB)
     truth = expected_totals(rows)
 
     async def measure() -> dict[str, Any]:

@@ -19,6 +19,7 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -99,7 +100,16 @@ def stop_all(children: list) -> None:
 
 
 def setup(backend: str, database: str) -> None:
-    protocol.run_child("bench.workloads", ["setup", "--backend", backend, "--database", database])
+    """A fresh, migrated bench database, with Django started on it in this process.
+
+    The migration's connection is closed again, so a coordinator that measures commits holds no session
+    with unflushed counters."""
+    from django.db import connections
+
+    flowdeck_env.reset_database(backend, database)
+    flowdeck_env.start_django(backend, database)
+    flowdeck_env.migrate()
+    connections.close_all()
 
 
 def engine(store: Any, ns: argparse.Namespace, **overrides: Any) -> Any:
@@ -109,6 +119,13 @@ def engine(store: Any, ns: argparse.Namespace, **overrides: Any) -> Any:
 
     options = worker.engine_options(ns) | overrides
     return FlowEngine(store, all_flows(), **options)
+
+
+def profile(pid: int, path: str) -> subprocess.Popen[bytes]:
+    """Sample a worker process with py-spy (all threads, on-CPU) until it exits; collapsed stacks at path."""
+    spy = str(Path(sys.executable).with_name("py-spy"))
+    command = [spy, "record", "--pid", str(pid), "--rate", "250", "--format", "raw", "-o", path]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def rss_kb(pid: int) -> dict[str, int]:
@@ -124,9 +141,7 @@ def rss_kb(pid: int) -> dict[str, int]:
 
 
 def cmd_setup(ns: argparse.Namespace) -> dict[str, Any]:
-    flowdeck_env.reset_database(ns.backend, ns.database)
-    flowdeck_env.start_django(ns.backend, ns.database)
-    flowdeck_env.migrate()
+    setup(ns.backend, ns.database)
     return {"ok": True}
 
 
@@ -200,7 +215,14 @@ def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
         finish_starter(calibration)
         starter_commits = pg.settled_xact_commit(ns.database) - before
 
+    if ns.log_statements and postgres:
+        # Analysis runs only: the server logs every statement of new sessions on this database.
+        with pg.connect() as conn:
+            conn.execute(f"alter database {ns.database} set log_statement = 'all'")
     children = start_workers(ns, ns.procs, max(1, ns.workers // ns.procs))
+    profilers = (
+        [profile(child.pid, f"{ns.profile}.{i}") for i, child in enumerate(children)] if ns.profile else []
+    )
     probe = Probe(ns.backend, ns.database)
     try:
         starter = run_starter(ns, workflow_id)
@@ -216,6 +238,8 @@ def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
     finally:
         probe.close()
         stop_all(children)
+        for profiler in profilers:
+            profiler.wait(timeout=60)
     elapsed = ended - began
     nodes = ns.executions * ns.steps
     result: dict[str, Any] = {
@@ -259,7 +283,6 @@ def cmd_w2(ns: argparse.Namespace) -> dict[str, Any]:
     from store import spi
 
     setup(ns.backend, ns.database)
-    flowdeck_env.start_django(ns.backend, ns.database)
 
     async def run() -> list[float]:
         store = flowdeck_env.make_store()
@@ -288,7 +311,6 @@ def cmd_w5(ns: argparse.Namespace) -> dict[str, Any]:
     from bench.flows import STAMPS
 
     setup(ns.backend, ns.database)
-    flowdeck_env.start_django(ns.backend, ns.database)
 
     async def run() -> list[float]:
         store = flowdeck_env.make_store()
@@ -322,7 +344,6 @@ def cmd_w6(ns: argparse.Namespace) -> dict[str, Any]:
     from bench.flows import HOLD_ENV
 
     setup(ns.backend, ns.database)
-    flowdeck_env.start_django(ns.backend, ns.database)
     # The victim must be able to hold every claim at once: workers × batch_size ≥ claims.
     workers = max(ns.workers, -(-ns.claims // ns.batch_size))
     victim = start_workers(ns, 1, workers, env={HOLD_ENV: "1"})[0]
@@ -368,11 +389,10 @@ def cmd_w6(ns: argparse.Namespace) -> dict[str, Any]:
 def cmd_w9(ns: argparse.Namespace) -> dict[str, Any]:
     """W9: `sleepers` executions parked in an hour-long sleep → the worker process's RSS before/after."""
     setup(ns.backend, ns.database)
-    flowdeck_env.start_django(ns.backend, ns.database)
     worker = start_workers(ns, 1, ns.workers)[0]
     probe = Probe(ns.backend, ns.database)
     try:
-        time.sleep(1.0)
+        time.sleep(ns.settle)
         before = rss_kb(worker.pid)
 
         async def start() -> None:
@@ -390,7 +410,7 @@ def cmd_w9(ns: argparse.Namespace) -> dict[str, Any]:
             " and exists (select 1 from flowstore_wait w where w.execution_id = e.id and w.kind = 'at')"
         )
         probe.wait_until("W9 parked", lambda: probe.scalar(parked), ns.sleepers, ns.timeout, every=0.2)
-        time.sleep(1.0)
+        time.sleep(ns.settle)
         after = rss_kb(worker.pid)
     finally:
         probe.close()
@@ -440,6 +460,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--settle", type=float, default=1.0, help="W9: seconds before each RSS reading")
+    parser.add_argument("--profile", help="W1: py-spy every worker process; collapsed stacks at PATH.<n>")
+    parser.add_argument("--log-statements", action="store_true", help="W1: log every statement (analysis)")
     parser.add_argument(
         "--no-calibrate", dest="calibrate", action="store_false", help="W1: skip the starter's commit count"
     )

@@ -109,12 +109,19 @@ def launch(executor_id: str, backend: str, concurrency: int | None) -> Any:
 # --------------------------------------------------------------------------------------------- commands
 
 
-def setup(backend: str) -> dict[str, Any]:
+def reset(backend: str) -> None:
+    """Nothing left from an earlier run: DBOS creates its database and schema again at launch."""
     if backend == "postgres":
-        pg.drop(pg.DBOS_DB)  # DBOS creates it again, with its schema
+        if pg.exists(pg.DBOS_DB):
+            pg.empty_tables(pg.DBOS_DB, "dbos", "%", keep=("dbos_migrations",))
     else:
         for suffix in ("", "-wal", "-shm"):
             Path(str(sqlite_path()) + suffix).unlink(missing_ok=True)
+
+
+def setup(backend: str) -> dict[str, Any]:
+    """A fresh system database, migrated by one process before several workers launch on it."""
+    reset(backend)
     DBOS = launch("setup", backend, concurrency=8)
     DBOS.destroy()
     return {"ok": True}
@@ -205,7 +212,7 @@ def w1(backend: str, executions: int, steps: int, workers: int, procs: int) -> d
 
 
 def w2(backend: str, executions: int, steps: int) -> dict[str, Any]:
-    setup(backend)
+    reset(backend)
     DBOS = launch("w2", backend, concurrency=None)
     samples = []
     for _ in range(executions):
@@ -219,7 +226,7 @@ def w2(backend: str, executions: int, steps: int) -> dict[str, Any]:
 
 
 def w5(backend: str, signals: int, idle: float) -> dict[str, Any]:
-    setup(backend)
+    reset(backend)
     DBOS = launch("w5", backend, concurrency=None)
     samples = []
     for i in range(signals):
