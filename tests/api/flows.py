@@ -28,7 +28,16 @@ approval = (
 # Waits forever for `go`: what cancel and cancel-all tests park.
 holdable = Flow.init("holdable").input("go", bool).output("went", lambda ctx: ctx.go)
 
+# Parked only by the cancel-all test, so its count is that test's own.
+parking = Flow.init("parking").input("go", bool).output("went", lambda ctx: ctx.go)
+
 # Stops on its first attempt (F0001, a mistake in the program): what the operator verbs act on.
 crashy = Flow.init("crashy").step("boom", explode).output("after", lambda ctx: "done")
 
-FLOWS = {"greet": greet, "approval": approval, "holdable": holdable, "crashy": crashy}
+FLOWS = {
+    "greet": greet,
+    "approval": approval,
+    "holdable": holdable,
+    "parking": parking,
+    "crashy": crashy,
+}

@@ -1,0 +1,171 @@
+"""Executions over HTTP against the live server: start → signal → completed, inputs, history, diagrams."""
+
+from __future__ import annotations
+
+import uuid
+
+from tests.api.client import ApiClient
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def test_start_signal_completed(operator: ApiClient) -> None:
+    eid = new_id("greet")
+    assert operator.post("/workflows/greet/executions", {"executionId": eid}).body == {"executionId": eid}
+    operator.until_waiting(eid, "name")
+
+    signalled = operator.post(f"/executions/{eid}/signal/name", raw=b'"ada"')
+
+    assert (signalled.status, signalled.body) == (200, {"ok": True})
+    detail = operator.until_status(eid, "completed")
+    assert detail["waits"] == []
+    assert detail["inputs"] == [{"name": "name", "tag": "str", "delivered": True, "jsonSchema": {"type": "string"}}]
+    assert [(n["name"], n["nodeType"], n["status"]) for n in detail["progress"]] == [
+        ("name", "Input", "completed"),
+        ("greeting", "Output", "completed"),
+    ]
+
+
+def test_two_signals_then_completed(operator: ApiClient) -> None:
+    """The reference's lifecycle: create, signal one input, signal the other, completed."""
+    eid = operator.post("/workflows/approval/executions").body["executionId"]
+    operator.until_waiting(eid, "order")
+    assert operator.post(f"/executions/{eid}/signal/order", {"id": "o-1", "quantity": 2}).status == 200
+    operator.until_waiting(eid, "approved")
+    assert operator.post(f"/executions/{eid}/signal/approved", raw=b"true").status == 200
+    assert operator.until_status(eid, "completed")["status"] == "completed"
+
+
+def test_start_with_inputs_seeds_them(operator: ApiClient) -> None:
+    eid = new_id("seeded")
+    started = operator.post("/workflows/greet/executions", {"executionId": eid, "inputs": {"name": "bo"}})
+
+    assert (started.status, started.body) == (200, {"executionId": eid})
+    assert operator.until_status(eid, "completed")["inputs"][0]["delivered"] is True
+
+
+def test_random_id_when_none_given(operator: ApiClient) -> None:
+    first = operator.post("/workflows/holdable/executions", {}).body["executionId"]
+    second = operator.post("/workflows/holdable/executions").body["executionId"]
+    assert first != second
+    assert operator.get(f"/executions/{first}").body["flowId"] == "holdable"
+
+
+def test_describe_waiting_execution(operator: ApiClient) -> None:
+    eid = new_id("described")
+    operator.post("/workflows/holdable/executions", {"executionId": eid})
+    detail = operator.until_waiting(eid, "go")
+
+    assert {k: v for k, v in detail.items() if k not in ("created", "updated", "hash", "progress")} == {
+        "executionId": eid,
+        "flowId": "holdable",
+        "status": "running",
+        "waits": [{"path": "go", "kind": "waiting", "detail": "go"}],
+        "cancelRequested": False,
+        "cancelReason": "",
+        "stop": None,
+        "inputs": [{"name": "go", "tag": "bool", "delivered": False, "jsonSchema": {"type": "boolean"}}],
+    }
+    assert [(n["name"], n["status"]) for n in detail["progress"]] == [("go", "waiting"), ("went", "pending")]
+    assert operator.get(f"/executions/{eid}/inputs").body == detail["inputs"]
+
+
+def test_history_pages(operator: ApiClient) -> None:
+    eid = new_id("history")
+    operator.post("/workflows/greet/executions", {"executionId": eid, "inputs": {"name": "cy"}})
+    operator.until_status(eid, "completed")
+
+    everything = operator.get(f"/executions/{eid}/history", query="limit=-1").body
+    kinds = [e["kind"] for e in everything["events"]]
+    assert kinds[0] == "Created"
+    assert kinds[-1] == "Completed"
+    assert everything["hasMore"] is False
+    assert [e["seq"] for e in everything["events"]] == list(range(1, len(kinds) + 1))
+
+    first = operator.get(f"/executions/{eid}/history", query="limit=1").body
+    assert (first["events"], first["hasMore"]) == (everything["events"][:1], True)
+    rest = operator.get(f"/executions/{eid}/history", query="limit=50&offset=1").body
+    assert (rest["events"], rest["hasMore"]) == (everything["events"][1:], False)
+
+
+def test_history_of_unknown_execution_is_empty(operator: ApiClient) -> None:
+    reply = operator.get("/executions/never-was/history")
+    assert (reply.status, reply.body) == (200, {"events": [], "hasMore": False})
+
+
+def test_diagrams(operator: ApiClient) -> None:
+    mermaid = operator.get("/workflows/greet/diagram")
+    assert mermaid.status == 200
+    assert mermaid.text.startswith(("graph", "flowchart"))
+    assert operator.get("/workflows/greet/diagram", query="format=DOT").text.startswith("digraph")
+    assert operator.get("/workflows/greet/diagram", query="format=nonsense").text == mermaid.text
+
+    eid = new_id("drawn")
+    operator.post("/workflows/holdable/executions", {"executionId": eid})
+    operator.until_waiting(eid, "go")
+    painted = operator.get(f"/executions/{eid}/diagram")
+    assert painted.status == 200
+    assert painted.text.startswith(("graph", "flowchart"))
+    assert operator.get(f"/executions/{eid}/diagram", query="format=dot").text.startswith("digraph")
+
+
+def test_workflows_list_and_describe(operator: ApiClient) -> None:
+    listed = {w["id"]: w for w in operator.get("/workflows").body}
+    greet = operator.get("/workflows/greet").body
+
+    assert listed["greet"] == greet
+    assert {k: v for k, v in greet.items() if k not in ("nodes", "structuralHash")} == {
+        "id": "greet",
+        "meta": {"description": "", "tags": [], "timeout": None, "retry": None, "version": ""},
+        "inputs": [{"name": "name", "tag": "str", "jsonSchema": {"type": "string"}}],
+        "outputs": ["greeting"],
+    }
+    assert [(n["name"], n["nodeType"], n["tag"]) for n in greet["nodes"]] == [
+        ("name", "input", "str"),
+        ("greeting", "output", "json"),
+    ]
+
+
+def test_parked_is_empty_when_every_version_is_served(operator: ApiClient) -> None:
+    operator.post("/workflows/holdable/executions")
+    reply = operator.get("/workflows/holdable/parked")
+    assert (reply.status, reply.body) == (200, [])
+
+
+def test_health(operator: ApiClient) -> None:
+    reply = operator.get("/health")
+    body = reply.body
+    assert reply.status == 200
+    assert (body["healthy"], body["storeOk"], body["storeError"]) == (True, True, None)
+    assert {"greet", "approval", "holdable", "parking", "crashy"} <= set(body["workflows"])
+
+
+def test_search(operator: ApiClient) -> None:
+    prefix = new_id("search")
+    for n in range(3):
+        operator.post("/workflows/holdable/executions", {"executionId": f"{prefix}-{n}"})
+    for n in range(3):
+        operator.until_waiting(f"{prefix}-{n}", "go")
+
+    found = operator.post("/executions/search", {"idPrefix": prefix, "status": "waiting:go"}).body
+    assert found["total"] == 3
+    assert [i["executionId"] for i in found["items"]] == [f"{prefix}-2", f"{prefix}-1", f"{prefix}-0"]
+    assert found["items"][0] == {
+        "executionId": f"{prefix}-2",
+        "flowId": "holdable",
+        "status": "running",
+        "waits": [{"path": "go", "kind": "waiting", "detail": "go"}],
+        "cancelRequested": False,
+        "created": found["items"][0]["created"],
+        "updated": found["items"][0]["updated"],
+    }
+    page = operator.post("/executions/search", {"idPrefix": prefix, "limit": 1, "offset": 1}).body
+    assert (page["total"], [i["executionId"] for i in page["items"]]) == (3, [f"{prefix}-1"])
+    assert operator.post("/executions/search", {"idPrefix": prefix, "status": "completed"}).body == {
+        "items": [],
+        "total": 0,
+    }
+    by_workflow = operator.post("/executions/search", {"workflowId": "holdable", "idPrefix": prefix}).body
+    assert by_workflow["total"] == 3
