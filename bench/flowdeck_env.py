@@ -16,7 +16,7 @@ from bench import pg
 
 
 def sqlite_path(name: str = "flowdeck") -> Path:
-    folder = Path(tempfile.gettempdir()) / "flowdeck-bench"
+    folder = Path(tempfile.gettempdir()) / f"flowdeck-bench{pg.SUFFIX}"
     folder.mkdir(exist_ok=True)
     return folder / f"{name}.sqlite"
 

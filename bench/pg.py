@@ -11,10 +11,12 @@ HOST = os.environ.get("FLOWDECK_BENCH_PGHOST", "127.0.0.1")
 PORT = int(os.environ.get("FLOWDECK_BENCH_PGPORT", "5432"))
 USER = os.environ.get("FLOWDECK_BENCH_PGUSER", "postgres")
 
-FLOWDECK_DB = "flowdeck_bench"
-DBOS_DB = "flowdeck_bench_dbos"
-LIMITS_DB = "flowdeck_bench_limits"
-SEARCH_DB = "flowdeck_bench_search"
+# A suffix keeps concurrent runs apart (the smoke test uses its own databases).
+SUFFIX = os.environ.get("FLOWDECK_BENCH_DB_SUFFIX", "")
+FLOWDECK_DB = f"flowdeck_bench{SUFFIX}"
+DBOS_DB = f"flowdeck_bench_dbos{SUFFIX}"
+LIMITS_DB = f"flowdeck_bench_limits{SUFFIX}"
+SEARCH_DB = f"flowdeck_bench_search{SUFFIX}"
 
 
 def url(database: str) -> str:

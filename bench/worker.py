@@ -14,7 +14,7 @@ import os
 import sys
 from datetime import timedelta
 
-from bench import flowdeck_env, protocol
+from bench import flowdeck_env, pg, protocol
 
 
 def engine_options(args: argparse.Namespace) -> dict[str, object]:
@@ -30,7 +30,7 @@ def engine_options(args: argparse.Namespace) -> dict[str, object]:
 
 def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=["postgres", "sqlite"], default="postgres")
-    parser.add_argument("--database", default="flowdeck_bench")
+    parser.add_argument("--database", default=pg.FLOWDECK_DB)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--lease", type=float, default=30.0)

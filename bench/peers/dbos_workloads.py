@@ -35,7 +35,7 @@ QUEUE_POLL_SECONDS = 0.02
 
 
 def sqlite_path() -> Path:
-    folder = Path(tempfile.gettempdir()) / "flowdeck-bench"
+    folder = Path(tempfile.gettempdir()) / f"flowdeck-bench{pg.SUFFIX}"
     folder.mkdir(exist_ok=True)
     return folder / "dbos.sqlite"
 

@@ -1,0 +1,56 @@
+"""The benchmark runs end to end (`python -m bench --quick --tiny`) and reports every workload.
+
+A smoke test only: tiny sizes, and no assertion on any measured number (timed assertions do not belong in
+the test suite; the numbers live in bench/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import pg, report
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+
+def require_postgres() -> None:
+    if pg.reachable():
+        return
+    message = f"PostgreSQL is not reachable at {pg.HOST}:{pg.PORT}"
+    if os.environ.get("FLOWDECK_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"{message} and FLOWDECK_REQUIRE_POSTGRES=1")
+    pytest.skip(message)
+
+
+def test_bench_runs_every_workload_in_quick_mode_on_tiny_sizes(tmp_path: Path) -> None:
+    pytest.importorskip("dbos", reason="the bench extra is not installed (pip install -e '.[bench]')")
+    require_postgres()
+    out_json = tmp_path / "results.json"
+    env = dict(os.environ, FLOWDECK_BENCH_DB_SUFFIX="_smoke")
+    run = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--tiny", "--json", str(out_json)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+
+    doc = json.loads(out_json.read_text())
+    assert sorted({row["workload"] for row in doc["rows"]}) == list(report.WORKLOADS)
+    errors = {name: r["error"] for name, r in {**doc["runs"], **doc["limits"]}.items() if "error" in r}
+    assert errors == {}
+    table_workloads = {
+        line.split("|")[1].strip() for line in run.stdout.splitlines() if line.startswith("| W")
+    }
+    assert set(report.WORKLOADS) <= table_workloads
+    assert doc["meta"]["mode"] == "tiny"
