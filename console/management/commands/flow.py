@@ -1,0 +1,447 @@
+"""`python manage.py flow VERB …`: the operator's command line (the `flowdeck` script runs the same).
+
+Every verb is a thin call into the engine (no workers in this process: whatever it starts or unblocks,
+the `runworkers` processes pick up). Output is a readable table or block by default and JSON with
+`--json`. Bad input (an unknown execution, workflow, filter, input, node, malformed JSON, a verb the
+execution's state refuses) exits with code 2 and one line saying what was wrong; no tracebacks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from console import runtime
+from console.management.commands._common import engine_logging
+from engine import errors, render
+from engine.engine import ExecutionDetail, FlowEngine
+from store import spi
+
+__all__ = ["Command", "state_json"]
+
+VERBS = (
+    "ls",
+    "show",
+    "start",
+    "signal",
+    "cancel",
+    "cancel-all",
+    "resume",
+    "answer",
+    "end",
+    "diagram",
+    "parked",
+    "token",
+)
+
+
+def usage(message: str) -> CommandError:
+    return CommandError(message, returncode=2)
+
+
+def parse_json(what: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise usage(f"{what} is not valid JSON ({error.msg} at column {error.colno}): {text!r}") from None
+
+
+# ------------------------------------------------------------------------------------------ shapes
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def state_json(state: spi.ExecutionState) -> dict[str, Any]:
+    """An execution's row as JSON (the shape `ls --json` lists and `show --json` extends)."""
+    return {
+        "execution_id": state.execution_id,
+        "workflow_id": state.flow_id,
+        "status": spi.status_to_json(state.status),
+        "status_text": state.status.show(),
+        "hash": state.hash,
+        "created": _time(state.created),
+        "updated": _time(state.updated),
+        "executor": state.executor,
+        "claim_expiry": _time(state.claim_expiry),
+        "waits": {name: spi.wake_to_json(wake) for name, wake in state.waits.items()},
+        "cancel_requested": state.cancel_requested,
+        "cancel_reason": state.cancel_reason,
+    }
+
+
+def status_word(status: spi.Status) -> str:
+    """A status in one short word: `failed:<kind>` rather than the whole error message."""
+    if isinstance(status, spi.Failed):
+        return f"failed:{status.kind or 'error'}"
+    return status.show()
+
+
+def _waits_text(state: spi.ExecutionState) -> str:
+    parts = []
+    for name, wake in sorted(state.waits.items()):
+        if isinstance(wake, spi.WakeAt):
+            parts.append(f"{name} until {wake.at:%Y-%m-%d %H:%M}")
+        else:
+            parts.append(f"input {wake.name}")
+    return ", ".join(parts)
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    rows = [[("" if c is None else str(c)) for c in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def _report_json(report: Any) -> dict[str, Any]:
+    return {
+        "kept": list(report.kept),
+        "next_node": report.next_node,
+        "conflicts": [{"code": c.code, "path": c.path, "detail": c.detail} for c in report.conflicts],
+    }
+
+
+def _report_text(report: Any) -> str:
+    lines = [f"kept ({len(report.kept)}): {', '.join(report.kept) or 'nothing'}"]
+    lines.append(f"next node: {report.next_node or '(none: it would end)'}")
+    for c in report.conflicts:
+        lines.append(f"conflict {c.code} at {c.path or '(flow)'}: {c.detail}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ command
+
+
+class Command(BaseCommand):
+    help = "Inspect and steer executions: ls, show, start, signal, cancel, resume, answer, end, …"
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+        def verb(name: str, help: str) -> CommandParser:
+            sub = verbs.add_parser(name, help=help, description=help)
+            sub.add_argument("--json", action="store_true", help="answer JSON, for scripts")
+            return sub
+
+        ls = verb("ls", "list executions, newest first")
+        ls.add_argument("--workflow", "-w", help="only this workflow")
+        ls.add_argument(
+            "--status",
+            "-s",
+            help="a filter: " + ", ".join(spi.ExecutionFilter.WIRE_WORDS),
+        )
+        ls.add_argument("--limit", "-n", type=int, default=25, help="at most this many (default 25)")
+        ls.add_argument("--offset", type=int, default=0, help="skip this many")
+        ls.add_argument("--prefix", help="only ids starting with this")
+
+        show = verb("show", "an execution: status, waits, inputs, values, recent history")
+        show.add_argument("execution_id", metavar="EID")
+        show.add_argument("--history", type=int, default=20, help="the latest events to show (default 20)")
+
+        start = verb("start", "start an execution of a workflow")
+        start.add_argument("workflow_id", metavar="WF")
+        start.add_argument("--id", dest="execution_id", help="the execution id (default: a random one)")
+        start.add_argument(
+            "--input",
+            "-i",
+            action="append",
+            default=[],
+            metavar="NAME=JSON",
+            help="an input delivered at start (repeatable)",
+        )
+
+        signal = verb("signal", "deliver an input to a waiting execution")
+        signal.add_argument("execution_id", metavar="EID")
+        signal.add_argument("name", metavar="NAME")
+        signal.add_argument("value", metavar="JSON")
+
+        cancel = verb("cancel", "ask an execution to cancel (its undos run)")
+        cancel.add_argument("execution_id", metavar="EID")
+        cancel.add_argument("reason", metavar="REASON", nargs="?", default="")
+
+        cancel_all = verb("cancel-all", "ask every unended execution of a workflow to cancel")
+        cancel_all.add_argument("workflow_id", metavar="WF")
+        cancel_all.add_argument("--reason", default="", help="why")
+
+        resume = verb("resume", "dry-run a stopped or parked execution on the newest version; --go to act")
+        resume.add_argument("execution_id", metavar="EID")
+        resume.add_argument("--go", action="store_true", help="resume it for real")
+
+        answer = verb("answer", "record what a node did, for a stopped execution")
+        answer.add_argument("execution_id", metavar="EID")
+        answer.add_argument("node", metavar="NODE")
+        answer.add_argument("value", metavar="JSON", nargs="?", help="the node's value (none for a step)")
+
+        end = verb("end", "end an execution Failed, running no undos")
+        end.add_argument("execution_id", metavar="EID")
+        end.add_argument("reason", metavar="REASON", nargs="?", default="ended by an operator")
+
+        diagram = verb("diagram", "draw a workflow (or, with --execution, an execution's progress)")
+        diagram.add_argument("workflow_id", metavar="WF", nargs="?")
+        diagram.add_argument("--format", "-f", default="mermaid", help=", ".join(render.FORMATS))
+        diagram.add_argument("--execution", "-e", metavar="EID", help="paint this execution's progress")
+
+        parked = verb("parked", "executions held under a version no process serves")
+        parked.add_argument("workflow_id", metavar="WF")
+
+        token = verb("token", "API tokens")
+        token.add_argument("action", choices=["create"])
+        token.add_argument("username", metavar="USER")
+        token.add_argument("--name", default="cli", help="a name for the token (default: cli)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        verb: str = options["verb"]
+        self.as_json: bool = options.get("json", False)
+        if verb == "token":
+            self.token(options)
+            return
+        action: Callable[[FlowEngine, dict[str, Any]], Coroutine[Any, Any, None]] = getattr(
+            self, "do_" + verb.replace("-", "_")
+        )
+        try:
+            # the engine's INFO lines (registrations) are for the workers' log, not an operator's screen
+            with engine_logging(0 if options["verbosity"] < 2 else 2, self.stderr._out):
+                asyncio.run(self._with_engine(action, options))
+        except (errors.FlowError, spi.FilterParseError) as error:
+            if isinstance(error, errors.FlowStoreError):
+                raise CommandError(f"the database could not be used: {error}") from None
+            raise usage(str(error)) from None
+        except spi.FlowStoreError as error:
+            raise CommandError(f"the database could not be used: {error}") from None
+        finally:
+            runtime.reset()
+
+    async def _with_engine(
+        self,
+        action: Callable[[FlowEngine, dict[str, Any]], Coroutine[Any, Any, None]],
+        options: dict[str, Any],
+    ) -> None:
+        await action(await runtime.engine(), options)
+
+    # ----------------------------------------------------------------------------------- output
+
+    def emit(self, data: Any, text: str) -> None:
+        if self.as_json:
+            self.stdout.write(json.dumps(data, indent=2, default=str))
+        else:
+            self.stdout.write(text)
+
+    # ------------------------------------------------------------------------------------ verbs
+
+    async def do_ls(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        if o["limit"] < 1:
+            raise usage(f"--limit must be at least 1 (got {o['limit']})")
+        if o["workflow"]:
+            await engine.workflows.describe(o["workflow"])
+        page = await engine.executions.search(
+            o["workflow"], o["status"], limit=o["limit"], offset=o["offset"], id_prefix=o["prefix"]
+        )
+        rows = [
+            (
+                s.execution_id,
+                s.flow_id,
+                status_word(s.status),
+                f"{s.updated:%Y-%m-%d %H:%M:%S}",
+                _waits_text(s),
+            )
+            for s in page.items
+        ]
+        text = table(("execution", "workflow", "status", "updated", "waiting on"), rows)
+        text += f"\n{len(page.items)} of {page.total}"
+        self.emit({"items": [state_json(s) for s in page.items], "total": page.total}, text)
+
+    async def do_show(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        eid = o["execution_id"]
+        detail: ExecutionDetail = await engine.executions.describe(eid)
+        fields = await engine.store.get_all_fields(eid)
+        # the latest events tell what is going on: read them all, keep the tail
+        everything = (await engine.executions.history(eid, limit=None)).events
+        history = everything[len(everything) - max(o["history"], 0) :] if o["history"] > 0 else []
+        values = {name: field.decode() for name, field in sorted(fields.items())}
+        data = state_json(detail.state)
+        data["inputs"] = [{"name": i.name, "type": i.tag, "delivered": i.delivered} for i in detail.inputs]
+        data["values"] = values
+        data["nodes"] = [
+            {"name": n.name, "type": n.node_type, "status": str(n.status), "detail": n.detail}
+            for n in (detail.progress.nodes if detail.progress else ())
+        ]
+        data["history"] = [e.to_json() | {"seq": e.seq} for e in history]
+        self.emit(data, self._show_text(detail, values, history))
+
+    def _show_text(self, detail: ExecutionDetail, values: Mapping[str, Any], events: Sequence[Any]) -> str:
+        s = detail.state
+        lines = [
+            f"execution  {s.execution_id}",
+            f"workflow   {s.flow_id}@{s.hash}",
+            f"status     {status_word(s.status)}",
+            f"created    {s.created:%Y-%m-%d %H:%M:%S}   updated {s.updated:%Y-%m-%d %H:%M:%S}",
+        ]
+        if s.executor:
+            lines.append(f"claimed by {s.executor} until {s.claim_expiry:%H:%M:%S}")
+        if s.cancel_requested:
+            lines.append(f"cancel requested: {s.cancel_reason or '(no reason)'}")
+        match s.status:
+            case spi.Failed(error, kind):
+                lines.append(f"failed     {kind or 'error'}: {error}")
+            case spi.Cancelled(reason):
+                lines.append(f"cancelled  {reason or '(no reason)'}")
+            case spi.Stopped(code, node, reason):
+                advice = errors.STOP_CODES.get(code, "")
+                lines += [f"stopped    {code} at {node or '(flow)'}: {reason}", f"           {advice}"]
+        if s.waits:
+            lines.append(f"waiting on {_waits_text(s)}")
+        if detail.inputs:
+            lines.append(
+                "inputs     "
+                + ", ".join(f"{i.name}:{i.tag}{'' if i.delivered else ' (awaited)'}" for i in detail.inputs)
+            )
+        if detail.progress is None:
+            lines.append("(this version of the workflow is not served here: the execution is parked)")
+        else:
+            lines += [
+                "",
+                table(
+                    ("node", "type", "status", "detail"),
+                    [(n.name, n.node_type, str(n.status), n.detail) for n in detail.progress.nodes],
+                ),
+            ]
+        if values:
+            lines += [
+                "",
+                table(
+                    ("value", "recorded"),
+                    [(k, _short(json.dumps(v, default=str))) for k, v in values.items()],
+                ),
+            ]
+        if events:
+            lines += [
+                "",
+                table(
+                    ("seq", "time", "event", "detail"),
+                    [(e.seq, f"{e.timestamp:%H:%M:%S}", e.kind.value, _short(e.detail)) for e in events],
+                ),
+            ]
+        return "\n".join(lines)
+
+    async def do_start(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        inputs: dict[str, Any] = {}
+        for given in o["input"]:
+            name, sep, text = given.partition("=")
+            if not sep or not name:
+                raise usage(f"--input takes NAME=JSON, got {given!r}")
+            inputs[name] = parse_json(f"input {name!r}", text)
+        eid = await engine.workflows.start(o["workflow_id"], execution_id=o["execution_id"], inputs=inputs)
+        self.emit({"execution_id": eid, "workflow_id": o["workflow_id"]}, eid)
+
+    async def do_signal(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        value = parse_json("the value", o["value"])
+        await engine.executions.signal(o["execution_id"], o["name"], value)
+        self.emit(
+            {"execution_id": o["execution_id"], "input": o["name"], "delivered": True},
+            f"delivered {o['name']} to {o['execution_id']}",
+        )
+
+    async def do_cancel(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        eid = o["execution_id"]
+        await engine.executions.describe(eid)  # an unknown id is bad input, not "already terminal"
+        outcome = await engine.executions.cancel(eid, o["reason"], actor="cli")
+        match outcome:
+            case spi.Accepted():
+                word, text = "accepted", f"cancel requested for {eid}: its undos run, then it ends cancelled"
+            case spi.AlreadyRequested():
+                word, text = "already_requested", f"a cancel was already requested for {eid}"
+            case spi.AlreadyTerminal(status):
+                raise usage(f"execution {eid!r} has already ended ({status.show()})")
+        self.emit({"execution_id": eid, "outcome": word}, text)
+
+    async def do_cancel_all(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        await engine.workflows.describe(o["workflow_id"])
+        count = await engine.executions.cancel_all(o["workflow_id"], o["reason"], actor="cli")
+        self.emit(
+            {"workflow_id": o["workflow_id"], "accepted": count},
+            f"cancel requested for {count} execution(s) of {o['workflow_id']}",
+        )
+
+    async def do_resume(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        eid = o["execution_id"]
+        try:
+            report = await engine.resume(eid, go=o["go"], actor="cli")
+        except errors.FlowResumeConflict as conflict:
+            raise usage(f"{conflict}\n{_report_text(conflict.report)}") from None
+        head = (
+            f"resumed {eid}; workers take it from here"
+            if o["go"]
+            else (f"dry run for {eid} (nothing changed; add --go to resume)")
+        )
+        self.emit(
+            _report_json(report) | {"execution_id": eid, "resumed": o["go"]},
+            head + "\n" + _report_text(report),
+        )
+
+    async def do_answer(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        value = None if o["value"] is None else parse_json("the value", o["value"])
+        await engine.answer(o["execution_id"], o["node"], value, actor="cli")
+        self.emit(
+            {"execution_id": o["execution_id"], "node": o["node"], "answered": True},
+            f"recorded {o['node']} for {o['execution_id']}; now `flow resume {o['execution_id']} --go`",
+        )
+
+    async def do_end(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        await engine.end(o["execution_id"], o["reason"], actor="cli")
+        self.emit(
+            {"execution_id": o["execution_id"], "ended": True},
+            f"ended {o['execution_id']} (failed: {o['reason']}); no undos ran",
+        )
+
+    async def do_diagram(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        fmt = o["format"]
+        if fmt not in render.FORMATS:
+            raise usage(f"unknown diagram format {fmt!r}; expected one of: {', '.join(render.FORMATS)}")
+        if o["execution"]:
+            text = await engine.executions.diagram(o["execution"], fmt)
+        elif o["workflow_id"]:
+            text = await engine.workflows.diagram(o["workflow_id"], fmt)
+        else:
+            raise usage("diagram needs a workflow id (WF) or --execution EID")
+        self.stdout.write(text)
+
+    async def do_parked(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        await engine.workflows.describe(o["workflow_id"])
+        held = await engine.parked(o["workflow_id"])
+        text = table(
+            ("execution", "version", "status", "updated"),
+            [(s.execution_id, s.hash, status_word(s.status), f"{s.updated:%Y-%m-%d %H:%M:%S}") for s in held],
+        )
+        text += f"\n{len(held)} parked; `flow resume EID` moves one to the newest version (dry run first)"
+        self.emit({"items": [state_json(s) for s in held], "total": len(held)}, text)
+
+    # ------------------------------------------------------------------------------------ token
+
+    def token(self, o: Mapping[str, Any]) -> None:
+        from django.contrib.auth import get_user_model
+
+        from console.models import create_token
+
+        user_model = get_user_model()
+        try:
+            user = user_model.objects.get(**{user_model.USERNAME_FIELD: o["username"]})
+        except user_model.DoesNotExist:
+            raise usage(f"no user {o['username']!r} (create one with `manage.py createsuperuser`)") from None
+        token = create_token(user, o["name"])
+        self.emit(
+            {"user": o["username"], "name": o["name"], "token": token},
+            f"{token}\n(shown once: send it as `Authorization: Bearer <token>`)",
+        )
+
+
+def _short(text: str, width: int = 80) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"
