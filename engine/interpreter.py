@@ -505,8 +505,12 @@ class Attempt:
         scope: Scope,
         body: Callable[[Context], Awaitable[Any]],
         undos: list[Any] | None = None,
+        *,
+        announce: bool = True,
     ) -> tuple[Any, list[Any]]:
-        """Start a node at `path` and run its body under timeout and retry; answer (result, undo notes)."""
+        """Start a node at `path` and run its body under timeout and retry; answer (result, undo notes).
+
+        `announce` False: a loop's later iteration, which passes the guard again but is not a new start."""
         if self.unflushed:  # the previous step's completion lands first; the write refreshes the cancel flag
             await self.flush()
         self.guard(path)  # first: a cancel request (or a resumed unwind) wins over an unknown outcome
@@ -517,9 +521,9 @@ class Attempt:
                 "an at-most-once node was started and never finished: nobody knows whether it acted",
             )
         notes: list[Any] = [] if undos is None else undos
-        if knobs.at_most_once:
+        if announce and knobs.at_most_once:
             await self.append(self.started(path))  # durable BEFORE the body: that is what makes F0004
-        else:
+        elif announce:
             self.pending.append(self.started(path))
 
         async def once(attempt: int) -> Any:
@@ -578,7 +582,17 @@ class Attempt:
             self.handlers.append(compensation.Handler(path, path, knobs, body=compensate, args=args))
 
     def read(self, path: str, declared: Any) -> Any:
-        return values.decode(self.fields[path], declared)
+        """A recorded value, decoded as the running version declares it. One that no longer decodes was
+        recorded for another question (F0102: a resume onto an incompatible version)."""
+        try:
+            return values.decode(self.fields[path], declared)
+        except Exception as error:
+            raise StopFor(
+                "F0102",
+                path,
+                f"the recorded value no longer decodes as {values.type_tag(declared)}: {error}",
+                describe(error),
+            ) from error
 
     # ---------------------------------------------------------------------------------- the walk
 
@@ -763,12 +777,14 @@ class Attempt:
             stateful = node.initial is not NO_STATE
             state = node.initial
             notes: list[Any] = []
+            first = True
             while True:
 
                 async def iteration(ctx: Context, state: Any = state) -> Any:
                     return await (self.call(node.body, state, ctx) if stateful else self.call(node.body, ctx))
 
-                result, _ = await self.execute(path, node.knobs, scope, iteration, notes)
+                result, _ = await self.execute(path, node.knobs, scope, iteration, notes, announce=first)
+                first = False
                 if isinstance(result, LoopDone):
                     break
                 if not isinstance(result, LoopAgain):
