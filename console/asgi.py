@@ -1,11 +1,45 @@
-"""ASGI entry point: HTTP through Django, websockets through channels."""
+"""ASGI entry point: HTTP through Django, websockets through channels (session-authenticated).
+
+The console's live pages add their consumers to `console.routing.websocket_urlpatterns` when that module
+exists; until then the websocket router is empty. Static files are served from `/static/` by Django's
+static handler (the console's vendored assets), so one `daphne console.asgi:application` serves it all.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
-application = get_asgi_application()
+# Django must be set up before channels' auth middleware (it imports models).
+django_application = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+__all__ = ["application", "websocket_urlpatterns"]
+
+
+def _websocket_urlpatterns() -> list[object]:
+    try:
+        routing = importlib.import_module("console.routing")
+    except ModuleNotFoundError as error:
+        if error.name != "console.routing":
+            raise
+        return []
+    return list(getattr(routing, "websocket_urlpatterns", []))
+
+
+websocket_urlpatterns = _websocket_urlpatterns()
+
+application = ProtocolTypeRouter(
+    {
+        "http": ASGIStaticFilesHandler(django_application),
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    }
+)
