@@ -130,3 +130,12 @@ async def test_a_waiting_input_is_the_next_node(world: World) -> None:
     await world.attempt(flow, eid)
     report = await dry_run(flow, world.store, eid, clock=world.clock)
     assert report == ResumeReport(kept=["a"], next_node="approval", conflicts=[])
+
+
+async def test_a_recorded_value_of_another_type_is_f0102(world: World) -> None:
+    old = Flow.init("f").output("a", lambda ctx: "text").step("ship", broken)
+    eid = await stopped_at_ship(world, old)
+    new = Flow.init("f").output("a", lambda ctx: 1, type=int).step("ship", lambda ctx: None)
+    report = await dry_run(new, world.store, eid, clock=world.clock)
+    assert [(c.code, c.path) for c in report.conflicts] == [("F0102", "a")]
+    assert report.next_node == "a"

@@ -575,3 +575,11 @@ async def test_a_runner_wraps_the_walk(world: World) -> None:
     )
     assert report.outcome == "completed"
     assert (await world.fields(eid))["who"] == "acme"
+
+
+async def test_a_loop_announces_its_start_once(world: World) -> None:
+    flow = Flow.init("f").loop("n", lambda s, ctx: Loop.done(s) if s == 5 else Loop.again(s + 1), initial=0)
+    eid = await world.start(flow)
+    assert (await world.attempt(flow, eid)).outcome == "completed"
+    assert len(await world.events(eid, spi.EventKind.STEP_STARTED)) == 1
+    assert (await world.fields(eid))["n"] == 5
