@@ -22,6 +22,7 @@ How an attempt ends (`run_attempt` answers an `AttemptReport`):
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import inspect
 import traceback
@@ -1128,7 +1129,7 @@ async def _verdict(run: Attempt) -> spi.ClaimOutcome:
         FlowLoopExhausted,
         FlowNondeterministicCollection,
     ) as error:
-        return await _unwind(run, _cause(error))
+        return await _unwind(run, run.resume_cause or _cause(error))  # a resumed unwind keeps its verdict
     except (ClaimLost, spi.FlowStoreError):
         raise
     except Exception as error:  # a flaw outside any node's body: still a mistake for a person, not a crash
@@ -1146,6 +1147,10 @@ async def _unwind(run: Attempt, cause: spi.Cause) -> spi.ClaimOutcome:
 
 def _stop(run: Attempt, stop: StopFor) -> spi.Stop:
     stopped = stop.stopped
+    if (
+        run.resume_cause is not None and stopped.cause is None
+    ):  # stopped inside an unwind: resume continues it
+        stopped = dataclasses.replace(stopped, cause=run.resume_cause)
     event = run.event(spi.EventKind.STOPPED, code=stopped.code, node=stopped.node, reason=stopped.reason)
     return spi.Stop(stopped, event)
 
