@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from engine import Flow
@@ -10,6 +14,15 @@ from engine import Flow
 class Order(BaseModel):
     id: str = Field(min_length=1)
     quantity: int = Field(ge=1)
+
+
+def wait_for_gate(ctx: Any) -> None:
+    """Say it started (`<gate>.started`), then block until the file named by the `gate` input exists (the
+    test opens it), at most a minute."""
+    Path(ctx.gate + ".started").touch()
+    deadline = time.monotonic() + 60
+    while not Path(ctx.gate).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def explode(ctx: object) -> None:
@@ -34,7 +47,11 @@ parking = Flow.init("parking").input("go", bool).output("went", lambda ctx: ctx.
 # Stops on its first attempt (F0001, a mistake in the program): what the operator verbs act on.
 crashy = Flow.init("crashy").step("boom", explode).output("after", lambda ctx: "done")
 
+# Busy in `work` until the test opens the gate: what a cancel arriving mid-step meets.
+gated = Flow.init("gated").input("gate", str).step("work", wait_for_gate).output("after", lambda ctx: "done")
+
 FLOWS = {
+    "gated": gated,
     "greet": greet,
     "approval": approval,
     "holdable": holdable,

@@ -21,7 +21,9 @@ def test_start_signal_completed(operator: ApiClient) -> None:
     assert (signalled.status, signalled.body) == (200, {"ok": True})
     detail = operator.until_status(eid, "completed")
     assert detail["waits"] == []
-    assert detail["inputs"] == [{"name": "name", "tag": "str", "delivered": True, "jsonSchema": {"type": "string"}}]
+    assert detail["inputs"] == [
+        {"name": "name", "tag": "str", "delivered": True, "jsonSchema": {"type": "string"}}
+    ]
     assert [(n["name"], n["nodeType"], n["status"]) for n in detail["progress"]] == [
         ("name", "Input", "completed"),
         ("greeting", "Output", "completed"),

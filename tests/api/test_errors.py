@@ -1,0 +1,138 @@
+"""The bad-input table and every route's refusals, against the live server. Each refusal is
+`{error, code, detail}` with the status of spec §1 (400 where ninja would say 422)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.api.client import ApiClient, Response
+
+
+def refused(reply: Response, status: int, code: str) -> dict[str, Any]:
+    """Assert the refusal's status, its code and the error body's shape; answer the body."""
+    body = reply.body
+    assert (reply.status, body.get("code")) == (status, code), reply.text
+    assert set(body) == {"error", "code", "detail"}
+    assert isinstance(body["error"], str)
+    assert body["error"]
+    return body
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def test_unknown_workflow_is_404(operator: ApiClient) -> None:
+    body = refused(operator.get("/workflows/nope"), 404, "workflow_not_registered")
+    assert body["detail"]["workflow_id"] == "nope"
+    refused(operator.post("/workflows/nope/executions", {}), 404, "workflow_not_registered")
+    refused(operator.get("/workflows/nope/diagram"), 404, "workflow_not_registered")
+    refused(operator.get("/workflows/nope/parked"), 404, "workflow_not_registered")
+
+
+def test_unknown_execution_is_404(operator: ApiClient) -> None:
+    body = refused(operator.get("/executions/never-was"), 404, "execution_not_found")
+    assert body["detail"] == {"execution_id": "never-was"}
+    refused(operator.get("/executions/never-was/inputs"), 404, "execution_not_found")
+    refused(operator.get("/executions/never-was/diagram"), 404, "execution_not_found")
+    refused(operator.post("/executions/never-was/signal/name", raw=b'"x"'), 404, "execution_not_found")
+    refused(operator.post("/executions/never-was/signal/name", raw=b"{nope"), 404, "execution_not_found")
+    refused(operator.post("/executions/never-was/resume", {}), 404, "execution_not_found")
+    refused(operator.post("/executions/never-was/answer/boom", {}), 404, "execution_not_found")
+    refused(operator.post("/executions/never-was/end", {"reason": "r"}), 404, "execution_not_found")
+
+
+def test_duplicate_execution_id_is_409(operator: ApiClient) -> None:
+    eid = new_id("twice")
+    assert operator.post("/workflows/holdable/executions", {"executionId": eid}).status == 200
+    body = refused(
+        operator.post("/workflows/holdable/executions", {"executionId": eid}), 409, "duplicate_execution"
+    )
+    assert body["detail"] == {"execution_id": eid}
+
+
+def test_start_refuses_bad_inputs_and_writes_nothing(operator: ApiClient) -> None:
+    eid = new_id("refused")
+    undeclared = operator.post("/workflows/greet/executions", {"executionId": eid, "inputs": {"nom": "x"}})
+    body = refused(undeclared, 400, "invalid_input")
+    assert body["detail"] == {"name": "nom", "declared": ["name"]}
+    refused(
+        operator.post(
+            "/workflows/approval/executions", {"executionId": eid, "inputs": {"order": {"id": ""}}}
+        ),
+        400,
+        "invalid_input",
+    )
+    refused(operator.post("/workflows/greet/executions", raw=b'{"inputs": '), 400, "malformed_body")
+    refused(operator.post("/workflows/greet/executions", {"inputs": [1, 2]}), 400, "invalid_request")
+    refused(operator.post("/workflows/greet/executions", {"surprise": 1}), 400, "invalid_request")
+    refused(operator.get(f"/executions/{eid}"), 404, "execution_not_found")
+
+
+def test_signal_refusals(operator: ApiClient) -> None:
+    eid = new_id("signals")
+    operator.post("/workflows/approval/executions", {"executionId": eid})
+    operator.until_waiting(eid, "order")
+
+    body = refused(operator.post(f"/executions/{eid}/signal/shoe", raw=b"1"), 400, "invalid_input")
+    assert body["detail"] == {"name": "shoe", "declared": ["order", "approved"]}
+    refused(
+        operator.post(f"/executions/{eid}/signal/order", raw=b'{"id": "o", "quantity": 0}'),
+        400,
+        "invalid_input",
+    )
+    refused(operator.post(f"/executions/{eid}/signal/order", raw=b"{not json"), 400, "malformed_body")
+    refused(operator.post(f"/executions/{eid}/signal/order", raw=b""), 400, "malformed_body")
+
+    assert operator.post(f"/executions/{eid}/signal/order", raw=b'{"id": "o", "quantity": 1}').status == 200
+    refused(
+        operator.post(f"/executions/{eid}/signal/order", raw=b'{"id": "o", "quantity": 2}'),
+        409,
+        "already_delivered",
+    )
+
+
+def test_signal_to_a_terminal_execution_is_409(operator: ApiClient) -> None:
+    eid = new_id("ended")
+    operator.post("/workflows/greet/executions", {"executionId": eid, "inputs": {"name": "di"}})
+    operator.until_status(eid, "completed")
+
+    body = refused(operator.post(f"/executions/{eid}/signal/name", raw=b'"again"'), 409, "execution_terminal")
+    assert body["detail"] == {"execution_id": eid, "status": "completed"}
+    refused(operator.post(f"/executions/{eid}/signal/name", raw=b"{bad"), 409, "execution_terminal")
+
+
+@pytest.mark.parametrize(
+    ("search", "code"),
+    [
+        ({"status": "sideways"}, "invalid_filter"),
+        ({"status": "failed:"}, "invalid_filter"),
+        ({"status": "waiting:"}, "invalid_filter"),
+        ({"status": "stopped:"}, "invalid_filter"),
+        ({"offset": -1}, "invalid_filter"),
+        ({"limit": "many"}, "invalid_request"),
+        ({"colour": "red"}, "invalid_request"),
+    ],
+)
+def test_search_refusals(operator: ApiClient, search: dict[str, Any], code: str) -> None:
+    refused(operator.post("/executions/search", search), 400, code)
+
+
+def test_search_accepts_every_wire_word(operator: ApiClient) -> None:
+    words = ["running", "completed", "cancelled", "cancelling", "compensating", "failed", "failed:Oops"]
+    words += ["sleeping", "waiting", "waiting:go", "stopped", "stopped:F0001"]
+    for word in words:
+        assert operator.post("/executions/search", {"status": word}).status == 200, word
+
+
+def test_negative_history_offset_is_400(operator: ApiClient) -> None:
+    refused(operator.get("/executions/any/history", query="offset=-1"), 400, "invalid_offset")
+    refused(operator.get("/executions/any/history", query="limit=ten"), 400, "invalid_request")
+
+
+def test_malformed_json_bodies_are_400(operator: ApiClient) -> None:
+    for path in ("/executions/search", "/executions/cancel", "/executions/x/cancel", "/executions/x/resume"):
+        refused(operator.post(path, raw=b"{oops"), 400, "malformed_body")
