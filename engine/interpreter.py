@@ -1004,6 +1004,8 @@ class Attempt:
             while waiting:
                 done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 for task in sorted(done, key=tasks.index):
+                    if task.cancelled():  # an item that gave way to a failed sibling
+                        continue
                     error = task.exception()
                     if isinstance(error, Parked):
                         parks |= error.paths
