@@ -419,3 +419,102 @@ __all__ = [name for name, value in globals().items() if isinstance(value, Query)
     "in_list",
     "served_predicate",
 ]
+
+
+# ------------------------------------------------------------------ PostgreSQL: one-statement writes
+
+
+def claimed_write(
+    *,
+    events: int,
+    gate: str | None = None,
+    extra_fields: int = 0,
+    insert_wait: bool = False,
+    delete_waits: str | None = None,
+    keep: int = 0,
+    set_status: bool = False,
+    release: bool = False,
+    clear_cancel: bool = False,
+    notify: bool = False,
+) -> str:
+    """PostgreSQL: a whole write under a claim as ONE statement (run in autocommit, so one round trip and
+    one transaction). Data-modifying CTEs:
+
+    - `claim` locks the row under the acceptance rule (no row: claim lost, nothing below happens);
+    - `go` is the row again, or, with `gate` ("field" / "mark"), only when the write-once insert at
+      `%(path)s` wrote (no row: already recorded, nothing below happens);
+    - then, each only through `go`: the extra fields (`%(x{i}n)s`, `%(x{i}v)s`, `%(x{i}t)s`, each if
+      absent), the wait row to put if absent (`%(path)s`, `%(kind)s`, `%(at)s`, `%(field_name)s`), the
+      wait rows to retire (`delete_waits`: "path", "all", or "except" the `keep` paths `%(keep{i})s`), the
+      `events` events (`%(ev{i}f|k|t|d)s`) numbered after the row's newest, and the row itself (updated,
+      last_seq, optionally the status columns, the claim released, the cancel request dropped).
+
+    Answers one row when the claim held: (went, cancel_requested, cancel_reason); `went` is false when
+    the gate refused. With `notify`, the row's going also NOTIFYs the other processes' pollers.
+    """
+    parts = [
+        "claim AS (SELECT id, last_seq FROM flowstore_execution "
+        "WHERE id = %(id)s AND claim_token = %(token)s AND claim_expiry > %(now)s FOR UPDATE)"
+    ]
+    if gate == "field":
+        parts.append(
+            "go AS (INSERT INTO flowstore_field (execution_id, name, value, tag) "
+            "SELECT id, %(path)s, %(value)s, %(tag)s FROM claim "
+            "ON CONFLICT (execution_id, name) DO NOTHING RETURNING execution_id AS id)"
+        )
+    elif gate == "mark":
+        parts.append(
+            "go AS (INSERT INTO flowstore_progress (execution_id, path) SELECT id, %(path)s FROM claim "
+            "ON CONFLICT (execution_id, path) DO NOTHING RETURNING execution_id AS id)"
+        )
+    else:
+        parts.append("go AS (SELECT id FROM claim)")
+    if extra_fields:
+        rows = ", ".join(f"(%(x{i}n)s, %(x{i}v)s, %(x{i}t)s)" for i in range(extra_fields))
+        parts.append(
+            "extra AS (INSERT INTO flowstore_field (execution_id, name, value, tag) "
+            f"SELECT go.id, x.n, x.v, x.t FROM go CROSS JOIN (VALUES {rows}) AS x(n, v, t) "
+            "ON CONFLICT (execution_id, name) DO NOTHING)"
+        )
+    if insert_wait:
+        parts.append(
+            "put_wait AS (INSERT INTO flowstore_wait (execution_id, path, kind, at, field_name) "
+            "SELECT id, %(path)s, %(kind)s, %(at)s::timestamptz, %(field_name)s FROM go "
+            "ON CONFLICT (execution_id, path) DO NOTHING)"
+        )
+    if delete_waits == "path":
+        where = "AND w.path = %(path)s"
+    elif delete_waits == "except":
+        where = "AND w.path NOT IN (" + ", ".join(f"%(keep{i})s" for i in range(keep)) + ")" if keep else ""
+    else:
+        where = ""
+    if delete_waits:
+        parts.append(
+            f"retired AS (DELETE FROM flowstore_wait w USING go WHERE w.execution_id = go.id {where})"
+        )
+    if events:
+        rows = ", ".join(
+            f"({i + 1}, %(ev{i}f)s, %(ev{i}k)s, %(ev{i}t)s::timestamptz, %(ev{i}d)s)" for i in range(events)
+        )
+        parts.append(
+            "history AS (INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data) "
+            "SELECT claim.id, claim.last_seq + v.n, v.f, v.k, v.t, v.d "
+            f"FROM claim JOIN go ON go.id = claim.id CROSS JOIN (VALUES {rows}) AS v(n, f, k, t, d))"
+        )
+    sets = [f"updated = %(now)s, last_seq = e.last_seq + {events}"]
+    if set_status:
+        sets.append(
+            "status = %(status)s, status_kind = %(status_kind)s, failure_kind = %(failure_kind)s, "
+            "stop_code = %(stop_code)s"
+        )
+    if release:
+        sets.append("executor = NULL, claim_expiry = NULL, claim_token = NULL")
+    if clear_cancel:
+        sets.append("cancel_requested = FALSE, cancel_reason = ''")
+    parts.append(
+        f"stamped AS (UPDATE flowstore_execution e SET {', '.join(sets)} FROM go WHERE e.id = go.id "
+        "RETURNING e.cancel_requested, e.cancel_reason)"
+    )
+    signal = f", pg_notify('{WAKE_CHANNEL}', %(origin)s)" if notify else ""
+    answer = "stamped.cancel_requested IS NOT NULL, stamped.cancel_requested, stamped.cancel_reason"
+    return "WITH " + ",\n".join(parts) + f"\nSELECT {answer}{signal} FROM claim LEFT JOIN stamped ON TRUE"

@@ -159,6 +159,18 @@ class DjangoStore(spi.FlowStore):
             with connection.cursor() as cursor:
                 return work(Tx(cursor, connection))
 
+    async def _run_statement(self, operation: str, sql: str, params: Mapping[str, Any]) -> Any:
+        """PostgreSQL: one statement in autocommit (its own transaction, one round trip); its first row."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._statement, operation, sql, params)
+
+    def _statement(self, operation: str, sql: str, params: Mapping[str, Any]) -> Any:
+        with translated(operation, self.using):
+            connection = connections[self.using]
+            with connection.cursor() as cursor:
+                cursor.execute(sql, Tx(cursor, connection)._adapt(params))
+                return cursor.fetchone()
+
     def _wake_after_commit(self, tx: Tx, *, registration: bool = False) -> None:
         """This write can make a row ready: wake local callers at commit, NOTIFY the other processes."""
         if tx.vendor == "postgresql":
@@ -820,6 +832,35 @@ class _DjangoClaimed(spi.Claimed):
         cancel, reason, last_seq = found
         return _Opened((bool(cancel), reason or ""), last_seq - len(events) + 1, events)
 
+    async def _in_one_statement(
+        self,
+        operation: str,
+        events: Sequence[spi.Event],
+        params: Mapping[str, Any] | None = None,
+        **shape: Any,
+    ) -> bool | None:
+        """PostgreSQL: the write as one statement (`queries.claimed_write`). None: claim lost; False: the
+        write-once gate refused (nothing written); True: applied (and the cancel flag refreshed)."""
+        now = self._store.clock.now()
+        values: dict[str, Any] = {**self._key(now), "origin": self._store.origin, **(params or {})}
+        for i, (flow_id, kind, timestamp, data) in enumerate(rows.event_values(events)):
+            values.update({f"ev{i}f": flow_id, f"ev{i}k": kind, f"ev{i}t": timestamp, f"ev{i}d": data})
+        sql = queries.claimed_write(events=len(events), **shape)
+        found = await self._store._run_statement(operation, sql, values)
+        if found is None:
+            return None
+        went, cancel, reason = found[:3]
+        if not went:
+            return False
+        self._cancel_requested, self._cancel_reason = bool(cancel), reason or ""
+        if shape.get("notify"):
+            self._store.hub.changed()
+        return True
+
+    @property
+    def _one_statement(self) -> bool:
+        return self._store.vendor == "postgresql"
+
     async def _write(
         self, operation: str, work: Callable[[Tx, datetime], tuple[T, tuple[bool, str] | None]]
     ) -> T:
@@ -832,6 +873,10 @@ class _DjangoClaimed(spi.Claimed):
     async def append_event(
         self, event: spi.Event, *, preceding: Sequence[spi.Event] = ()
     ) -> spi.WriteOutcome:
+        if self._one_statement:
+            done = await self._in_one_statement("append_event", [*preceding, event])
+            return spi.WriteOutcome.CLAIM_LOST if done is None else spi.WriteOutcome.APPLIED
+
         def work(tx: Tx, now: datetime) -> tuple[spi.WriteOutcome, tuple[bool, str] | None]:
             opened = self._accept(tx, now, [*preceding, event])
             if opened is None:
@@ -844,6 +889,11 @@ class _DjangoClaimed(spi.Claimed):
     async def record_wait(
         self, path: str, wake: spi.Wake, event: spi.Event, *, preceding: Sequence[spi.Event] = ()
     ) -> spi.WriteOutcome:
+        if self._one_statement:
+            wait = {"path": path, **rows.wait_columns(wake)}
+            done = await self._in_one_statement("record_wait", [*preceding, event], wait, insert_wait=True)
+            return spi.WriteOutcome.CLAIM_LOST if done is None else spi.WriteOutcome.APPLIED
+
         def work(tx: Tx, now: datetime) -> tuple[spi.WriteOutcome, tuple[bool, str] | None]:
             opened = self._accept(tx, now, [*preceding, event])
             if opened is None:
@@ -896,6 +946,25 @@ class _DjangoClaimed(spi.Claimed):
         extra_fields: Mapping[str, spi.FieldData] | None = None,
         clear_cancel: bool = False,
     ) -> spi.ProgressOutcome:
+        if self._one_statement:
+            params: dict[str, Any] = {"path": path}
+            if value is not None:
+                params.update(value=value.value, tag=value.tag)
+            for i, (name, extra) in enumerate((extra_fields or {}).items()):
+                params.update({f"x{i}n": name, f"x{i}v": extra.value, f"x{i}t": extra.tag})
+            done = await self._in_one_statement(
+                "record_progress",
+                [*preceding, event],
+                params,
+                gate="field" if value is not None else "mark",
+                extra_fields=len(extra_fields or {}),
+                delete_waits="path",
+                clear_cancel=clear_cancel,
+            )
+            if done is None:
+                return spi.ProgressOutcome.CLAIM_LOST
+            return spi.ProgressOutcome.RECORDED if done else spi.ProgressOutcome.ALREADY_RECORDED
+
         def work(tx: Tx, now: datetime) -> tuple[spi.ProgressOutcome, tuple[bool, str] | None]:
             opened = self._accept(tx, now, [*preceding, event])
             if opened is None:
@@ -933,6 +1002,39 @@ class _DjangoClaimed(spi.Claimed):
             return self._finish_in(tx, outcome, preceding, now)
 
         return await self._write("finish", work)
+
+    async def _finish_in_one_statement(
+        self, outcome: spi.ClaimOutcome, preceding: Sequence[spi.Event]
+    ) -> spi.StatusOutcome | None:
+        """PostgreSQL's one-statement ending; None for a refusal that the transactional path answers."""
+        match outcome:
+            case spi.Terminal(status, event) if status.terminal:
+                done = await self._in_one_statement(
+                    "finish",
+                    [*preceding, event],
+                    rows.status_columns(status),
+                    set_status=True,
+                    release=True,
+                    delete_waits="all",
+                )
+            case spi.Suspended(waiting_on):
+                keep = sorted(waiting_on)
+                done = await self._in_one_statement(
+                    "finish",
+                    preceding,
+                    {f"keep{i}": path for i, path in enumerate(keep)},
+                    release=True,
+                    delete_waits="except",
+                    keep=len(keep),
+                    notify=True,
+                )
+            case spi.Stop(status, event) if isinstance(status, spi.Stopped):
+                done = await self._in_one_statement(
+                    "finish", [*preceding, event], rows.status_columns(status), set_status=True, release=True
+                )
+            case _:
+                return None
+        return spi.StatusOutcome.CLAIM_LOST if done is None else spi.StatusOutcome.APPLIED
 
     def _finish_in(
         self, tx: Tx, outcome: spi.ClaimOutcome, preceding: Sequence[spi.Event], now: datetime

@@ -5,34 +5,53 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('flowstore', '0002_claim_token_sequence'),
+        ("flowstore", "0002_claim_token_sequence"),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='execution',
-            name='fs_exec_id_prefix',
+            model_name="execution",
+            name="fs_exec_id_prefix",
         ),
         migrations.AlterField(
-            model_name='event',
-            name='execution',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='flowstore.execution'),
+            model_name="event",
+            name="execution",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="events",
+                to="flowstore.execution",
+            ),
         ),
         migrations.AlterField(
-            model_name='field',
-            name='execution',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='fields', to='flowstore.execution'),
+            model_name="field",
+            name="execution",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="fields",
+                to="flowstore.execution",
+            ),
         ),
         migrations.AlterField(
-            model_name='progressmark',
-            name='execution',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='progress_marks', to='flowstore.execution'),
+            model_name="progressmark",
+            name="execution",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="progress_marks",
+                to="flowstore.execution",
+            ),
         ),
         migrations.AlterField(
-            model_name='wait',
-            name='execution',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='wait_rows', to='flowstore.execution'),
+            model_name="wait",
+            name="execution",
+            field=models.ForeignKey(
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="wait_rows",
+                to="flowstore.execution",
+            ),
         ),
     ]
