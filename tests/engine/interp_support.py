@@ -1,5 +1,5 @@
-"""Driving single attempts by hand: a MemoryStore on a ManualClock, claims taken one at a time, every
-write through the claim counted (a thin wrapper around MemoryStore's real handle, not a mock)."""
+"""Driving single attempts by hand: the engine tests' store on a ManualClock, claims taken one at a time,
+every write through the claim counted (a thin wrapper around the store's real handle, not a mock)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from engine.flow import Flow
 from engine.interpreter import AttemptReport
 from store import spi
 from store.clock import ManualClock
-from store.memory import MemoryStore
 
 LEASE = timedelta(seconds=30)
 _ids = itertools.count(1)
@@ -97,7 +96,7 @@ class CountingClaimed(spi.Claimed):
 class World:
     """A store, its clock, and what the attempts wrote."""
 
-    store: MemoryStore
+    store: spi.FlowStore
     clock: ManualClock
     writes: Counter[str] = field(default_factory=Counter)
 
@@ -171,6 +170,6 @@ class Calls(Counter[str]):
 
 
 @pytest.fixture(name="world")
-def world_fixture() -> World:
-    clock = ManualClock()
-    return World(MemoryStore(clock), clock)
+def world_fixture(store: spi.FlowStore, clock: ManualClock) -> World:
+    """The engine tests' store (every backend they run on) and their manual clock."""
+    return World(store, clock)
