@@ -583,3 +583,46 @@ async def test_a_loop_announces_its_start_once(world: World) -> None:
     assert (await world.attempt(flow, eid)).outcome == "completed"
     assert len(await world.events(eid, spi.EventKind.STEP_STARTED)) == 1
     assert (await world.fields(eid))["n"] == 5
+
+
+async def test_a_replay_after_every_node_kind_runs_no_recorded_body_again(world: World) -> None:
+    calls = Calls()
+    crash = {"armed": True}
+
+    def last(ctx: Any) -> str:
+        calls.hit("last")
+        if crash.pop("armed", False):
+            raise Crash()
+        return f"{ctx.loop}/{ctx.ticks}/{ctx.pick}/{ctx.each}/{ctx.sub.y}/{ctx.left}/{ctx.right}"
+
+    inner = Flow.init("c").input("x", int).output("y", lambda ctx: calls.hit("child", ctx.x + 1))
+    flow = (
+        Flow.init("f")
+        .input("n", int)
+        .loop(
+            "loop", lambda s, ctx: calls.hit("loop", Loop.done(s) if s >= 2 else Loop.again(s + 1)), initial=0
+        )
+        .loop_on(
+            "ticks",
+            Schedule.fixed(timedelta(0)),
+            lambda s, ctx: calls.hit("tick", Loop.done(s) if s >= 1 else Loop.again(s + 1)),
+            initial=0,
+        )
+        .dispatch("pick")
+        .when(lambda ctx: ctx.n > 0, lambda ctx: calls.hit("pos", "pos"), name="pos")
+        .otherwise(lambda ctx: "neg")
+        .foreach("each", lambda ctx: [1, 2], lambda i: calls.hit("item", i * 10))
+        .subflow("sub", inner, lambda ctx: calls.hit("mapper", {"x": ctx.n}))
+        .and_then(
+            Flow.init("l")
+            .output("left", lambda ctx: calls.hit("left", "L"))
+            .zip(Flow.init("r").output("right", lambda ctx: calls.hit("right", "R")))
+        )
+        .output("last", last)
+    )
+    eid = await world.start(flow, n=3)
+    await world.crash(flow, eid)
+    first = Calls(calls)
+    assert (await world.attempt(flow, eid)).outcome == "completed"
+    assert calls == first + Calls({"last": 1})
+    assert (await world.fields(eid))["last"] == "2/1/pos/[10, 20]/4/L/R"
