@@ -30,6 +30,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "limit_seconds": 10,
         "w1_executions": 500,
         "w1_steps": 10,
+        "w8_executions": 500,
         "w2_executions": 200,
         "w2_steps": 3,
         "w5_signals": 30,
@@ -45,6 +46,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "limit_seconds": 3,
         "w1_executions": 100,
         "w1_steps": 10,
+        "w8_executions": 50,
         "w2_executions": 50,
         "w2_steps": 3,
         "w5_signals": 10,
@@ -60,6 +62,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "limit_seconds": 1,
         "w1_executions": 6,
         "w1_steps": 3,
+        "w8_executions": 6,
         "w2_executions": 3,
         "w2_steps": 3,
         "w5_signals": 2,
@@ -147,7 +150,8 @@ def measure_workloads(size: dict[str, Any], only: set[str]) -> dict[str, Any]:
 
     def w1(system: str, backend: str, procs: int) -> Callable[[], dict[str, Any]]:
         module = FLOWDECK if system == "flowdeck" else DBOS
-        args = ["w1", "--backend", backend, "--executions", s["w1_executions"], "--steps", s["w1_steps"]]
+        executions = s["w1_executions"] if backend == "postgres" else s["w8_executions"]
+        args = ["w1", "--backend", backend, "--executions", executions, "--steps", s["w1_steps"]]
         args += ["--workers", c, "--procs", procs]
         if system == "flowdeck" and (backend != "postgres" or procs != 1):
             args.append("--no-calibrate")  # W3 reads the single-process PostgreSQL run only
