@@ -1309,7 +1309,7 @@ class FlowStoreConformance(_StoreCase):
         assert (state.cancel_requested, state.cancel_reason, dict(state.waits)) == (False, "", {})
         assert (handle.cancel_requested, handle.cancel_reason) == (False, "")
 
-    # ------------------------------------------------------------------------ Flowdeck: one-transaction writes
+    # -------------------------------------------------------------------- Flowdeck: one-transaction writes
 
     async def test_flowdeck_preceding_events_land_in_order(self, fx: StoreFixture) -> None:
         await fx.mk_execution("e1")
