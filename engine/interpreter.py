@@ -1088,14 +1088,16 @@ async def run_attempt(
     eid = state.execution_id
     if state.status.terminal or isinstance(state.status, spi.Stopped):
         return AttemptReport(eid, "no-work", state.status.show())
-    fields = await store.get_all_fields(eid)
-    history = await store.get_history(eid)
+    ledger = await claimed.prefetched_ledger()
+    if ledger is None:  # the record is read once per attempt, here
+        ledger = (await store.get_all_fields(eid), (await store.get_history(eid)).events)
+    fields, history = ledger
     run = Attempt(
         flow,
         execution_id=eid,
         status=state.status,
         fields=fields,
-        history=history.events,
+        history=history,
         clock=clock,
         claimed=claimed,
         executor_id=executor_id,

@@ -861,6 +861,13 @@ class Claimed(abc.ABC):
         retires every wait row; `Suspended` writes no status and keeps exactly the named rows; `Stop` writes
         a `Stopped` status and keeps every row."""
 
+    async def prefetched_ledger(self) -> tuple[Mapping[str, FieldData], Sequence[Event]] | None:
+        """The execution's fields and full history as they stood when the claim was granted, if the store
+        read them in the claim's own round trip; None (the default) when it did not, and the engine reads
+        them with `get_all_fields` and `get_history`. Cost rule: an attempt then starts with no read of its
+        own. Not abstract: a store that does not prefetch need not override it."""
+        return None
+
 
 class FlowStore(abc.ABC):
     """Where executions live. Readers and the writes anybody may make; running writes are on `Claimed`."""

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel
 
 from engine import Flow, Loop, Schedule
-from engine.interpreter import AttemptReport, assemble_record
+from engine.interpreter import AttemptReport, assemble_record, run_attempt
 from store import spi
-from tests.engine.interp_support import Calls, Crash, World, world_fixture  # noqa: F401
+from store.clock import ManualClock
+from store.memory import MemoryStore
+from tests.engine.interp_support import Calls, CountingClaimed, Crash, World, world_fixture  # noqa: F401
 
 
 class Order(BaseModel):
@@ -626,3 +629,53 @@ async def test_a_replay_after_every_node_kind_runs_no_recorded_body_again(world:
     assert (await world.attempt(flow, eid)).outcome == "completed"
     assert calls == first + Calls({"last": 1})
     assert (await world.fields(eid))["last"] == "2/1/pos/[10, 20]/4/L/R"
+
+
+class ReadCountingStore(MemoryStore):
+    """MemoryStore, counting the record reads an attempt makes."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.reads = 0
+
+    async def get_all_fields(self, execution_id: str) -> Any:
+        self.reads += 1
+        return await super().get_all_fields(execution_id)
+
+    async def get_history(self, execution_id: str, limit: int | None = None, offset: int = 0) -> Any:
+        self.reads += 1
+        return await super().get_history(execution_id, limit, offset)
+
+
+class Prefetching(CountingClaimed):
+    """A handle whose store read the record with the claim (what a store may offer for the cost rule)."""
+
+    def __init__(self, inner: spi.Claimed, ledger: Any) -> None:
+        super().__init__(inner, Counter())
+        self.ledger = ledger
+
+    async def prefetched_ledger(self) -> Any:
+        return self.ledger
+
+
+async def test_the_record_is_read_once_per_attempt_or_not_at_all_when_prefetched() -> None:
+    clock = ManualClock()
+    store = ReadCountingStore(clock)
+    world = World(store, clock)
+    flow = Flow.init("f").input("x", int).output("y", lambda ctx: ctx.x * 2)
+    eid = await world.start(flow, x=2)
+    claimed = await world.claim(flow, eid)
+    assert claimed is not None
+    ledger = (dict(store.data.fields[eid]), list(store.data.events[eid]))
+    store.reads = 0
+    report = await run_attempt(
+        flow, Prefetching(claimed.inner, ledger), store=store, clock=clock, executor_id="ex-1"
+    )
+    assert report.outcome == "completed"
+    assert store.reads == 0
+    assert (await world.fields(eid))["y"] == 4
+
+    other = await world.start(flow, x=5)
+    store.reads = 0
+    assert (await world.attempt(flow, other)).outcome == "completed"
+    assert store.reads == 2
