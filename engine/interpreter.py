@@ -5,8 +5,11 @@ whose record it finds is skipped and its value read back (its compensations note
 without one runs, and is recorded before the next begins. Recording a node is ONE store write: the events
 that led up to it (its StepStarted, a consumed input, a woken sleep, the attempt's ExecutionClaimed) wait
 in `Attempt.pending` and ride as `preceding=` on the node's own write, together with its value, its undo
-notes and its wait-row change. The cancellation check reads `Claimed.cancel_requested`, which every
-accepted write refreshes, so it costs no read.
+notes and its wait-row change. A step has no value, so its completion is only an event: it waits in
+`pending` too and lands with the next write (the next node's start, a wait row, the attempt's end), flushed
+at the latest before another body runs. The cancellation check reads `Claimed.cancel_requested`, which
+every accepted write refreshes, so it costs no read; the record itself may come with the claim
+(`Claimed.prefetched_ledger`).
 
 How an attempt ends (`run_attempt` answers an `AttemptReport`):
 
