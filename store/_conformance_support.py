@@ -256,6 +256,13 @@ class StoreFixture:
             )
             await asyncio.sleep(0.001)
 
+    async def blocked_or_done(self, task: asyncio.Task[Any]) -> None:
+        """Let one poll either reach its wait on the clock or answer (its last ask may run on a thread)."""
+        give_up = time.monotonic() + SAFETY
+        while self.clock.pending_sleeps() < 1 and not task.done():
+            assert time.monotonic() < give_up, "the poll neither blocked on the clock nor answered"
+            await asyncio.sleep(0.001)
+
     async def outlast(
         self, tasks: Iterable[asyncio.Task[list[spi.Claimed]]], by: float
     ) -> list[list[spi.Claimed]]:
