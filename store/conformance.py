@@ -1465,6 +1465,26 @@ class FlowStoreConformance(_StoreCase):
         handle = await fx.claim("e1")
         assert handle.state == await fx.state("e1")
 
+    async def test_flowdeck_stopped_execution_still_takes_deliveries(self, fx: StoreFixture) -> None:
+        await fx.mk_execution("e1")
+        await fx.stop("e1", waits={"approval": spi.WakeOnField("approval")})
+        assert await fx.deliver("e1", "approval", "yes") == spi.Delivered()
+        assert await fx.poll() == []
+        assert (await fx.state("e1")).status == spi.Stopped("F0001", "charge", "boom", "Traceback ...")
+
+    async def test_flowdeck_prefetched_ledger_is_the_record_at_claim_time(self, fx: StoreFixture) -> None:
+        """Optional for a store; one that hands the record over with the claim must hand the true one."""
+        await fx.mk_execution("e1", fields={"seed": field(1)})
+        await fx.mk_field("e1", "a", 2)
+        await fx.deliver("e1", "x", "v")
+        handle = await fx.claim("e1")
+        fields = dict(await fx.store.get_all_fields("e1"))
+        history = [(e, e.seq) for e in await fx.history("e1")]
+        await handle.record_progress("b", field(3), fx.step_completed("e1", "b"))
+        ledger = await handle.prefetched_ledger()
+        if ledger is not None:
+            assert (dict(ledger[0]), [(e, e.seq) for e in ledger[1]]) == (fields, history)
+
 
 class _Jumping(ManualClock):
     """A manual clock that jumps both times forward right after one chosen task next reads the wall clock,
