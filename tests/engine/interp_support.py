@@ -3,6 +3,7 @@ every write through the claim counted (a thin wrapper around the store's real ha
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -173,3 +174,14 @@ class Calls(Counter[str]):
 def world_fixture(store: spi.FlowStore, clock: ManualClock) -> World:
     """The engine tests' store (every backend they run on) and their manual clock."""
     return World(store, clock)
+
+
+async def sleeping(clock: ManualClock, count: int = 1, *, seconds: float = 10.0) -> None:
+    """Wait (real time, briefly) until `count` sleeps are blocked on the manual clock, so that moving it
+    wakes them: the attempt runs on the loop and store threads, at its own pace."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while clock.pending_sleeps() < count:
+        if loop.time() > deadline:
+            pytest.fail(f"expected {count} sleep(s) on the clock, found {clock.pending_sleeps()}")
+        await asyncio.sleep(0.001)

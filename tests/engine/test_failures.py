@@ -12,7 +12,14 @@ import pytest
 from engine import Flow, FlowDomainError, FlowRetry, Schedule
 from engine.interpreter import AttemptReport, run_attempt
 from store import spi
-from tests.engine.interp_support import Calls, CountingClaimed, Crash, World, world_fixture  # noqa: F401
+from tests.engine.interp_support import (  # noqa: F401
+    Calls,
+    CountingClaimed,
+    Crash,
+    World,
+    sleeping,
+    world_fixture,
+)
 
 
 class CardDeclined(FlowDomainError):
@@ -56,7 +63,7 @@ async def test_short_retries_sleep_in_process_and_count_in_history(world: World)
     eid = await world.start(flow)
     task = asyncio.create_task(world.attempt(flow, eid))
     for _ in range(2):
-        await asyncio.sleep(0.05)
+        await sleeping(world.clock)
         await world.clock.advance(timedelta(milliseconds=100))
     assert (await task).outcome == "completed"
     assert calls == {"flaky": 3}
@@ -146,7 +153,7 @@ async def test_a_timeout_is_retried_and_recorded(world: World) -> None:
     flow = Flow.init("f").output("a", slow, timeout=timedelta(seconds=5), retry=Schedule.fixed(timedelta(0)))
     eid = await world.start(flow)
     task = asyncio.create_task(world.attempt(flow, eid))
-    await asyncio.sleep(0.05)
+    await sleeping(world.clock)
     await world.clock.advance(timedelta(seconds=5))
     assert (await task).outcome == "completed"
     timed_out = await world.events(eid, spi.EventKind.STEP_TIMED_OUT)
@@ -166,7 +173,7 @@ async def test_a_sync_body_past_its_timeout_is_abandoned_not_awaited(world: Worl
     flow = Flow.init("f").output("a", stuck, timeout=timedelta(seconds=1))
     eid = await world.start(flow)
     task = asyncio.create_task(world.attempt(flow, eid))
-    await asyncio.sleep(0.05)
+    await sleeping(world.clock)
     await world.clock.advance(timedelta(seconds=1))
     report = await asyncio.wait_for(task, 2)
     release.set()
