@@ -59,7 +59,7 @@ def traits(i: int) -> dict[str, Any]:
 
 _ROWS = """
     from (
-        select i, (i * 7919) %% 100 as b,
+        select i, (i::bigint * 7919) %% 100 as b,
                timestamptz '2026-01-01 00:00:00+00' + make_interval(secs => i) as ts
         from generate_series(1, %(rows)s) as i
     ) s
