@@ -85,14 +85,17 @@ class MemoryStore(spi.FlowStore):
                 self._waiters.discard((loop, future))
 
     async def _wait_for_change(self, generation: int, registrations: int, remaining: float) -> _Woken:
-        if self.registrations != registrations:
-            return _Woken.REGISTRATION
-        if self.generation != generation:
-            return _Woken.WRITE
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         waiter = (loop, future)
-        self._waiters.add(waiter)
+        # Checked and registered under the lock every write holds, so a write from another thread cannot
+        # land between the check and the registration unseen.
+        with self._lock:
+            if self.registrations != registrations:
+                return _Woken.REGISTRATION
+            if self.generation != generation:
+                return _Woken.WRITE
+            self._waiters.add(waiter)
         sleeper = asyncio.ensure_future(self.clock.sleep(remaining))
         try:
             await asyncio.wait({future, sleeper}, return_when=asyncio.FIRST_COMPLETED)
