@@ -31,7 +31,7 @@ from store import spi
 from store.clock import SYSTEM_CLOCK, Clock
 from store.django import models, queries, rows
 from store.django.errors import translated
-from store.django.wakeups import PostgresListener, WakeHub, listener_params
+from store.django.wakeups import PostgresListener, WakeHub, listener_params, payload
 
 __all__ = ["DjangoStore"]
 
@@ -174,7 +174,7 @@ class DjangoStore(spi.FlowStore):
     def _wake_after_commit(self, tx: Tx, *, registration: bool = False) -> None:
         """This write can make a row ready: wake local callers at commit, NOTIFY the other processes."""
         if tx.vendor == "postgresql":
-            tx.execute(queries.NOTIFY_WAKE, {"origin": self.origin})
+            tx.execute(queries.NOTIFY_WAKE, {"origin": payload(self.origin, registration=registration)})
         transaction.on_commit(lambda: self.hub.changed(registration=registration), using=self.using)
 
     def close(self) -> None:
@@ -907,6 +907,17 @@ class _DjangoClaimed(spi.Claimed):
         return await self._write("record_wait", work)
 
     async def renew_claim(self, lease: timedelta) -> bool:
+        if self._one_statement:
+            now = self._store.clock.now()
+            sql = queries.RENEW_CLAIM.text("postgresql")
+            found = await self._store._run_statement(
+                "renew_claim", sql, {**self._key(now), "expiry": now + lease}
+            )
+            if found is None:
+                return False
+            self._cancel_requested, self._cancel_reason = bool(found[0]), found[1] or ""
+            return True
+
         def work(tx: Tx, now: datetime) -> tuple[bool, tuple[bool, str] | None]:
             found = tx.one(queries.RENEW_CLAIM, {**self._key(now), "expiry": now + lease})
             if found is None:

@@ -10,7 +10,6 @@ the caller's own short poll of `PRAGMA data_version`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import time
@@ -63,6 +62,14 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
+# The NOTIFY payload is the sending store's origin, with this suffix after a "/" for a registration.
+REGISTRATION = "registration"
+
+
+def payload(origin: str, *, registration: bool = False) -> str:
+    return f"{origin}/{REGISTRATION}" if registration else origin
+
+
 class PostgresListener:
     """LISTENs on the wake channel on its own connection and thread; every notification sent by another
     store bumps the hub. After a lost connection it reconnects and bumps once (a notification may have been
@@ -99,8 +106,9 @@ class PostgresListener:
                     backoff = 0.1
                     while not self._stopping.is_set():
                         for note in conn.notifies(timeout=0.5):
-                            if note.payload != self._origin:
-                                self._hub.changed()
+                            sender, _, what = note.payload.partition("/")
+                            if sender != self._origin:
+                                self._hub.changed(registration=what == REGISTRATION)
             except Exception as error:  # keep listening whatever happens; log and reconnect
                 if self._stopping.is_set():
                     return
@@ -114,6 +122,4 @@ def listener_params(connection: Any) -> dict[str, Any]:
     params = dict(connection.get_connection_params())
     for key in ("cursor_factory", "context", "prepare_threshold", "server_side_binding"):
         params.pop(key, None)
-    with contextlib.suppress(KeyError):
-        params.pop("options") if not params["options"] else None
     return params

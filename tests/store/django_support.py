@@ -97,25 +97,36 @@ def migrate(alias: str) -> None:
     call_command("migrate", database=alias, verbosity=0, interactive=False)
 
 
+# Aliases already set up in this process. Test modules import these fixtures, so pytest may instantiate a
+# "session" fixture once per importing module; the second time must find the first's database.
+_PREPARED: set[str] = set()
+
+
 @pytest.fixture(scope="session")
 def sqlite_alias(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any) -> str:
-    path = tmp_path_factory.mktemp("flowstore") / "store.sqlite3"
-    add_alias(SQLITE_ALIAS, sqlite_config(path))
-    with django_db_blocker.unblock():
-        migrate(SQLITE_ALIAS)
+    if SQLITE_ALIAS not in _PREPARED:
+        path = tmp_path_factory.mktemp("flowstore") / "store.sqlite3"
+        add_alias(SQLITE_ALIAS, sqlite_config(path))
+        with django_db_blocker.unblock():
+            migrate(SQLITE_ALIAS)
+        _PREPARED.add(SQLITE_ALIAS)
     return SQLITE_ALIAS
 
 
 @pytest.fixture(scope="session")
 def postgres_alias(django_db_blocker: Any) -> Iterator[str]:
     require_postgres()
-    create_postgres_database()
-    add_alias(POSTGRES_ALIAS, postgres_config())
-    with django_db_blocker.unblock():
-        migrate(POSTGRES_ALIAS)
+    if POSTGRES_ALIAS not in _PREPARED:
+        create_postgres_database()
+        add_alias(POSTGRES_ALIAS, postgres_config())
+        with django_db_blocker.unblock():
+            migrate(POSTGRES_ALIAS)
+        _PREPARED.add(POSTGRES_ALIAS)
     yield POSTGRES_ALIAS
-    connections[POSTGRES_ALIAS].close()
-    drop_postgres_database()
+    if POSTGRES_ALIAS in _PREPARED:  # the first of the instances to end removes the database
+        _PREPARED.discard(POSTGRES_ALIAS)
+        connections[POSTGRES_ALIAS].close()
+        drop_postgres_database()
 
 
 @pytest.fixture
@@ -123,3 +134,9 @@ def database_access(django_db_blocker: Any) -> Iterator[None]:
     """The store's own threads use committed data: no pytest-django test transaction, just access."""
     with django_db_blocker.unblock():
         yield
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend_alias(request: pytest.FixtureRequest, database_access: None) -> str:
+    """Each backend's migrated alias in turn (PostgreSQL cases marked `postgres`)."""
+    return str(request.getfixturevalue(f"{request.param}_alias"))

@@ -19,6 +19,7 @@ from store.clock import ManualClock, SystemClock
 from store.django.store import DjangoStore, executions_matching
 from tests.store.django_support import (
     add_alias,
+    backend_alias,
     database_access,
     migrate,
     postgres_alias,
@@ -27,7 +28,7 @@ from tests.store.django_support import (
     sqlite_config,
 )
 
-__all__ = ["database_access", "postgres_alias", "sqlite_alias"]
+__all__ = ["backend_alias", "database_access", "postgres_alias", "sqlite_alias"]
 
 F = spi.ExecutionFilter
 WF1 = "wf1"
@@ -218,12 +219,8 @@ def _event(eid: str, kind: spi.EventKind = spi.EventKind.CREATED) -> spi.Event:
 # ------------------------------------------------------------------------------------ unknown ids
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def test_unknown_executions_answer_and_never_raise(
-    backend: str, request: pytest.FixtureRequest
-) -> None:
-    request.getfixturevalue("database_access")
-    alias = request.getfixturevalue(f"{backend}_alias")
+async def test_unknown_executions_answer_and_never_raise(backend_alias: str) -> None:
+    alias = backend_alias
     store = DjangoStore(alias, ManualClock())
     store.reset()
     value = spi.FieldData.of(1, "int")
@@ -244,14 +241,10 @@ async def test_unknown_executions_answer_and_never_raise(
 # ------------------------------------------------------------------------------------ wake-ups
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-async def test_a_signal_through_another_store_wakes_a_blocked_poll(
-    backend: str, request: pytest.FixtureRequest
-) -> None:
+async def test_a_signal_through_another_store_wakes_a_blocked_poll(backend_alias: str) -> None:
     """Two store objects are two sets of connections, as two processes would have: the wake crosses by
     LISTEN/NOTIFY on PostgreSQL and by the data_version watch on SQLite, long before the poll's timeout."""
-    request.getfixturevalue("database_access")
-    alias = request.getfixturevalue(f"{backend}_alias")
+    alias = backend_alias
     waiting, writing = DjangoStore(alias, SystemClock()), DjangoStore(alias, SystemClock())
     waiting.reset()
     try:
@@ -273,6 +266,50 @@ async def test_a_signal_through_another_store_wakes_a_blocked_poll(
         assert delivered == spi.Delivered()
         claimed = await asyncio.wait_for(poll, 10)
         assert [c.state.execution_id for c in claimed] == ["e1"]
+        assert time.monotonic() - started < 2.0
+    finally:
+        await waiting.aclose()
+        await writing.aclose()
+
+
+async def test_a_claim_whose_caller_stopped_waiting_is_given_back(backend_alias: str) -> None:
+    """The claim runs on a database thread; a caller cancelled meanwhile never sees its rows, so the store
+    hands them straight back instead of leaving them held until their lease lapses."""
+    alias = backend_alias
+    store = DjangoStore(alias, ManualClock())
+    store.reset()
+    try:
+        await store.create_execution_if_absent("e1", WF1, "", spi.Running(), _event("e1"))
+        poll = asyncio.ensure_future(store.claim_ready(SERVED, "gone", LEASE, 1, timedelta(0)))
+        await asyncio.sleep(0)  # the ask is on its thread
+        poll.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await poll
+        # the clock never moves, so only a give-back (not a lapsed lease) lets "next" have the row
+        give_up = time.monotonic() + 10
+        while not (claimed := await store.claim_ready(SERVED, "next", LEASE, 1, timedelta(0))):
+            assert time.monotonic() < give_up, "the claim was never given back"
+            await asyncio.sleep(0.01)
+        [again] = claimed
+        assert again.state.execution_id == "e1"
+        assert again.state.executor == "next"
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.postgres
+async def test_a_registration_through_another_store_ends_a_blocked_poll(
+    postgres_alias: str, database_access: None
+) -> None:
+    """A registration elsewhere may widen what this caller serves: its poll asks once and answers."""
+    waiting, writing = DjangoStore(postgres_alias, SystemClock()), DjangoStore(postgres_alias, SystemClock())
+    waiting.reset()
+    try:
+        poll = asyncio.ensure_future(waiting.claim_ready(SERVED, "ex", LEASE, 1, timedelta(seconds=30)))
+        await asyncio.sleep(0.3)  # real time: let the poll ask once and block
+        started = time.monotonic()
+        await writing.put_workflow(spi.WorkflowInfo(id=WF1, structural_hash="h1"))
+        assert await asyncio.wait_for(poll, 10) == []
         assert time.monotonic() - started < 2.0
     finally:
         await waiting.aclose()
