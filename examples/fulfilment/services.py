@@ -5,10 +5,11 @@ asked again with the same key (a node re-run after a crash), it finds the row, c
 answers what it answered the first time. Undos are keyed by what they undo, so a refund or a release
 happens once however often the unwind is replayed.
 
-Three orders misbehave on purpose, for the demo and the tests: a card named "declined" is refused (an
+A few orders misbehave on purpose, for the demo and the tests: a card named "declined" is refused (an
 answer: the order fails and its reservations are released), an item whose SKU starts with
 "out-of-stock" is refused likewise, and a country with no carrier is a bug in the shipping table (a
-mistake: the execution stops for a person, F0001).
+mistake: the execution stops for a person, F0001). An order to Antarctica ("AQ") is refused by every
+carrier after it was charged: the charge is refunded and the stock released.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "Item",
     "Order",
     "OutOfStock",
+    "ShipmentRefused",
     "charge_card",
     "notify_customer",
     "refund_charge",
@@ -70,8 +72,15 @@ class OutOfStock(FlowDomainError):
     """An item is out of stock."""
 
 
+class ShipmentRefused(FlowDomainError):
+    """The carrier refused the shipment."""
+
+
 # The shipping table. A country missing here is a bug (KeyError): the execution stops (F0001) until
 # someone adds the carrier, answers for the shipment by hand, or ends the order.
+# Countries no carrier ships to: an answer (the order fails, its charge is refunded, its stock released).
+EMBARGOED = frozenset({"AQ"})
+
 CARRIERS: dict[str, str] = {"NL": "PostNL", "BE": "bpost", "DE": "DHL", "FR": "Colissimo", "GB": "Royal Mail"}
 
 
@@ -130,6 +139,8 @@ def refund_charge(charge_id: str) -> None:
 
 def ship(key: str, execution_id: str, order: Order) -> str:
     """Hand the order to the carrier of its country; answers the carrier."""
+    if order.country in EMBARGOED:
+        raise ShipmentRefused(f"no carrier ships order {order.id} to {order.country}")
     carrier = CARRIERS[order.country]
     _once(ledger.Shipment, key, execution_id, order_id=order.id, carrier=carrier)
     return carrier

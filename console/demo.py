@@ -1,0 +1,171 @@
+"""The demo's world: an admin user and executions of the example flows in every interesting state.
+
+`seed` drives each execution with an in-process engine until it settles where the demo wants it:
+completed, waiting for a person's approval (a large order, raced against the 24-hour grace period),
+sleeping (a follow-up waiting out the delivery window), failed and compensated (a declined card: its
+reservations released), refunded (a charged order no carrier takes: refund and releases), stopped (a
+bug in the shipping table, F0001), cancelled (a customer changed their mind while waiting for approval:
+its reservations released) and parked (started under the previous version of `fulfilment`, which no
+process serves any more).
+
+Execution ids are fixed (`demo-…`): seeding again keeps the executions already there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth import get_user_model
+
+from engine.engine import FlowEngine
+from examples.fulfilment import flows
+from store import spi
+
+__all__ = ["DEMO_USER", "Seeded", "ensure_admin", "order", "seed"]
+
+DEMO_USER = "admin"
+
+
+def ensure_admin(username: str = DEMO_USER) -> str:
+    """Make (or reset) a superuser `username` with a fresh random password; answers the password."""
+    password = secrets.token_urlsafe(9)
+    user_model = get_user_model()
+    user, _ = user_model.objects.get_or_create(
+        **{user_model.USERNAME_FIELD: username}, defaults={"email": f"{username}@example.com"}
+    )
+    user.is_staff = True
+    user.is_superuser = True
+    user.set_password(password)
+    user.save()
+    return password
+
+
+def order(order_id: str, *lines: tuple[str, int, int], **extra: Any) -> dict[str, Any]:
+    """An order as the shop sends it: (sku, qty, unit price in cents) lines."""
+    items = [{"sku": sku, "qty": qty, "price": price} for sku, qty, price in lines]
+    return {"id": order_id, "customer": extra.pop("customer", "ada"), "items": items, **extra}
+
+
+SMALL = (("widget", 3, 400), ("gadget", 1, 250))
+LARGE = (("grand-piano", 1, 1_250_000), ("piano-stool", 1, 9_900))
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One demo execution: what to start, and the state it should settle in."""
+
+    execution_id: str
+    workflow_id: str
+    inputs: Mapping[str, Any]
+    settles: str  # "ended", "stopped" or "waiting"
+    cancel: str = ""
+
+
+WANTED: tuple[Wanted, ...] = (
+    Wanted("demo-completed", "fulfilment", {"order": order("o-1001", *SMALL)}, "ended"),
+    Wanted(
+        "demo-awaiting-approval",
+        "fulfilment",
+        {"order": order("o-1002", *LARGE, customer="grace")},
+        "waiting",
+    ),
+    Wanted("demo-sleeping", "follow_up", {"order": order("o-1001", *SMALL)}, "waiting"),
+    Wanted("demo-declined", "fulfilment", {"order": order("o-1003", *SMALL, card="declined")}, "ended"),
+    Wanted("demo-refunded", "fulfilment", {"order": order("o-1004", *SMALL, country="AQ")}, "ended"),
+    Wanted("demo-stopped", "fulfilment", {"order": order("o-1005", *SMALL, country="Atlantis")}, "stopped"),
+    Wanted(
+        "demo-cancelled",
+        "fulfilment",
+        {"order": order("o-1006", *LARGE, customer="linus")},
+        "ended",
+        cancel="the customer changed their mind",
+    ),
+)
+
+PARKED = Wanted("demo-parked", "fulfilment", {"order": order("o-0999", *SMALL, customer="old")}, "waiting")
+
+
+@dataclass(frozen=True)
+class Seeded:
+    """What seeding left: each demo execution's id and its status word."""
+
+    statuses: Mapping[str, str]
+
+
+def _settled(state: spi.ExecutionState, wanted: Wanted) -> bool:
+    if state.status.terminal:
+        return True
+    if isinstance(state.status, spi.Stopped):
+        return wanted.settles == "stopped"
+    # waiting: every row it waits on is a person's input or a far deadline, and nobody holds it
+    return wanted.settles == "waiting" and bool(state.waits) and state.executor is None
+
+
+async def _start_absent(engine: FlowEngine, wanted: Wanted) -> bool:
+    if await engine.store.get_execution(wanted.execution_id) is not None:
+        return False
+    await engine.workflows.start(wanted.workflow_id, execution_id=wanted.execution_id, inputs=wanted.inputs)
+    return True
+
+
+async def seed_parked(store: spi.FlowStore) -> None:
+    """Start `demo-parked` under the previous version of `fulfilment` with an engine that runs nothing.
+
+    No worker serves that version afterwards (they register the current one), so it stays parked until an
+    operator resumes it onto the current version (`flow resume demo-parked --go`)."""
+    old = FlowEngine(store)
+    await old.register("fulfilment", flows.fulfilment_v1)
+    await _start_absent(old, PARKED)
+
+
+async def seed(engine: FlowEngine, *, timeout: float = 60.0) -> Seeded:
+    """Start every demo execution not already there and wait until each settles; `engine` must be running
+    workers serving the current flows. Parked first: registering the current version afterwards makes it
+    the newest again."""
+    await seed_parked(engine.store)
+    for workflow_id, flow in flows.FLOWS.items():
+        await engine.register(workflow_id, flow)
+    fresh = [w for w in WANTED if await _start_absent(engine, w)]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    pending = list(fresh)
+    while pending and loop.time() < deadline:
+        still = []
+        for wanted in pending:
+            state = await engine.store.get_execution(wanted.execution_id)
+            assert state is not None
+            if wanted.cancel and state.waits and state.executor is None and not state.cancel_requested:
+                await engine.executions.cancel(wanted.execution_id, wanted.cancel, actor="demo")
+                still.append(wanted)
+            elif not _settled(state, wanted):
+                still.append(wanted)
+        pending = still
+        if pending:
+            await asyncio.sleep(0.2)
+    if pending:
+        raise TimeoutError(
+            "demo executions did not settle in time: " + ", ".join(w.execution_id for w in pending)
+        )
+    parked = {state.execution_id for state in await engine.parked(PARKED.workflow_id)}
+    statuses = {}
+    for wanted in (*WANTED, PARKED):
+        state = await engine.store.get_execution(wanted.execution_id)
+        assert state is not None
+        statuses[wanted.execution_id] = (
+            "parked (previous version)" if wanted.execution_id in parked else (_word(state))
+        )
+    return Seeded(statuses)
+
+
+def _word(state: spi.ExecutionState) -> str:
+    status = state.status
+    if isinstance(status, spi.Failed):
+        return f"failed:{status.kind}"
+    if isinstance(status, spi.Running) and state.waits:
+        kinds = {"input" if isinstance(w, spi.WakeOnField) else "sleep" for w in state.waits.values()}
+        return "running (" + " + ".join(sorted(kinds)) + ")"
+    return status.show()
