@@ -3,8 +3,9 @@
 Every flow element gets a BPMNShape and every sequence flow a BPMNEdge, laid out left to right by
 engine/render/layout.py. A subflow is an expanded subProcess holding the child's elements between its own
 start and end events. Loops carry a loop marker instead of a back edge (BPMN has no self-flow idiom).
-BPMN has no colours: progress shows in the modeler's own overlays, so it is not written here. Names are
-attribute values written by ElementTree, which escapes them.
+Progress is painted with the BPMN non-normative colour extension (`color:background-color` on a shape),
+which bpmn-js and Camunda Modeler draw and other readers ignore. Names are attribute values written by
+ElementTree, which escapes them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from engine.graph import FlowGraph, GraphNode
-from engine.render.common import title
+from engine.render.common import colour, title
 from engine.render.layout import Box, layered, waypoints
 
 __all__ = ["NS", "render"]
@@ -24,6 +25,7 @@ NS = {
     "dc": "http://www.omg.org/spec/DD/20100524/DC",
     "di": "http://www.omg.org/spec/DD/20100524/DI",
     "xsi": "http://www.w3.org/2001/XMLSchema-instance",
+    "color": "http://www.omg.org/spec/BPMN/non-normative/color/1.0",
 }
 for _prefix, _uri in NS.items():
     ET.register_namespace(_prefix, _uri)
@@ -74,6 +76,7 @@ class _Writer:
         self.flows: list[_Flow] = []
         self.tags: dict[str, str] = {}
         self.members: dict[str, list[str]] = {}  # scope → its elements, start and end events included
+        self.status = {n.id: n.status for n in graph.nodes}
 
     # ---- semantic model
 
@@ -181,6 +184,10 @@ class _Writer:
                 attrs["isExpanded"] = "true"
             if self.tags[member].endswith("Gateway"):
                 attrs["isMarkerVisible"] = "true"
+            status = self.status.get(member, "")
+            if status:
+                attrs[_q("color", "background-color")] = colour(status)
+                attrs[_q("color", "border-color")] = "#333333"
             shape = ET.SubElement(plane, _q("bpmndi", "BPMNShape"), attrs)
             ET.SubElement(shape, _q("dc", "Bounds"), _bounds(box))
             if self.tags[member] == "subProcess":

@@ -67,8 +67,9 @@ def test_dot_accepts_and_keeps_every_name(batch: list[Flow]) -> None:
 @BATCH
 @given(batches)
 def test_bpmn_reads_cleanly_and_keeps_every_name(batch: list[Flow]) -> None:
-    documents = [render(f, "bpmn") for f in batch]
-    for flow, document, result in zip(batch, documents, tools.bpmn(documents), strict=True):
+    cases = _painted(batch)
+    documents = [render(f, "bpmn", p) for f, p in cases]
+    for (flow, _), document, result in zip(cases, documents, tools.bpmn(documents), strict=True):
         assert result["ok"], (flow, result)
         expected = set(_names(flow)) | {e.label for e in build_graph(flow).edges if e.label}
         expected -= {e.label for e in build_graph(flow).edges if e.style == "back"}

@@ -14,6 +14,7 @@ import pytest
 from engine.flow import Flow
 from engine.progress import NodeProgress, NodeStatus, Progress, build_progress
 from engine.render import render
+from engine.render.common import COLOURS
 from examples import seed
 from store import spi
 from tests.diagrams.sample_flows import every_kind
@@ -290,3 +291,7 @@ def test_mermaid_and_dot_colours_match_their_legends(
         assert set(legend) == set(NodeStatus)
         assert len(set(legend.values())) == len(NodeStatus)  # every status its own colour
         assert {i: fills[i] for i in status_of} == {i: legend[s] for i, s in status_of.items()}
+    bpmn = _fills(
+        render(every_kind, "bpmn", progress), r'bpmnElement="(\w+)"[^>]*color:background-color="(#\w+)"'
+    )
+    assert bpmn == {i: COLOURS[s] for i, s in status_of.items()}
