@@ -97,6 +97,7 @@ class _Claim:
     state: spi.ExecutionState
     satisfied: frozenset[str]
     token: int
+    ledger: tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]] | None = None
 
 
 @dataclass(frozen=True)
@@ -251,7 +252,7 @@ class DjangoStore(spi.FlowStore):
             generation, woken = hub.generation, True
 
     def _handles(self, ask: _Ask) -> list[spi.Claimed]:
-        return [_DjangoClaimed(self, c.state, c.satisfied, c.token) for c in ask.claims]
+        return [_DjangoClaimed(self, c.state, c.satisfied, c.token, c.ledger) for c in ask.claims]
 
     async def _ask(
         self, served: frozenset[tuple[str, str]], executor_id: str, lease: timedelta, limit: int
@@ -312,15 +313,41 @@ class DjangoStore(spi.FlowStore):
             (next_wake,) = tx.one(queries.NEXT_WAKE, params, served=served_sql)
             version = tx.one(queries.DATA_VERSION)[0] if tx.vendor == "sqlite" else None
             return _Ask([], now, rows.to_datetime(next_wake), version)
-        waits, satisfied = self._waits_in(tx, [r[0] for r in claimed], now)
+        ids = [r[0] for r in claimed]
+        waits, satisfied = self._waits_in(tx, ids, now)
+        fields, histories = self._ledgers_in(ids)
         claims = [
             _Claim(
-                rows.execution_state(r, waits.get(r[0], {})), frozenset(satisfied.get(r[0], ())), int(r[6])
+                rows.execution_state(r, waits.get(r[0], {})),
+                frozenset(satisfied.get(r[0], ())),
+                int(r[6]),
+                (fields.get(r[0], {}), histories.get(r[0], [])),
             )
             for r in claimed
         ]
         claims.sort(key=lambda c: (c.state.created, c.token))
         return _Ask(claims, now)
+
+    def _ledgers_in(
+        self, ids: Sequence[str]
+    ) -> tuple[dict[str, dict[str, spi.FieldData]], dict[str, list[spi.Event]]]:
+        """The fields and histories of the claimed rows, read in the claim's transaction (the engine's
+        attempt then starts with no read of its own: `Claimed.prefetched_ledger`)."""
+        fields: dict[str, dict[str, spi.FieldData]] = {}
+        found = models.Field.objects.using(self.using).filter(execution_id__in=ids)
+        for eid, name, value, tag in found.values_list("execution_id", "name", "value", "tag"):
+            fields.setdefault(eid, {})[name] = spi.FieldData(value, tag)
+        histories: dict[str, list[spi.Event]] = {}
+        events = (
+            models.Event.objects.using(self.using)
+            .filter(execution_id__in=ids)
+            .order_by("execution_id", "seq")
+        )
+        for eid, flow_id, seq, kind, timestamp, data in events.values_list(
+            "execution_id", "flow_id", "seq", "kind", "timestamp", "data"
+        ):
+            histories.setdefault(eid, []).append(rows.event_of(flow_id, eid, seq, kind, timestamp, data))
+        return fields, histories
 
     def _waits_in(
         self, tx: Tx, ids: Sequence[str], now: datetime
@@ -785,9 +812,15 @@ class _DjangoClaimed(spi.Claimed):
     and answers the cancel flag; a refused write rolls back, changing nothing."""
 
     def __init__(
-        self, store: DjangoStore, state: spi.ExecutionState, satisfied: frozenset[str], token: int
+        self,
+        store: DjangoStore,
+        state: spi.ExecutionState,
+        satisfied: frozenset[str],
+        token: int,
+        ledger: tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]] | None = None,
     ) -> None:
         self._store = store
+        self._ledger = ledger
         self._state = state
         self._satisfied = satisfied
         self._token = token
@@ -809,6 +842,9 @@ class _DjangoClaimed(spi.Claimed):
     @property
     def cancel_reason(self) -> str:
         return self._cancel_reason
+
+    async def prefetched_ledger(self) -> tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]] | None:
+        return self._ledger
 
     @property
     def _id(self) -> str:
