@@ -411,6 +411,21 @@ DATA_VERSION = Query(
     "PRAGMA data_version",
 )
 
+LATEST_EVENT_ID = Query(
+    "latest_event_id",
+    "The console's live feed: the newest event's id (0 for none), where a fresh feed starts.",
+    "SELECT COALESCE(MAX(id), 0) FROM flowstore_event",
+)
+
+EVENTS_AFTER = Query(
+    "events_after",
+    """The console's live feed: events above id `after`, plus the ids in `{gaps}` (ids skipped by an earlier
+    read whose transactions may still commit: ids are taken at insert, not at commit), narrowed by `{scope}`
+    (an execution or a workflow), oldest first.""",
+    "SELECT id, execution_id, flow_id, seq, kind FROM flowstore_event"
+    " WHERE (id > %(after)s{gaps}){scope} ORDER BY id LIMIT %(limit)s",
+)
+
 __all__ = [name for name, value in globals().items() if isinstance(value, Query)] + [
     "EXECUTION_COLUMNS",
     "WAKE_CHANNEL",
