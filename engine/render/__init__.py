@@ -6,6 +6,8 @@ them its own way and uses generated ids for structure, so no name can inject syn
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -39,3 +41,15 @@ def render(flow: Flow, format: str, progress: Progress | None = None) -> str:
 def render_svg(flow: Flow, progress: Progress | None = None) -> str:
     """The DOT drawing laid out as SVG by Graphviz (a system `dot`, else the pip-installed graphviz-pure)."""
     return svg.from_dot(render(flow, "dot", progress))
+
+
+class _CallableModule(types.ModuleType):
+    """`engine.render` is both this package (`render.FORMATS`, `render.render_svg`) and, as DESIGN.md's
+    public `render(flow, format, progress=None)`, callable itself: `from engine import render` serves both
+    spellings, and nothing has to shadow the package with the function."""
+
+    def __call__(self, flow: Flow, format: str, progress: Progress | None = None) -> str:
+        return render(flow, format, progress)
+
+
+sys.modules[__name__].__class__ = _CallableModule

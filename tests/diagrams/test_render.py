@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from graphviz.backend import dot_command
 
+import engine.render as render_package
 from engine.graph import FlowGraph, GraphEdge, GraphNode, Scope, build_graph
 from engine.render import FORMATS, render, render_svg, svg
 from engine.render.bpmn import NS
@@ -234,3 +235,7 @@ def test_svg_falls_back_to_graphviz_pure_without_a_system_dot(monkeypatch: pytes
 
 def _has_dot(folder: str) -> bool:
     return (Path(folder) / "dot").exists() or (Path(folder) / "graphviz-pure").exists()
+
+
+def test_the_render_package_is_callable_as_the_public_render() -> None:
+    assert render_package(seed.fulfilment, "Mermaid") == render(seed.fulfilment, "mermaid")
