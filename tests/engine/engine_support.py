@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -19,6 +19,7 @@ from engine.engine import FlowEngine
 from examples import seed
 from store import spi
 from store.clock import ManualClock
+from store.django.store import DjangoStore
 from store.memory import MemoryStore
 
 LEASE = timedelta(seconds=30)
@@ -36,8 +37,36 @@ def _fresh_world() -> None:
     seed.reset()
 
 
+STORES = ["memory", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=STORES)
+def store_alias(request: pytest.FixtureRequest) -> str | None:
+    """None for the memory store, else the migrated PostgreSQL alias (resolved here, outside the loop)."""
+    if request.param == "memory":
+        return None
+    alias: str = request.getfixturevalue("postgres_alias")
+    request.getfixturevalue("database_access")
+    return alias
+
+
 @pytest.fixture
-async def store(clock: ManualClock) -> spi.FlowStore:
+async def store(store_alias: str | None, clock: ManualClock) -> AsyncIterator[spi.FlowStore]:
+    """Each engine test runs on the memory store and on the Django store over PostgreSQL (emptied)."""
+    if store_alias is None:
+        yield MemoryStore(clock)
+        return
+    django_store = DjangoStore(store_alias, clock)
+    django_store.reset()
+    try:
+        yield django_store
+    finally:
+        await django_store.aclose()
+
+
+@pytest.fixture
+def memory_store(clock: ManualClock) -> MemoryStore:
+    """For cases that time the engine against `settle()` (loop turns), which a threaded store outlives."""
     return MemoryStore(clock)
 
 

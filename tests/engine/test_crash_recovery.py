@@ -5,19 +5,32 @@ the PostgreSQL cases kill a separate OS process."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import os
+import signal
+import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
+from types import ModuleType
 
+import pytest
+
+from engine.engine import FlowEngine
 from engine.flow import Flow
 from examples import seed
 from examples.seed import Approval, Order
 from store import spi
 from store.clock import ManualClock, settle
+from store.django.store import DjangoStore
 from tests.engine.engine_support import LEASE, kinds, make_engine, until, waiting_for
+from tests.store.django_support import POSTGRES_URL
 
 ORDER = seed.sample_order()
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_a_crash_mid_node_resumes_at_that_node(store: spi.FlowStore, clock: ManualClock) -> None:
@@ -152,3 +165,129 @@ async def test_a_cancel_while_waiting_for_an_input_unwinds(store: spi.FlowStore,
         "ExecutionReleased",
         "Cancelled",
     ]
+
+
+# ------------------------------------------------------------------------- a killed process (PostgreSQL)
+
+CRASHING_FLOW = '''
+"""A flow whose bodies note each call in a ledger file; run as a script, an engine that starts it."""
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from engine.flow import Flow
+
+
+def note(name: str) -> None:
+    with Path(os.environ["FLOWDECK_LEDGER"]).open("a") as ledger:
+        ledger.write(name + "\\n")
+        ledger.flush()
+        os.fsync(ledger.fileno())
+
+
+def first(ctx):
+    note("first")
+    return 1
+
+
+async def second(ctx):
+    note("second")
+    if os.environ.get("FLOWDECK_HANG") == "1":
+        await asyncio.Event().wait()  # blocked here when the process is killed
+    return ctx.first + 1
+
+
+def third(ctx):
+    note("third")
+    return ctx.second + 1
+
+
+flow = Flow.init("ledgered").output("first", first, type=int).output("second", second, type=int).output(
+    "third", third, type=int
+)
+
+KNOBS = dict(
+    workers=1,
+    lease=timedelta(seconds=2),
+    renew_every=timedelta(milliseconds=500),
+    poll_timeout=timedelta(milliseconds=500),
+)
+
+
+async def main(execution_id: str) -> None:
+    import django
+
+    django.setup()
+    from engine.engine import FlowEngine
+    from store.django.store import DjangoStore
+
+    async with FlowEngine(DjangoStore("default"), [flow], **KNOBS) as engine:
+        await engine.workflows.start("ledgered", execution_id=execution_id)
+        await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1]))
+'''
+
+
+def _load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("crashing_flow", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _ledger(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+async def test_a_killed_process_is_taken_over_at_the_node_in_flight(
+    postgres_alias: str, database_access: None, tmp_path: Path
+) -> None:
+    script, ledger = tmp_path / "crashing_flow.py", tmp_path / "ledger.txt"
+    script.write_text(CRASHING_FLOW)
+    crashing = _load(script)
+    store = DjangoStore(postgres_alias)
+    store.reset()
+    env = {
+        **os.environ,
+        "DATABASE_URL": POSTGRES_URL,
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "PYTHONPATH": str(ROOT),
+        "FLOWDECK_LEDGER": str(ledger),
+        "FLOWDECK_HANG": "1",
+    }
+    child = await asyncio.create_subprocess_exec(sys.executable, str(script), "e-killed", env=env)
+    try:
+        give_up = time.monotonic() + 60
+        while _ledger(ledger) != ["first", "second"]:
+            assert child.returncode is None, "the engine process died on its own"
+            assert time.monotonic() < give_up, f"the engine process never reached 'second': {_ledger(ledger)}"
+            await asyncio.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        await child.wait()
+    held = await store.get_execution("e-killed")
+    assert (held.status, held.executor is not None) == (spi.Running(), True)
+
+    os.environ["FLOWDECK_LEDGER"] = str(ledger)
+    try:
+        async with FlowEngine(store, [crashing.flow], **crashing.KNOBS) as survivor:
+            state = await until(store, "e-killed", seconds=30)
+        history = (await store.get_history("e-killed")).events
+    finally:
+        del os.environ["FLOWDECK_LEDGER"]
+        await store.aclose()
+    assert state.status == spi.Completed()
+    assert _ledger(ledger) == ["first", "second", "second", "third"]
+    claims = [e.data["executor_id"] for e in history if e.kind == spi.EventKind.EXECUTION_CLAIMED]
+    assert (len(claims), claims[-1]) == (2, survivor.executor_id)

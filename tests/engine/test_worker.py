@@ -16,6 +16,13 @@ from store.memory import MemoryStore
 from tests.engine.engine_support import LEASE, POLL, RENEW, kinds, make_engine, unclaimed, until
 
 
+@pytest.fixture
+def store(memory_store: MemoryStore) -> MemoryStore:
+    """These cases time the workers in loop turns (`settle()`), which only the memory store keeps up with;
+    the engine's behaviour on PostgreSQL is covered by the other engine test modules."""
+    return memory_store
+
+
 class Gate:
     """An async body that blocks until opened, remembering each call and each cancellation."""
 
