@@ -320,7 +320,8 @@ class FlowRunEnded(FlowError):
 
     def __init__(self, flow: str, status: object) -> None:
         show = getattr(status, "show", None)
-        super().__init__(f"flow {flow!r} did not complete: {show() if callable(show) else status!r}")
+        ended = show() if callable(show) else repr(status)
+        super().__init__(f"flow {flow!r} did not complete: {ended}")
         self.flow = flow
         self.status = status
 

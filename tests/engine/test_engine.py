@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from engine import errors
+from engine import errors, run_local
 from engine.config import EngineConfig
 from engine.engine import FlowEngine, InputStatus
 from engine.flow import Flow
@@ -330,3 +330,31 @@ async def test_cancel_all_counts_accepted_requests(store: spi.FlowStore, clock: 
         for eid in [*ids, pay]:
             assert isinstance((await until(store, eid)).status, spi.Cancelled)
         assert (await store.get_execution(done)).status == spi.Completed()
+
+
+# ----------------------------------------------------------------------------------------- run_local
+
+
+async def test_run_local_answers_the_record() -> None:
+    record = await run_local(seed.with_payment, order=ORDER)
+    assert record._asdict() == {
+        "order": ORDER,
+        "total": 1200,
+        "payment": {"order_id": "o-1017", "amount_cents": 1200, "charge_id": "ch-o-1017-1200"},
+    }
+    assert (record.payment.order_id, record.total) == ("o-1017", 1200)
+
+
+async def test_run_local_raises_on_an_end_other_than_completed() -> None:
+    seed.fail_next("ship", seed.ShipmentRefused())
+    with pytest.raises(errors.FlowRunEnded) as caught:
+        await run_local(seed.saga, order=ORDER)
+    assert caught.value.status == spi.Failed("The carrier refused the shipment.", "ShipmentRefused")
+    assert str(caught.value) == "flow 'fulfilment' did not complete: failed:The carrier refused the shipment."
+
+
+async def test_run_local_names_a_missing_or_undeclared_input() -> None:
+    with pytest.raises(errors.FlowInputError, match="the flow waits for input\\(s\\) 'order': pass them"):
+        await run_local(seed.fulfilment)
+    with pytest.raises(errors.FlowInputError, match="input 'orders' is not declared"):
+        await run_local(seed.fulfilment, orders=ORDER)
