@@ -1,28 +1,38 @@
 #!/usr/bin/env bash
-# Installs the Node tools the diagram tests validate with (bpmn-moddle, elkjs, mermaid + jsdom) into
-# node_tools/ at the repository root: a test-only folder, ignored by git. Idempotent: when node_tools/ already
-# holds exactly the pinned versions it does nothing. Usage: bash .ci/node-tools.sh
+# Installs the Node tools the diagram tests check diagrams with (bpmn-moddle, elkjs, mermaid + jsdom) into
+# node_tools/ at the repository root: a test-only folder, ignored by git. The versions are pinned by
+# tests/diagrams/node/package.json and its package-lock.json (`npm ci`, so every machine gets the same tree).
+#
+# Usage: bash .ci/node-tools.sh        (idempotent: does nothing when node_tools/ already matches the pins)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-manifest=tests/diagrams/node/package.json
+source_dir=tests/diagrams/node
 target=node_tools
+stamp="$target/.installed"
 
 command -v npm >/dev/null 2>&1 || { echo "node-tools: npm is not installed (apt-get install -y nodejs npm)" >&2; exit 1; }
 
-if [ -f "$target/package.json" ] && cmp -s "$manifest" "$target/package.json" && [ -f "$target/.installed" ]; then
+up_to_date() {
+  [ -f "$stamp" ] || return 1
+  cmp -s "$source_dir/package.json" "$target/package.json" || return 1
+  cmp -s "$source_dir/package-lock.json" "$stamp" || return 1
+  for package in bpmn-moddle elkjs jsdom mermaid; do
+    [ -f "$target/node_modules/$package/package.json" ] || return 1
+  done
+}
+
+if up_to_date; then
   echo "node-tools: $target is up to date"
   exit 0
 fi
 
 mkdir -p "$target"
-cp "$manifest" "$target/package.json"
-rm -f "$target/.installed"
-npm install --prefix "$target" --no-audit --no-fund --loglevel=error
-node -e '
-  const pkg = require("./'"$target"'/package.json");
-  for (const name of Object.keys(pkg.dependencies)) {
-    const v = require("./'"$target"'/node_modules/" + name + "/package.json").version;
-    console.log("node-tools: " + name + "@" + v);
-  }'
-touch "$target/.installed"
+rm -f "$stamp"
+cp "$source_dir/package.json" "$source_dir/package-lock.json" "$target/"
+npm ci --prefix "$target" --no-audit --no-fund --loglevel=error
+for package in bpmn-moddle elkjs jsdom mermaid; do
+  version=$(node -p "require('./$target/node_modules/$package/package.json').version")
+  echo "node-tools: $package@$version"
+done
+cp "$source_dir/package-lock.json" "$stamp"

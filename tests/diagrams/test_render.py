@@ -16,6 +16,7 @@ from engine.graph import FlowGraph, GraphEdge, GraphNode, Scope, build_graph
 from engine.render import FORMATS, render, render_svg, svg
 from engine.render.bpmn import NS
 from examples import seed
+from tests.diagrams import tools
 from tests.diagrams.sample_flows import every_kind, nested
 
 
@@ -239,3 +240,11 @@ def _has_dot(folder: str) -> bool:
 
 def test_the_render_package_is_callable_as_the_public_render() -> None:
     assert render_package(seed.fulfilment, "Mermaid") == render(seed.fulfilment, "mermaid")
+
+
+def test_missing_node_tools_fail_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(tools, "NODE_TOOLS", tmp_path / "node_tools")
+    with pytest.raises(pytest.fail.Exception, match=r"run `bash \.ci/node-tools\.sh`"):
+        tools.mermaid(["graph LR"])
