@@ -205,3 +205,55 @@ async def test_leaving_lets_attempts_finish_within_the_grace(
         asyncio.get_running_loop().call_soon(gate.opened.set)
     state = await until(store, eid, unclaimed)
     assert (state.status, gate.cancelled) == (spi.Completed(), 0)
+
+
+class FlakyRenewals(MemoryStore):
+    """A real memory store whose claim handles fail their `fail_at`-th renewal (1 is the confirmation)."""
+
+    def __init__(self, clock: ManualClock, fail_at: int) -> None:
+        super().__init__(clock)
+        self.fail_at = fail_at
+
+    async def claim_ready(self, *args: object, **kwargs: object):  # type: ignore[override]
+        handles = await super().claim_ready(*args, **kwargs)  # type: ignore[arg-type]
+        for handle in handles:
+            renew, calls = handle.renew_claim, [0]
+
+            async def flaky(lease: timedelta, renew=renew, calls=calls) -> bool:  # type: ignore[no-untyped-def]
+                calls[0] += 1
+                if calls[0] == self.fail_at:
+                    raise spi.FlowStoreError("renewal timed out")
+                return await renew(lease)
+
+            handle.renew_claim = flaky  # type: ignore[method-assign]
+        return handles
+
+
+async def test_a_renewal_the_store_cannot_answer_is_recorded_and_retried(clock: ManualClock) -> None:
+    store, gate = FlakyRenewals(clock, fail_at=2), Gate()
+    async with make_engine(store, clock, [gated(gate)]) as engine:
+        eid = await engine.workflows.start("gated")
+        await gate.entered.wait()
+        await clock.advance(RENEW)
+        health = engine.health()
+        assert (health.store_failures, health.last_store_failure) == (1, "FlowStoreError: renewal timed out")
+        assert (health.claims_held, gate.cancelled) == ((eid,), 0)
+        await clock.advance(RENEW)
+        assert (await store.get_execution(eid)).claim_expiry == clock.now() + LEASE
+        gate.opened.set()
+        assert (await until(store, eid)).status == spi.Completed()
+    assert gate.calls == 1
+
+
+async def test_a_confirmation_the_store_cannot_answer_leaves_the_row(clock: ManualClock) -> None:
+    store, gate = FlakyRenewals(clock, fail_at=1), Gate()
+    async with make_engine(store, clock, [gated(gate)]) as engine:
+        eid = await engine.workflows.start("gated")
+        await until(store, eid, lambda s: s.executor is not None)
+        await settle()
+        assert (engine.health().store_failures, engine.health().claims_held, gate.calls) == (1, (), 0)
+        store.fail_at = 0
+        await clock.advance(LEASE)  # the unconfirmed claim lapses and the row is offered again
+        await gate.entered.wait()
+        gate.opened.set()
+        assert (await until(store, eid)).status == spi.Completed()
