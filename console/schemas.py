@@ -46,6 +46,10 @@ __all__ = [
 ]
 
 
+# Bounds of paging numbers, so a huge one is the caller's 400 rather than the database's overflow.
+INT_MAX = 2**31 - 1
+
+
 class Wire(Schema):
     """camelCase on the wire, snake_case in Python; unknown request fields are refused (400)."""
 
@@ -274,7 +278,13 @@ def history_of(page: spi.HistoryPage) -> HistoryResponse:
 # ------------------------------------------------------------------------------------------ requests
 
 
-class StartRequest(Wire):
+class WireRequest(Wire):
+    """A request body: JSON types are taken as they are (no `false` for 0, no `"7"` for 7)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True)
+
+
+class StartRequest(WireRequest):
     """Start an execution: a chosen id (random when absent) and inputs seeded as delivered."""
 
     execution_id: str | None = Field(default=None, min_length=1, max_length=200)
@@ -285,7 +295,7 @@ class StartResponse(Wire):
     execution_id: str
 
 
-class CancelRequest(Wire):
+class CancelRequest(WireRequest):
     reason: str = ""
 
 
@@ -296,7 +306,7 @@ class CancelResponse(Wire):
     status: str | None = None
 
 
-class CancelAllRequest(Wire):
+class CancelAllRequest(WireRequest):
     workflow_id: str | None = None
     reason: str = ""
 
@@ -307,13 +317,13 @@ class CancelAllResponse(Wire):
     requested: int
 
 
-class SearchRequest(Wire):
+class SearchRequest(WireRequest):
     """`status` is the wire filter vocabulary (`running`, `failed:<kind>`, `waiting:<name>`, `stopped` …)."""
 
     workflow_id: str | None = None
     status: str | None = None
-    limit: int = 25
-    offset: int = 0
+    limit: int = Field(25, ge=-INT_MAX, le=INT_MAX, description="page size; negative means all")
+    offset: int = Field(0, ge=-INT_MAX, le=INT_MAX, description="matches to skip; negative is refused")
     id_prefix: str | None = None
 
 
@@ -322,7 +332,7 @@ class SearchResponse(Wire):
     total: int
 
 
-class ResumeRequest(Wire):
+class ResumeRequest(WireRequest):
     """Without `go` (or with false): the dry run's report only. With `go`: resume for real."""
 
     go: bool = False
@@ -352,13 +362,13 @@ def resume_report_of(report: dry_run.ResumeReport, *, resumed: bool) -> ResumeRe
     )
 
 
-class AnswerRequest(Wire):
+class AnswerRequest(WireRequest):
     """The value the node produced (omit it for a step or a sleep, which record none)."""
 
     value: Any = None
 
 
-class EndRequest(Wire):
+class EndRequest(WireRequest):
     reason: str = Field(min_length=1)
 
 

@@ -13,9 +13,11 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Body, Field, Query, Router, Schema
 
 from console import auth, runtime, schemas
+from console.api import inputs
 from console.api.errors import ApiError
 from console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
 from engine import errors as engine_errors
+from engine.engine import ExecutionDetail
 from store import spi
 
 __all__ = ["router"]
@@ -126,15 +128,19 @@ async def signal_execution(request: HttpRequest, execution_id: str, name: str) -
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         await _signal_target(engine, execution_id)
         raise ApiError(400, "malformed_body", f"the body is not JSON: {error}") from error
+    detail = await _signal_target(engine, execution_id)
+    if detail.progress is not None:  # a version this process serves: its discovered flow
+        inputs.check_input(detail.flow_id, name, value)
     await engine.executions.signal(execution_id, name, value)
     return schemas.OkResponse()
 
 
-async def _signal_target(engine: Any, execution_id: str) -> None:
+async def _signal_target(engine: Any, execution_id: str) -> ExecutionDetail:
     """The checks a signal makes before it looks at its body (404 unknown, 409 ended)."""
     detail = await engine.executions.describe(execution_id)
     if detail.status.terminal:
         raise engine_errors.FlowExecutionTerminal(execution_id, detail.status.show())
+    return detail
 
 
 @router.post(

@@ -69,6 +69,7 @@ def add_workflow_inputs(document: dict[str, Any], flows: Mapping[str, Flow] | No
     if generic is None:
         return document
     components = document.setdefault("components", {}).setdefault("schemas", {})
+    execution_id = components.get("StartRequest", {}).get("properties", {}).get("executionId", {})
     for workflow_id, flow in sorted((flows if flows is not None else discovery.registered_flows()).items()):
         inputs, needed = input_schemas(workflow_id, flow)
         components.update(needed)
@@ -77,7 +78,7 @@ def add_workflow_inputs(document: dict[str, Any], flows: Mapping[str, Flow] | No
             "type": "object",
             "title": f"Start {workflow_id}",
             "properties": {
-                "executionId": {"type": "string", "minLength": 1, "maxLength": 200},
+                "executionId": execution_id,
                 "inputs": inputs,
             },
             "additionalProperties": False,

@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Body, Router
 
 from console import runtime, schemas
+from console.api import inputs
 from console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
 
 __all__ = ["router"]
@@ -51,6 +52,7 @@ async def start_execution(
     input's schema first (400), and `executionId` must be new (409)."""
     engine = await runtime.engine()
     payload = payload or schemas.StartRequest()
+    inputs.check_inputs(workflow_id, payload.inputs)
     eid = await engine.workflows.start(workflow_id, execution_id=payload.execution_id, inputs=payload.inputs)
     return schemas.StartResponse(execution_id=eid)
 

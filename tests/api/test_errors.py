@@ -115,6 +115,8 @@ def test_signal_to_a_terminal_execution_is_409(operator: ApiClient) -> None:
         ({"offset": -1}, "invalid_filter"),
         ({"limit": "many"}, "invalid_request"),
         ({"colour": "red"}, "invalid_request"),
+        ({"offset": False}, "invalid_request"),
+        ({"limit": "7"}, "invalid_request"),
     ],
 )
 def test_search_refusals(operator: ApiClient, search: dict[str, Any], code: str) -> None:
@@ -136,3 +138,37 @@ def test_negative_history_offset_is_400(operator: ApiClient) -> None:
 def test_malformed_json_bodies_are_400(operator: ApiClient) -> None:
     for path in ("/executions/search", "/executions/cancel", "/executions/x/cancel", "/executions/x/resume"):
         refused(operator.post(path, raw=b"{oops"), 400, "malformed_body")
+
+
+def test_nul_characters_are_refused_before_the_store(operator: ApiClient) -> None:
+    """PostgreSQL text cannot hold U+0000: the caller hears 400, not the database's failure."""
+    refused(operator.get("/executions/a%00b"), 400, "nul_character")
+    refused(operator.get("/workflows/greet/diagram", query="format=%00"), 400, "nul_character")
+    refused(operator.post("/executions/x/cancel", {"reason": "a\x00b"}), 400, "nul_character")
+    refused(operator.post("/executions/search", {"idPrefix": "\x00"}), 400, "nul_character")
+    assert operator.post("/executions/search", {"idPrefix": "a\\u0000"}).status == 200
+
+
+def test_huge_paging_numbers_are_400(operator: ApiClient) -> None:
+    refused(operator.post("/executions/search", {"limit": 2**70}), 400, "invalid_request")
+    refused(operator.get("/executions/x/history", query=f"offset={2**70}"), 400, "invalid_request")
+
+
+def test_input_values_are_judged_as_json(operator: ApiClient) -> None:
+    """`0` is not a boolean and `"2"` not an integer, though pydantic's lax mode would take them."""
+    body = {"inputs": {"approved": 0}}
+    refused(operator.post("/workflows/approval/executions", body), 400, "invalid_input")
+    refused(
+        operator.post("/workflows/approval/executions", {"inputs": {"order": {"id": "o", "quantity": "2"}}}),
+        400,
+        "invalid_input",
+    )
+    eid = new_id("strict")
+    operator.post(
+        "/workflows/approval/executions",
+        {"executionId": eid, "inputs": {"order": {"id": "o", "quantity": 2}}},
+    )
+    operator.until_waiting(eid, "approved")
+    refused(operator.post(f"/executions/{eid}/signal/approved", raw=b'"true"'), 400, "invalid_input")
+    assert operator.post(f"/executions/{eid}/signal/approved", raw=b"false").status == 200
+    assert operator.until_status(eid, "completed")["status"] == "completed"

@@ -1,0 +1,91 @@
+"""The OpenAPI document and the interactive docs: each workflow's inputs carry their real JSON schema."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+from tests.api.client import Live
+
+
+def fetch(url: str) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=30) as reply:
+        return reply.status, reply.read().decode()
+
+
+def resolve(document: dict[str, Any], ref: str) -> Any:
+    node: Any = document
+    for part in ref.removeprefix("#/").split("/"):
+        node = node[part]
+    return node
+
+
+def refs_in(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [v for k, v in value.items() if k == "$ref"] + [r for v in value.values() for r in refs_in(v)]
+    if isinstance(value, list):
+        return [r for v in value for r in refs_in(v)]
+    return []
+
+
+def test_document_lists_every_route(live: Live) -> None:
+    status, text = fetch(f"{live.base}/api/openapi.json")
+    document = json.loads(text)
+    assert status == 200
+    assert {
+        ("get", "/api/v1/workflows"),
+        ("get", "/api/v1/workflows/{workflow_id}"),
+        ("get", "/api/v1/workflows/{workflow_id}/diagram"),
+        ("post", "/api/v1/workflows/{workflow_id}/executions"),
+        ("get", "/api/v1/workflows/{workflow_id}/parked"),
+        ("get", "/api/v1/executions/{execution_id}"),
+        ("get", "/api/v1/executions/{execution_id}/inputs"),
+        ("get", "/api/v1/executions/{execution_id}/history"),
+        ("get", "/api/v1/executions/{execution_id}/diagram"),
+        ("post", "/api/v1/executions/{execution_id}/signal/{name}"),
+        ("post", "/api/v1/executions/{execution_id}/cancel"),
+        ("post", "/api/v1/executions/cancel"),
+        ("post", "/api/v1/executions/search"),
+        ("post", "/api/v1/executions/{execution_id}/resume"),
+        ("post", "/api/v1/executions/{execution_id}/answer/{node}"),
+        ("post", "/api/v1/executions/{execution_id}/end"),
+        ("get", "/api/v1/health"),
+    } <= {(method, path) for path, item in document["paths"].items() for method in item}
+    assert set(document["components"]["securitySchemes"]) == {"BearerToken", "SessionCookie"}
+    for ref in refs_in(document):
+        assert resolve(document, ref) is not None, ref
+
+
+def test_each_workflow_start_has_its_input_schemas(live: Live) -> None:
+    document = json.loads(fetch(f"{live.base}/api/openapi.json")[1])
+    operation = document["paths"]["/api/v1/workflows/approval/executions"]["post"]
+    body = resolve(document, operation["requestBody"]["content"]["application/json"]["schema"]["$ref"])
+
+    assert operation["operationId"] == "start_approval"
+    assert body["properties"]["inputs"] == {
+        "type": "object",
+        "title": "Inputs of approval",
+        "properties": {
+            "order": {
+                "properties": {
+                    "id": {"minLength": 1, "title": "Id", "type": "string"},
+                    "quantity": {"minimum": 1, "title": "Quantity", "type": "integer"},
+                },
+                "required": ["id", "quantity"],
+                "title": "Order",
+                "type": "object",
+            },
+            "approved": {"type": "boolean"},
+        },
+        "additionalProperties": False,
+    }
+    greet = document["paths"]["/api/v1/workflows/greet/executions"]["post"]
+    greet_body = resolve(document, greet["requestBody"]["content"]["application/json"]["schema"]["$ref"])
+    assert greet_body["properties"]["inputs"]["properties"] == {"name": {"type": "string"}}
+
+
+def test_interactive_docs(live: Live) -> None:
+    status, text = fetch(f"{live.base}/api/docs")
+    assert status == 200
+    assert "openapi.json" in text
