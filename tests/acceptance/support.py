@@ -1,0 +1,159 @@
+"""Running the project's commands as subprocesses: each gets DATABASE_URL, output is captured whole."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MANAGE = str(ROOT / "manage.py")
+PYTHON = sys.executable
+# Generous: the machine may be busy with other suites, and Django's start-up is most of a CLI call.
+CALL_TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class Result:
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    def explain(self) -> str:
+        return f"$ manage.py {' '.join(self.args)}\nrc={self.returncode}\n{self.stdout}\n{self.stderr}"
+
+
+def environment(database_url: str, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url,
+        DJANGO_SETTINGS_MODULE="console.settings",
+        PYTHONPATH=str(ROOT),
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
+    return env
+
+
+def manage(database_url: str, *args: str, env: dict[str, str] | None = None) -> Result:
+    """Run `manage.py ARGS` to its end."""
+    done = subprocess.run(
+        [PYTHON, MANAGE, *args],
+        cwd=ROOT,
+        env=env or environment(database_url),
+        capture_output=True,
+        text=True,
+        timeout=CALL_TIMEOUT,
+        check=False,
+    )
+    return Result(tuple(args), done.returncode, done.stdout, done.stderr)
+
+
+def manage_many(database_url: str, calls: Sequence[Sequence[str]]) -> list[Result]:
+    """Several independent calls at once (each is mostly Django's start-up)."""
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        return list(pool.map(lambda args: manage(database_url, *args), calls))
+
+
+def ok(result: Result) -> Result:
+    assert result.returncode == 0, result.explain()
+    return result
+
+
+def refused(result: Result, *fragments: str) -> Result:
+    """Bad input: exit code 2, one CommandError line naming what was wrong, no traceback."""
+    assert result.returncode == 2, result.explain()
+    assert "Traceback" not in result.stderr, result.explain()
+    assert "CommandError:" in result.stderr, result.explain()
+    for fragment in fragments:
+        assert fragment in result.stderr, result.explain()
+    return result
+
+
+class Background:
+    """A long-running manage.py process (runworkers, demo, daphne) with its output in files."""
+
+    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str], folder: Path) -> None:
+        self.name = name
+        self.out_path = folder / f"{name}.out"
+        self.err_path = folder / f"{name}.err"
+        self._out: IO[str] = self.out_path.open("w")
+        self._err: IO[str] = self.err_path.open("w")
+        self.process = subprocess.Popen(
+            list(argv), cwd=ROOT, env=env, stdout=self._out, stderr=self._err, text=True
+        )
+
+    @classmethod
+    def manage(cls, name: str, database_url: str, folder: Path, *args: str, **extra: str) -> Background:
+        return cls(name, [PYTHON, MANAGE, *args], environment(database_url, **extra), folder)
+
+    @property
+    def stdout(self) -> str:
+        return self.out_path.read_text()
+
+    @property
+    def stderr(self) -> str:
+        return self.err_path.read_text()
+
+    def explain(self) -> str:
+        return f"[{self.name}] rc={self.process.poll()}\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+
+    def wait_for(self, predicate: Callable[[], bool], what: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            if self.process.poll() is not None:
+                pytest.fail(f"{self.name} exited before {what}\n{self.explain()}")
+            time.sleep(0.2)
+        pytest.fail(f"{self.name}: no {what} within {timeout:g}s\n{self.explain()}")
+
+    def wait_for_output(self, text: str, timeout: float = 120) -> None:
+        self.wait_for(lambda: text in self.stdout, repr(text), timeout)
+
+    def signal(self, sig: signal.Signals) -> None:
+        self.process.send_signal(sig)
+
+    def finish(self, timeout: float = 60) -> int:
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            pytest.fail(f"{self.name} did not stop within {timeout:g}s\n{self.explain()}")
+        finally:
+            self._out.close()
+            self._err.close()
+
+    def close(self) -> None:
+        """Make sure it is gone (a failing test must not leave processes behind)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._out.close()
+        self._err.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"

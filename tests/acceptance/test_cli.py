@@ -1,0 +1,175 @@
+"""`manage.py flow …`: every verb once on a demo-seeded SQLite database, and each verb's error path.
+
+The world is `manage.py demo --no-serve` on a temporary file: executions completed, waiting for approval,
+sleeping, failed, stopped (F0001), cancelled and parked under the previous version of `fulfilment`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.acceptance.support import PYTHON, ROOT, environment, manage, manage_many, ok, refused, sqlite_url
+
+pytestmark = pytest.mark.slow
+
+DEFAULTS = {"card": "visa", "country": "NL"}  # what the Order type fills in
+ORDER = {"id": "o-cli", "customer": "ada", "items": [{"sku": "widget", "qty": 2, "price": 400}]}
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("cli") / "cli.sqlite3"
+    url = sqlite_url(path)
+    seeded = ok(manage(url, "demo", "--no-serve", "--database", str(path)))
+    assert "demo-stopped            stopped:F0001" in seeded.stdout, seeded.explain()
+    assert "demo-parked             parked (previous version)" in seeded.stdout, seeded.explain()
+    return url
+
+
+def flow(db: str, *args: str) -> str:
+    return ok(manage(db, "flow", *args)).stdout
+
+
+def test_ls_lists_filters_and_pages(db: str) -> None:
+    table = flow(db, "ls")
+    assert table.splitlines()[0].split() == ["EXECUTION", "WORKFLOW", "STATUS", "UPDATED", "WAITING", "ON"]
+    for eid in ("demo-completed", "demo-stopped", "demo-cancelled", "demo-parked", "demo-sleeping"):
+        assert eid in table
+    stopped = json.loads(flow(db, "ls", "--status", "stopped", "--json"))
+    assert [(i["execution_id"], i["status"]["code"], i["status"]["node"]) for i in stopped["items"]] == [
+        ("demo-stopped", "F0001", "ship")
+    ]
+    assert stopped["total"] == 1
+    failed = json.loads(flow(db, "ls", "--workflow", "fulfilment", "--status", "failed", "--json"))
+    assert sorted((i["execution_id"], i["status"]["kind"]) for i in failed["items"]) == [
+        ("demo-declined", "CardDeclined"),
+        ("demo-refunded", "ShipmentRefused"),
+    ]
+    page = json.loads(flow(db, "ls", "--limit", "2", "--json"))
+    assert (len(page["items"]), page["total"] >= 8) == (2, True)
+
+
+def test_show_explains_a_stopped_execution(db: str) -> None:
+    text = flow(db, "show", "demo-stopped")
+    assert "status     stopped:F0001" in text
+    assert "stopped    F0001 at ship: KeyError: 'Atlantis'" in text
+    assert "Fix the code, deploy it" in text  # the stop code's advice
+    detail = json.loads(flow(db, "show", "demo-completed", "--json"))
+    assert detail["status"] == {"type": "completed"}
+    assert detail["values"]["total"] == 1450
+    assert [i["name"] for i in detail["inputs"]] == ["order", "approval"]
+    assert "Completed" in [e["kind"] for e in detail["history"]]
+
+
+def test_start_signal_and_cancel(db: str) -> None:
+    eid = flow(db, "start", "fulfilment", "--id", "cli-start", "--input", "order=" + json.dumps(ORDER))
+    assert eid.strip() == "cli-start"
+    shown = json.loads(flow(db, "show", "cli-start", "--json"))
+    assert (shown["workflow_id"], shown["values"]["order"]) == ("fulfilment", ORDER | DEFAULTS)
+
+    delivered = json.loads(
+        flow(db, "signal", "demo-awaiting-approval", "approval", '{"approved": true, "by": "ops"}', "--json")
+    )
+    assert delivered == {"execution_id": "demo-awaiting-approval", "input": "approval", "delivered": True}
+
+    assert json.loads(flow(db, "cancel", "cli-start", "changed my mind", "--json")) == {
+        "execution_id": "cli-start",
+        "outcome": "accepted",
+    }
+    again = flow(db, "cancel", "cli-start")
+    assert "already requested" in again
+
+
+def test_cancel_all(db: str) -> None:
+    answer = json.loads(flow(db, "cancel-all", "follow_up", "--reason", "season over", "--json"))
+    assert answer == {"workflow_id": "follow_up", "accepted": 1}
+    shown = json.loads(flow(db, "show", "demo-sleeping", "--json"))
+    assert (shown["cancel_requested"], shown["cancel_reason"]) == (True, "season over")
+
+
+def test_parked_then_resume(db: str) -> None:
+    parked = json.loads(flow(db, "parked", "fulfilment", "--json"))
+    assert [i["execution_id"] for i in parked["items"]] == ["demo-parked"]
+    dry = json.loads(flow(db, "resume", "demo-parked", "--json"))
+    assert dry == {
+        "kept": ["order"],
+        "next_node": "total",
+        "conflicts": [],
+        "execution_id": "demo-parked",
+        "resumed": False,
+    }
+    assert json.loads(flow(db, "parked", "fulfilment", "--json"))["total"] == 1  # a dry run changes nothing
+    assert "resumed demo-parked" in flow(db, "resume", "demo-parked", "--go")
+    assert json.loads(flow(db, "parked", "fulfilment", "--json"))["total"] == 0
+
+
+def test_answer_then_end_a_stopped_execution(db: str) -> None:
+    answered = flow(db, "answer", "demo-stopped", "ship", '"a courier, by hand"')
+    assert "recorded ship for demo-stopped" in answered
+    values = json.loads(flow(db, "show", "demo-stopped", "--json"))["values"]
+    assert values["ship"] == "a courier, by hand"
+    assert "ended demo-stopped" in flow(db, "end", "demo-stopped", "shipped by hand")
+    status = json.loads(flow(db, "show", "demo-stopped", "--json"))["status"]
+    assert status == {"type": "failed", "error": "shipped by hand", "kind": "Ended"}
+
+
+def test_diagram(db: str) -> None:
+    mermaid = flow(db, "diagram", "fulfilment")
+    assert mermaid.lstrip().startswith(("flowchart", "graph"))
+    assert "reservations" in mermaid
+    dot = flow(db, "diagram", "fulfilment", "--format", "dot")
+    assert dot.startswith("digraph")
+    painted = flow(db, "diagram", "--execution", "demo-completed", "--format", "json")
+    assert json.loads(painted)
+
+
+def test_token_create(db: str) -> None:
+    made = json.loads(flow(db, "token", "create", "admin", "--name", "ci", "--json"))
+    assert (made["user"], made["name"], made["token"].startswith("fd_")) == ("admin", "ci", True)
+
+
+def test_every_verb_refuses_bad_input_with_exit_code_2(db: str) -> None:
+    cases = [
+        (["ls", "--status", "bogus"], "unknown status filter 'bogus'"),
+        (["ls", "--workflow", "nope"], "workflow 'nope' is not registered"),
+        (["show", "nope"], "no execution 'nope'"),
+        (["start", "nope"], "workflow 'nope' is not registered"),
+        (["start", "fulfilment", "--input", "order={bad"], "input 'order' is not valid JSON"),
+        (["start", "fulfilment", "--input", 'order={"id": 1}'], "is not a valid Order"),
+        (["start", "fulfilment", "--input", "order"], "--input takes NAME=JSON"),
+        (["signal", "demo-awaiting-approval", "nope", "1"], "input 'nope' is not declared"),
+        (["signal", "demo-completed", "approval", "{}"], "has already ended"),
+        (["cancel", "nope"], "no execution 'nope'"),
+        (["cancel", "demo-completed"], "has already ended"),
+        (["cancel-all", "nope"], "workflow 'nope' is not registered"),
+        (["resume", "nope"], "no execution 'nope'"),
+        (["answer", "demo-awaiting-approval", "nope", "1"], "the flow has no node 'nope'"),
+        (["answer", "demo-completed", "ship", '"x"'], "demo-completed"),
+        (["end", "demo-completed"], "has already ended"),
+        (["diagram", "fulfilment", "--format", "nope"], "unknown diagram format 'nope'"),
+        (["diagram", "nope"], "workflow 'nope' is not registered"),
+        (["parked", "nope"], "workflow 'nope' is not registered"),
+        (["token", "create", "nobody"], "no user 'nobody'"),
+    ]
+    results = manage_many(db, [["flow", *args] for args, _ in cases])
+    for (_, fragment), result in zip(cases, results, strict=True):
+        refused(result, fragment)
+
+
+def test_flowdeck_script_runs_the_verbs_at_the_top(db: str) -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [PYTHON, "-m", "console.cli", "ls", "--status", "cancelled", "--json"],
+        cwd=Path(ROOT),
+        env=environment(db),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert [i["execution_id"] for i in json.loads(done.stdout)["items"]] == ["demo-cancelled"]
