@@ -151,8 +151,17 @@ class DjangoStore(spi.FlowStore):
     # ------------------------------------------------------------------------------------ plumbing
 
     async def _run(self, operation: str, work: Callable[[Tx], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self._in_transaction, operation, work)
+        return await self._submit(operation, self._in_transaction, operation, work)
+
+    async def _submit(self, operation: str, function: Callable[..., T], *args: Any) -> T:
+        """Run `function` on the store's threads; a closed store answers FlowStoreError, not a pool error."""
+        if self._closed:
+            raise spi.FlowStoreError(f"{operation}: the store is closed")
+        try:
+            work = asyncio.get_running_loop().run_in_executor(self._pool, function, *args)
+        except RuntimeError as error:  # closed between the check and the submit
+            raise spi.FlowStoreError(f"{operation}: the store is closed") from error
+        return await work
 
     def _in_transaction(self, operation: str, work: Callable[[Tx], T]) -> T:
         with translated(operation, self.using), transaction.atomic(using=self.using):
@@ -162,8 +171,7 @@ class DjangoStore(spi.FlowStore):
 
     async def _run_statement(self, operation: str, sql: str, params: Mapping[str, Any]) -> Any:
         """PostgreSQL: one statement in autocommit (its own transaction, one round trip); its first row."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self._statement, operation, sql, params)
+        return await self._submit(operation, self._statement, operation, sql, params)
 
     def _statement(self, operation: str, sql: str, params: Mapping[str, Any]) -> Any:
         with translated(operation, self.using):
@@ -183,6 +191,7 @@ class DjangoStore(spi.FlowStore):
         if self._closed:
             return
         self._closed = True
+        self.hub.changed()  # blocked callers ask again and learn that the store is closed
         if self._listener is not None:
             self._listener.stop()
         barrier = threading.Barrier(self.pool_size, timeout=2)
@@ -258,13 +267,17 @@ class DjangoStore(spi.FlowStore):
         self, served: frozenset[tuple[str, str]], executor_id: str, lease: timedelta, limit: int
     ) -> _Ask:
         now = self.clock.now()  # the one wall-clock read of an ask
-        loop = asyncio.get_running_loop()
-        work = loop.run_in_executor(
-            self._pool,
-            self._in_transaction,
-            "claim_ready",
-            lambda tx: self._claim_in(tx, served, executor_id, now + lease, limit, now),
-        )
+        if self._closed:
+            raise spi.FlowStoreError("claim_ready: the store is closed")
+        try:
+            work = asyncio.get_running_loop().run_in_executor(
+                self._pool,
+                self._in_transaction,
+                "claim_ready",
+                lambda tx: self._claim_in(tx, served, executor_id, now + lease, limit, now),
+            )
+        except RuntimeError as error:
+            raise spi.FlowStoreError("claim_ready: the store is closed") from error
         try:
             return await asyncio.shield(work)
         except asyncio.CancelledError:
@@ -277,6 +290,8 @@ class DjangoStore(spi.FlowStore):
             return
         for claim in work.result().claims:
             handle = _DjangoClaimed(self, claim.state, claim.satisfied, claim.token)
+            if self._closed:
+                return  # the lease will lapse instead
             self._pool.submit(
                 self._in_transaction,
                 "give back",

@@ -314,3 +314,32 @@ async def test_a_registration_through_another_store_ends_a_blocked_poll(
     finally:
         await waiting.aclose()
         await writing.aclose()
+
+
+async def test_a_closed_store_answers_store_errors_and_frees_blocked_callers(
+    sqlite_alias: str, database_access: None
+) -> None:
+    store = DjangoStore(sqlite_alias, ManualClock())
+    store.reset()
+    poll = asyncio.ensure_future(store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(hours=1)))
+    give_up = time.monotonic() + 10
+    while store.clock.pending_sleeps() < 1:  # type: ignore[attr-defined]
+        assert time.monotonic() < give_up, "the poll never blocked"
+        await asyncio.sleep(0.001)
+    await store.aclose()
+    with pytest.raises(spi.FlowStoreError):
+        await asyncio.wait_for(poll, 10)
+    with pytest.raises(spi.FlowStoreError):
+        await store.get_execution("e1")
+
+
+def test_postgres_cases_skip_or_fail_as_ci_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.store import django_support
+
+    monkeypatch.setattr(django_support, "POSTGRES_SERVER", "postgresql://postgres@127.0.0.1:1")
+    monkeypatch.delenv("FLOWDECK_REQUIRE_POSTGRES", raising=False)
+    with pytest.raises(pytest.skip.Exception):
+        django_support.require_postgres()
+    monkeypatch.setenv("FLOWDECK_REQUIRE_POSTGRES", "1")
+    with pytest.raises(pytest.fail.Exception):
+        django_support.require_postgres()
