@@ -42,12 +42,16 @@ def summarise(paths: list[Path], top: int) -> str:
             for name in set(chain):
                 inclusive[name] += count
             leaf[chain[-1]] += count
-            if any("_in_transaction" in f for f in chain):
-                threads["store threads (DjangoStore._in_transaction)"] += count
-            elif any("run_forever" in f for f in chain):
+            if any("run_forever" in f for f in chain):
                 threads["event loop thread"] += count
+            elif any("store/django/store.py" in f for f in chain):
+                threads["store threads (a statement or transaction in flight)"] += count
+            elif chain[-1].startswith("_worker "):
+                threads["pool threads between tasks (queue wait / GIL)"] += count
+            elif any("wakeups.py" in f for f in chain):
+                threads["LISTEN/NOTIFY listener thread"] += count
             else:
-                threads["other threads (listener, executor)"] += count
+                threads["other threads"] += count
     if not total:
         return "no samples"
 
@@ -57,7 +61,7 @@ def summarise(paths: list[Path], top: int) -> str:
             lines.append(f"  {count / total * 100:5.1f}%  {name}")
         return lines
 
-    out = [f"{total} samples (on-CPU, all threads)"]
+    out = [f"{total} samples"]
     out += block("by thread:", threads, 5)
     out += block("inclusive (stack passes through):", inclusive, top)
     out += block("self (leaf frame):", leaf, top)

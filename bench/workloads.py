@@ -126,6 +126,7 @@ def profile(pid: int, path: str) -> subprocess.Popen[bytes]:
     """Sample a worker process with py-spy (all threads, on-CPU) until it exits; collapsed stacks at path."""
     spy = str(Path(sys.executable).with_name("py-spy"))
     command = [spy, "record", "--pid", str(pid), "--rate", "250", "--format", "raw", "-o", path]
+    command += os.environ.get("FLOWDECK_BENCH_PYSPY_ARGS", "").split()  # e.g. --gil, --idle
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
