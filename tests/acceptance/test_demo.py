@@ -1,0 +1,55 @@
+"""`manage.py demo`: seeds, serves HTTP on the port given, and stops cleanly on Ctrl-C (SIGINT)."""
+
+from __future__ import annotations
+
+import signal
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.acceptance.support import Background, free_port
+
+pytestmark = pytest.mark.slow
+
+STATES = {
+    "demo-completed": "completed",
+    "demo-awaiting-approval": "running (input + sleep)",
+    "demo-sleeping": "running (sleep)",
+    "demo-declined": "failed:CardDeclined",
+    "demo-refunded": "failed:ShipmentRefused",
+    "demo-stopped": "stopped:F0001",
+    "demo-cancelled": "cancelled",
+    "demo-parked": "parked (previous version)",
+}
+
+
+def status_of(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_demo_seeds_serves_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    port = free_port()
+    database = tmp_path / "demo.sqlite3"
+    demo = Background.manage(
+        "demo", "sqlite:///unused", tmp_path, "demo", "--database", str(database), "--port", str(port)
+    )
+    try:
+        demo.wait_for_output(f"Flowdeck demo running at http://127.0.0.1:{port}/", timeout=180)
+        out = demo.stdout
+        for eid, word in STATES.items():
+            assert f"{eid.ljust(22)}  {word}" in out, demo.explain()
+        assert "login: admin / " in out
+        assert status_of(f"http://127.0.0.1:{port}/") < 500
+        assert status_of(f"http://127.0.0.1:{port}/api/openapi.json") == 200
+        demo.signal(signal.SIGINT)
+        assert demo.finish(timeout=60) == 0, demo.explain()
+    finally:
+        demo.close()
+    assert demo.stdout.rstrip().endswith("stopped"), demo.explain()
+    assert "Traceback" not in demo.stderr, demo.explain()

@@ -1,0 +1,63 @@
+"""`manage.py runworkers`: bad configuration exits 2; a running process logs claims and outcomes and stops
+cleanly on the first SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.acceptance.support import Background, manage, manage_many, ok, refused, sqlite_url
+
+pytestmark = pytest.mark.slow
+
+ORDER = {"id": "o-rw", "customer": "ada", "items": [{"sku": "widget", "qty": 1, "price": 400}]}
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = sqlite_url(tmp_path_factory.mktemp("runworkers") / "rw.sqlite3")
+    ok(manage(url, "migrate", "--verbosity", "0"))
+    return url
+
+
+def test_bad_configuration_exits_2_listing_every_problem(db: str) -> None:
+    bad, flows = manage_many(
+        db,
+        [
+            ["runworkers", "--workers", "0", "--batch-size", "0", "--lease", "2", "--renew-every", "5"],
+            ["runworkers", "--flows", "fulfilment,nope"],
+        ],
+    )
+    refused(
+        bad,
+        "invalid worker configuration",
+        "workers must be at least 1 (got 0)",
+        "batch_size must be at least 1 (got 0)",
+        "renew_every (5s) must be shorter than lease (2s)",
+    )
+    refused(flows, "--flows names unknown workflow(s): nope", "discovered: follow_up, fulfilment, payment")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_runs_work_logs_it_and_stops_on_a_signal(db: str, tmp_path: Path, sig: signal.Signals) -> None:
+    eid = f"rw-{sig.name}"
+    ok(manage(db, "flow", "start", "fulfilment", "--id", eid, "--input", "order=" + json.dumps(ORDER)))
+    workers = Background.manage(
+        "runworkers", db, tmp_path, "runworkers", "--workers", "2", "--lease", "5", "--renew-every", "1"
+    )
+    try:
+        workers.wait_for_output("2 worker(s) serving fulfilment, payment, follow_up")
+        workers.wait_for(lambda: f"attempt on {eid} ended" in workers.stderr, "the attempt's outcome")
+        workers.signal(sig)
+        assert workers.finish() == 0, workers.explain()
+    finally:
+        workers.close()
+    log = workers.stderr
+    assert f"claim          claimed {eid} (fulfilment@" in log
+    assert f"received {sig.name}: finishing what is running, then stopping" in log
+    assert workers.stdout.rstrip().endswith("stopped"), workers.explain()
+    shown = ok(manage(db, "flow", "show", eid, "--json")).json()
+    assert shown["status"] == {"type": "completed"}
