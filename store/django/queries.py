@@ -393,6 +393,13 @@ NOTIFY_WAKE = Query(
     postgresql=f"SELECT pg_notify('{WAKE_CHANNEL}', %(origin)s)",
 )
 
+LISTEN_WAKE = Query(
+    "listen_wake",
+    "PostgreSQL: the listener connection's subscription to the wake channel.",
+    "",
+    postgresql=f"LISTEN {WAKE_CHANNEL}",
+)
+
 TRUNCATE_ALL = Query(
     "truncate_all",
     "Tests: empty every flowstore table (the token source keeps counting).",

@@ -713,7 +713,11 @@ def executions_matching(
     if flow_id is not None:
         queryset = queryset.filter(flow_id=flow_id)
     if id_prefix:
-        queryset = queryset.filter(id__startswith=id_prefix)
+        if connections[using].vendor == "sqlite":
+            # SQLite's LIKE ignores case; a range on its byte-wise (code point) order does not
+            queryset = queryset.filter(id__gte=id_prefix, id__lt=id_prefix + "\U0010ffff")
+        else:
+            queryset = queryset.filter(id__startswith=id_prefix)
     if filt is None:
         return queryset
     active = ~Q(status_kind__in=models.TERMINAL_KINDS)

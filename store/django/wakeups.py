@@ -99,7 +99,7 @@ class PostgresListener:
         while not self._stopping.is_set():
             try:
                 with psycopg.connect(**self._params, autocommit=True) as conn:
-                    conn.execute(f"LISTEN {queries.WAKE_CHANNEL}")
+                    conn.execute(queries.LISTEN_WAKE.text("postgresql"))
                     if self._listening.is_set():
                         self._hub.changed()  # reconnected: whatever was missed, ask again
                     self._listening.set()

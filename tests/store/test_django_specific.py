@@ -343,3 +343,22 @@ def test_postgres_cases_skip_or_fail_as_ci_says(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("FLOWDECK_REQUIRE_POSTGRES", "1")
     with pytest.raises(pytest.fail.Exception):
         django_support.require_postgres()
+
+
+async def test_an_id_prefix_search_is_case_sensitive(backend_alias: str) -> None:
+    """As `str.startswith` (the memory store): SQLite's LIKE would also match other cases."""
+    store = DjangoStore(backend_alias, ManualClock())
+    store.reset()
+    try:
+        for eid in ("ab1", "AB2", "ab%3", "abc_4", "b5"):
+            await store.create_execution_if_absent(eid, WF1, "", spi.Running(), _event(eid))
+        found = {p: await store.list_executions(None, id_prefix=p) for p in ("ab", "AB", "ab%", "abc_")}
+        assert {p: sorted(s.execution_id for s in page.items) for p, page in found.items()} == {
+            "ab": ["ab%3", "ab1", "abc_4"],
+            "AB": ["AB2"],
+            "ab%": ["ab%3"],
+            "abc_": ["abc_4"],
+        }
+        assert {p: page.total for p, page in found.items()} == {"ab": 3, "AB": 1, "ab%": 1, "abc_": 1}
+    finally:
+        await store.aclose()
