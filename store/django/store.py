@@ -170,7 +170,7 @@ class DjangoStore(spi.FlowStore):
                 return work(Tx(cursor, connection))
 
     async def _run_statement(self, operation: str, sql: str, params: Mapping[str, Any]) -> Any:
-        """PostgreSQL: one statement in autocommit (its own transaction, one round trip); its first row."""
+        """One statement in autocommit (its own transaction, one round trip); its first row."""
         return await self._submit(operation, self._statement, operation, sql, params)
 
     def _statement(self, operation: str, sql: str, params: Mapping[str, Any]) -> Any:
@@ -412,7 +412,9 @@ class DjangoStore(spi.FlowStore):
         """SQLite: return once another connection (another process) has committed."""
         while True:
             await asyncio.sleep(SQLITE_WATCH_INTERVAL)
-            version = await self._run("watch", lambda tx: tx.one(queries.DATA_VERSION)[0])
+            # outside a transaction: an IMMEDIATE one would take the write lock just to read a counter
+            sql = queries.DATA_VERSION.text("sqlite")
+            (version,) = await self._submit("watch", self._statement, "watch", sql, {})
             if version != seen:
                 return
 
