@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from console.api import api
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/", api.urls),
+    path("", include("console.views.urls")),
 ]

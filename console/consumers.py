@@ -1,0 +1,90 @@
+"""The console's websocket: one connection per open page, fed by the process's one live feed.
+
+`/ws/live/?execution=ID` (or `?workflow=ID`, or neither for everything) with `&after=N`, the id of the last
+event the page saw (the page renders it; a reconnecting page sends the last one it heard). The consumer
+first sends what happened after N, then every new event as it is read, each once. Anonymous connections are
+refused at the handshake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+from urllib.parse import parse_qs
+
+from asgiref.sync import sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from console import live
+
+__all__ = ["LiveConsumer"]
+
+# Close code for a refused handshake (the 4000s are the application's; 4401 reads as "unauthorised").
+UNAUTHORISED = 4401
+_SEEN_LIMIT = 5000
+
+
+class LiveConsumer(AsyncJsonWebsocketConsumer):
+    """Sends `{"type": "event", id, execution_id, workflow_id, seq, kind}` for each matching event."""
+
+    subscription: live.Subscription | None = None
+    pump: asyncio.Task[None] | None = None
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=UNAUTHORISED)  # before accept: the handshake is refused (HTTP 403)
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        self.execution_id = _one(query, "execution")
+        self.workflow_id = _one(query, "workflow")
+        after_text = _one(query, "after")
+        after = int(after_text) if after_text and after_text.isdigit() else None
+        self.seen: set[int] = set()
+        self.subscription = live.feed().subscribe(self._wants)
+        await self.accept()
+        if after is not None:
+            missed = await sync_to_async(live.events_after)(
+                after, execution_id=self.execution_id, workflow_id=self.workflow_id
+            )
+            for event in missed:
+                await self._send(event)
+        self.pump = asyncio.ensure_future(self._forward())
+
+    def _wants(self, event: live.LiveEvent) -> bool:
+        if self.execution_id is not None:
+            return event.execution_id == self.execution_id
+        if self.workflow_id is not None:
+            return event.workflow_id == self.workflow_id
+        return True
+
+    async def _forward(self) -> None:
+        assert self.subscription is not None
+        while True:
+            await self._send(await self.subscription.queue.get())
+
+    async def _send(self, event: live.LiveEvent) -> None:
+        if event.id in self.seen:
+            return
+        if len(self.seen) > _SEEN_LIMIT:
+            self.seen.clear()
+        self.seen.add(event.id)
+        await self.send_json(event.to_json())
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"type": "pong"})
+
+    async def disconnect(self, code: int) -> None:
+        if self.pump is not None:
+            self.pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.pump
+        if self.subscription is not None:
+            self.subscription.close()
+
+
+def _one(query: dict[str, list[str]], key: str) -> str | None:
+    values = query.get(key)
+    return values[0] if values else None

@@ -1,0 +1,155 @@
+"""What every console page shares: the status word a badge shows, what an execution waits for, the
+operator check, and rendering (whole pages, or the fragment an htmx request asks for).
+
+The badge word follows the wire vocabulary (running, waiting, sleeping, cancelling, compensating, stopped,
+completed, failed, cancelled) and its colour is the diagram legend's (`engine.render.common.COLOURS`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse
+from django.template.loader import render_to_string
+
+from console import live
+from console.models import OPERATE_PERMISSION
+from store import spi
+
+__all__ = [
+    "Row",
+    "WaitView",
+    "badge_of",
+    "can_operate",
+    "forbidden",
+    "page",
+    "pretty_json",
+    "row_of",
+    "waits_of",
+]
+
+FOLD_CHARS = 600  # a value longer than this is folded (shown on demand)
+
+
+@dataclass(frozen=True)
+class WaitView:
+    """One wait row: a person's input, or a deadline (`at`, for the countdown)."""
+
+    path: str
+    input_name: str | None
+    at: datetime | None
+
+    @property
+    def words(self) -> str:
+        return (
+            f"input {self.input_name}"
+            if self.input_name is not None
+            else f"until {self.at:%Y-%m-%d %H:%M:%S}"
+        )
+
+
+@dataclass(frozen=True)
+class Row:
+    """An execution as a table row shows it."""
+
+    execution_id: str
+    workflow_id: str
+    version: str
+    badge: str
+    status_text: str
+    waits: tuple[WaitView, ...]
+    created: datetime
+    updated: datetime
+    cancel_requested: bool
+
+
+def waits_of(state: spi.ExecutionState) -> tuple[WaitView, ...]:
+    found = []
+    for path, wake in sorted(state.waits.items()):
+        if isinstance(wake, spi.WakeOnField):
+            found.append(WaitView(path, wake.name, None))
+        else:
+            found.append(WaitView(path, None, wake.at))
+    return tuple(found)
+
+
+def badge_of(state: spi.ExecutionState) -> str:
+    """The one word a status badge shows (and its CSS class)."""
+    status = state.status
+    match status:
+        case spi.Completed():
+            return "completed"
+        case spi.Failed():
+            return "failed"
+        case spi.Cancelled():
+            return "cancelled"
+        case spi.Stopped():
+            return "stopped"
+        case spi.Compensating():
+            return "compensating"
+    if state.cancel_requested:
+        return "cancelling"
+    if any(isinstance(w, spi.WakeOnField) for w in state.waits.values()):
+        return "waiting"
+    if state.waits:
+        return "sleeping"
+    return "running"
+
+
+def row_of(state: spi.ExecutionState) -> Row:
+    return Row(
+        state.execution_id,
+        state.flow_id,
+        state.hash,
+        badge_of(state),
+        state.status.show(),
+        waits_of(state),
+        state.created,
+        state.updated,
+        state.cancel_requested,
+    )
+
+
+def pretty_json(text: str) -> str:
+    """A recorded JSON text, indented for reading (as it is, when it is not JSON)."""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False, sort_keys=False)
+    except (ValueError, TypeError):
+        return text
+
+
+async def can_operate(request: HttpRequest) -> bool:
+    user = await request.auser()
+    return bool(await user.ahas_perm(OPERATE_PERMISSION))
+
+
+async def forbidden(request: HttpRequest) -> HttpResponse:
+    return await fragment(
+        request,
+        "console/partials/message.html",
+        {"level": "error", "text": f"You need the {OPERATE_PERMISSION!r} permission to do this."},
+        status=403,
+    )
+
+
+async def page(
+    request: HttpRequest, template: str, context: Mapping[str, Any], status: int = 200
+) -> HttpResponse:
+    """A whole page, stamped with the id of the newest event (where its websocket starts listening)."""
+    after = await sync_to_async(live.latest_event_id)()
+    user = await request.auser()
+    full = {**context, "live_after": after, "user": user, "nav": context.get("nav", "")}
+    html = await sync_to_async(render_to_string)(template, full, request)
+    return HttpResponse(html, status=status)
+
+
+async def fragment(
+    request: HttpRequest, template: str, context: Mapping[str, Any], status: int = 200
+) -> HttpResponse:
+    html = await sync_to_async(render_to_string)(template, dict(context), request)
+    return HttpResponse(html, status=status)

@@ -1,0 +1,322 @@
+"""One execution: status and why it stopped or failed, waits with their deadlines, inputs with a signal form
+each, fields, history, the live diagram, and the operator's actions (cancel; for a stopped execution
+resume with its dry-run report, answer a node, end).
+
+The page is made of fragments (`panel`, `inputs`, `fields`, `history`) that the page fetches again when its
+websocket hears of the execution, so nothing is reloaded and a half-typed form is left alone (the script
+skips a fragment holding the focus). Every verb that changes the execution needs the operator permission
+and records the user as the actor in the execution's history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET, require_POST
+
+from console import forms, runtime
+from console.views import common
+from engine import errors, render, schema
+from engine.engine import FlowEngine, declared_inputs
+from engine.flow import Flow
+
+__all__ = [
+    "answer",
+    "cancel",
+    "diagram",
+    "end",
+    "execution",
+    "fields",
+    "history",
+    "inputs",
+    "panel",
+    "resume",
+    "signal",
+]
+
+HISTORY_PAGE = 100
+DIAGRAM_FORMATS = ("mermaid", "dot", "bpmn", "elk")
+_CONTENT_TYPES = {
+    "mermaid": "text/plain; charset=utf-8",
+    "dot": "image/svg+xml; charset=utf-8",
+    "bpmn": "application/xml; charset=utf-8",
+    "elk": "application/json; charset=utf-8",
+}
+
+
+def flow_of(engine: FlowEngine, flow_id: str, digest: str) -> Flow | None:
+    """The definition an execution runs under, when this process serves it."""
+    version = engine._registry.resolve(flow_id, digest)  # the engine's own lookup (no public twin)
+    return None if version is None else version.flow
+
+
+async def _detail(execution_id: str) -> Any:
+    engine = await runtime.engine()
+    try:
+        return await engine.executions.describe(execution_id)
+    except errors.FlowExecutionNotFound:
+        raise Http404(f"no execution {execution_id!r}") from None
+
+
+async def _panel_context(request: HttpRequest, detail: Any) -> dict[str, Any]:
+    engine = await runtime.engine()
+    state = detail.state
+    flow = flow_of(engine, state.flow_id, state.hash)
+    nodes = list(schema.durable_names(flow)) if flow is not None else []
+    return {
+        "detail": detail,
+        "row": common.row_of(state),
+        "stop": detail.stop,
+        "failure": state.status if common.badge_of(state) == "failed" else None,
+        "cancelled": state.status if common.badge_of(state) == "cancelled" else None,
+        "served": flow is not None,
+        "answerable": nodes,
+        "can_operate": await common.can_operate(request),
+        "terminal": state.status.terminal,
+    }
+
+
+def _input_forms(detail: Any, typed: dict[str, dict[str, str]], errs: dict[str, Any]) -> list[Any]:
+    shown = []
+    for item in detail.inputs:
+        form = None
+        if not item.delivered and not detail.status.terminal:
+            form = forms.signal_form(item.name, item.json_schema, typed.get(item.name), errs.get(item.name))
+        shown.append({"input": item, "form": form})
+    return shown
+
+
+async def _inputs_context(
+    detail: Any, typed: dict[str, dict[str, str]] | None = None, errs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "detail": detail,
+        "served": detail.progress is not None,
+        "inputs": _input_forms(detail, typed or {}, errs or {}),
+    }
+
+
+async def _fields_context(detail: Any) -> dict[str, Any]:
+    engine = await runtime.engine()
+    recorded = await engine.store.get_all_fields(detail.execution_id)
+    shown = []
+    for name in sorted(recorded):
+        field = recorded[name]
+        text = common.pretty_json(field.value)
+        shown.append({"name": name, "tag": field.tag, "text": text, "folded": len(text) > common.FOLD_CHARS})
+    return {"detail": detail, "fields": shown}
+
+
+async def _history_context(execution_id: str, offset: int) -> dict[str, Any]:
+    engine = await runtime.engine()
+    page = await engine.executions.history(execution_id, HISTORY_PAGE, offset)
+    events = [
+        {
+            "seq": e.seq,
+            "kind": e.kind.value,
+            "at": e.timestamp,
+            "detail": e.detail,
+            "actor": e.data.get("actor"),
+        }
+        for e in page.events
+    ]
+    return {
+        "execution_id": execution_id,
+        "events": events,
+        "has_more": page.has_more,
+        "next_offset": offset + len(events),
+    }
+
+
+@login_required
+@require_GET
+async def execution(request: HttpRequest, execution_id: str) -> HttpResponse:
+    detail = await _detail(execution_id)
+    context = {
+        **await _panel_context(request, detail),
+        **await _inputs_context(detail),
+        **await _fields_context(detail),
+        **await _history_context(execution_id, 0),
+        "formats": DIAGRAM_FORMATS,
+        "nav": "executions",
+    }
+    return await common.page(request, "console/execution.html", context)
+
+
+@login_required
+@require_GET
+async def panel(request: HttpRequest, execution_id: str) -> HttpResponse:
+    detail = await _detail(execution_id)
+    return await common.fragment(
+        request, "console/partials/execution_panel.html", await _panel_context(request, detail)
+    )
+
+
+@login_required
+@require_GET
+async def inputs(request: HttpRequest, execution_id: str) -> HttpResponse:
+    detail = await _detail(execution_id)
+    return await common.fragment(
+        request, "console/partials/execution_inputs.html", await _inputs_context(detail)
+    )
+
+
+@login_required
+@require_GET
+async def fields(request: HttpRequest, execution_id: str) -> HttpResponse:
+    detail = await _detail(execution_id)
+    return await common.fragment(
+        request, "console/partials/execution_fields.html", await _fields_context(detail)
+    )
+
+
+@login_required
+@require_GET
+async def history(request: HttpRequest, execution_id: str) -> HttpResponse:
+    """History rows from `offset` (the seq of the last row shown: rows after it)."""
+    text = request.GET.get("offset", "0")
+    offset = int(text) if text.isdigit() else 0
+    return await common.fragment(
+        request, "console/partials/history_rows.html", await _history_context(execution_id, offset)
+    )
+
+
+@login_required
+@require_GET
+async def diagram(request: HttpRequest, execution_id: str, format: str) -> HttpResponse:
+    """The execution's version with its progress painted, in `format`; DOT arrives laid out as SVG."""
+    if format not in DIAGRAM_FORMATS:
+        raise Http404(f"no diagram format {format!r}")
+    engine = await runtime.engine()
+    detail = await _detail(execution_id)
+    flow = flow_of(engine, detail.flow_id, detail.state.hash)
+    if flow is None:
+        return HttpResponse("this version is not served here", status=404, content_type="text/plain")
+    if format == "dot":
+        text = await sync_to_async(render.render_svg)(flow, detail.progress)
+    else:
+        text = render.render(flow, format, progress=detail.progress)
+    return HttpResponse(text, content_type=_CONTENT_TYPES[format])
+
+
+# ------------------------------------------------------------------------------------------ verbs
+
+
+async def _message(request: HttpRequest, level: str, text: str, status: int = 200) -> HttpResponse:
+    return await common.fragment(
+        request, "console/partials/message.html", {"level": level, "text": text}, status=status
+    )
+
+
+async def _actor(request: HttpRequest) -> str:
+    return str((await request.auser()).get_username())
+
+
+@login_required
+@require_POST
+async def signal(request: HttpRequest, execution_id: str, name: str) -> HttpResponse:
+    """Deliver input `name` from its generated form; a refused value comes back with the errors placed
+    next to the fields (400)."""
+    engine = await runtime.engine()
+    detail = await _detail(execution_id)
+    item = next((i for i in detail.inputs if i.name == name), None)
+    flow = flow_of(engine, detail.flow_id, detail.state.hash)
+    if item is None or flow is None:
+        return await _message(request, "error", f"input {name!r} is not declared by this version", 400)
+    form = forms.signal_form(name, item.json_schema)
+    posted = {f.name: request.POST.get(f.name, "") for f in form.fields}
+    value, found = forms.read_signal(form, posted, declared_inputs(flow)[name].type)
+    if not found:
+        try:
+            await engine.executions.signal(execution_id, name, value)
+        except (errors.FlowSignalError, errors.FlowExecutionTerminal) as error:
+            found = {"": (str(error),)}
+    if found:
+        context = await _inputs_context(detail, {name: posted}, {name: found})
+        return await common.fragment(request, "console/partials/execution_inputs.html", context, status=400)
+    return await common.fragment(
+        request, "console/partials/execution_inputs.html", await _inputs_context(await _detail(execution_id))
+    )
+
+
+@login_required
+@require_POST
+async def cancel(request: HttpRequest, execution_id: str) -> HttpResponse:
+    if not await common.can_operate(request):
+        return await common.forbidden(request)
+    engine = await runtime.engine()
+    reason = request.POST.get("reason", "").strip()
+    outcome = await engine.executions.cancel(execution_id, reason, actor=await _actor(request))
+    from console.views.executions import _outcome_words
+
+    return await _message(request, "ok", f"{execution_id}: {_outcome_words(outcome)}")
+
+
+@login_required
+@require_POST
+async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
+    """Without `go`: the dry-run report (kept nodes, the next node, conflicts) and a Go button. With `go`:
+    resume onto the newest version (operators only)."""
+    go = request.POST.get("go") == "1"
+    if go and not await common.can_operate(request):
+        return await common.forbidden(request)
+    engine = await runtime.engine()
+    try:
+        report = await engine.resume(execution_id, go=go, actor=await _actor(request) if go else None)
+    except errors.FlowResumeConflict as error:
+        return await common.fragment(
+            request,
+            "console/partials/resume_report.html",
+            {"execution_id": execution_id, "report": error.report, "refused": str(error)},
+            status=409,
+        )
+    except errors.FlowError as error:
+        return await _message(request, "error", str(error), 409)
+    return await common.fragment(
+        request,
+        "console/partials/resume_report.html",
+        {
+            "execution_id": execution_id,
+            "report": report,
+            "resumed": go,
+            "can_operate": await common.can_operate(request),
+        },
+    )
+
+
+@login_required
+@require_POST
+async def answer(request: HttpRequest, execution_id: str) -> HttpResponse:
+    if not await common.can_operate(request):
+        return await common.forbidden(request)
+    node = request.POST.get("node", "")
+    text = request.POST.get("value", "").strip()
+    try:
+        value = forms.read_json_text(text) if text else None
+    except ValueError as error:
+        return await _message(request, "error", f"value: {error}", 400)
+    engine = await runtime.engine()
+    try:
+        await engine.answer(execution_id, node, value, actor=await _actor(request))
+    except errors.FlowError as error:
+        return await _message(request, "error", str(error), 409)
+    return await _message(request, "ok", f"answered {node}; resume the execution to go on")
+
+
+@login_required
+@require_POST
+async def end(request: HttpRequest, execution_id: str) -> HttpResponse:
+    if not await common.can_operate(request):
+        return await common.forbidden(request)
+    reason = request.POST.get("reason", "").strip()
+    if not reason:
+        return await _message(request, "error", "say why the execution ends (the reason is recorded)", 400)
+    engine = await runtime.engine()
+    try:
+        await engine.end(execution_id, reason, actor=await _actor(request))
+    except errors.FlowError as error:
+        return await _message(request, "error", str(error), 409)
+    return await _message(request, "ok", f"{execution_id} ended: {reason}")

@@ -1,0 +1,160 @@
+"""The executions list: filters in the wire vocabulary, a workflow filter, an id search, pages with the
+total, and cancelling a selection with a reason.
+
+The query lives in the URL (`?status=waiting:approval&workflow=fulfilment&q=demo-&page=2`), so a link is
+shareable and the back button works; htmx pushes it as the filters change. `?partial=rows` answers only
+the table, which the page fetches again when its websocket hears of a change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET, require_POST
+
+from console import runtime
+from console.discovery import registered_flows
+from console.views import common
+from engine.engine import declared_inputs
+from store import spi
+from store.django.models import Execution
+
+__all__ = ["cancel_selected", "executions"]
+
+PAGE_SIZE = 25
+_BASE_WORDS = (
+    "running",
+    "waiting",
+    "sleeping",
+    "cancelling",
+    "compensating",
+    "stopped",
+    "completed",
+    "failed",
+    "cancelled",
+)
+
+
+@dataclass(frozen=True)
+class Query:
+    status: str
+    workflow: str
+    q: str
+    page: int
+
+    @classmethod
+    def of(cls, request: HttpRequest) -> Query:
+        page_text = request.GET.get("page", "1")
+        page = int(page_text) if page_text.isdigit() and int(page_text) > 0 else 1
+        return cls(
+            request.GET.get("status", "").strip(),
+            request.GET.get("workflow", "").strip(),
+            request.GET.get("q", "").strip(),
+            page,
+        )
+
+    def url(self, **change: object) -> str:
+        values = {"status": self.status, "workflow": self.workflow, "q": self.q, "page": self.page}
+        values.update(change)
+        kept = {k: v for k, v in values.items() if v not in ("", None) and not (k == "page" and v == 1)}
+        return "?" + urlencode(kept) if kept else "?"
+
+
+def _failure_kinds() -> list[str]:
+    found = Execution.objects.filter(failure_kind__isnull=False).values_list("failure_kind", flat=True)
+    return sorted(set(found))
+
+
+def status_choices() -> list[str]:
+    """Every filter word: the base words, `failed:<kind>` for the kinds in the data, `waiting:<name>` for
+    the inputs the served flows declare."""
+    words = list(_BASE_WORDS)
+    words += [f"failed:{kind}" for kind in _failure_kinds()]
+    names = sorted({name for flow in registered_flows().values() for name in declared_inputs(flow)})
+    words += [f"waiting:{name}" for name in names]
+    return words
+
+
+async def _table(query: Query) -> dict[str, object]:
+    engine = await runtime.engine()
+    error = ""
+    try:
+        result = await engine.executions.search(
+            query.workflow or None,
+            query.status or None,
+            PAGE_SIZE,
+            (query.page - 1) * PAGE_SIZE,
+            query.q or None,
+        )
+        rows, total = [common.row_of(s) for s in result.items], result.total
+    except spi.FilterParseError as problem:
+        rows, total, error = [], 0, str(problem)
+    pages = max(1, -(-total // PAGE_SIZE))
+    return {
+        "rows": rows,
+        "total": total,
+        "query": query,
+        "pages": pages,
+        "error": error,
+        "first": (query.page - 1) * PAGE_SIZE + 1 if rows else 0,
+        "last": (query.page - 1) * PAGE_SIZE + len(rows),
+        "previous_url": query.url(page=query.page - 1) if query.page > 1 else "",
+        "next_url": query.url(page=query.page + 1) if query.page < pages else "",
+    }
+
+
+@login_required
+@require_GET
+async def executions(request: HttpRequest) -> HttpResponse:
+    query = Query.of(request)
+    table = await _table(query)
+    if request.GET.get("partial") == "rows" or request.headers.get("HX-Request"):
+        return await common.fragment(request, "console/partials/executions_table.html", table)
+    engine = await runtime.engine()
+    context = {
+        **table,
+        "nav": "executions",
+        "status_choices": await sync_to_async(status_choices)(),
+        "workflows": sorted(info.id for info in await engine.workflows.list()),
+        "can_operate": await common.can_operate(request),
+    }
+    return await common.page(request, "console/executions.html", context)
+
+
+@login_required
+@require_POST
+async def cancel_selected(request: HttpRequest) -> HttpResponse:
+    """Ask each selected execution to cancel with one reason; says what each ask did."""
+    if not await common.can_operate(request):
+        return await common.forbidden(request)
+    ids = [i for i in request.POST.getlist("ids") if i]
+    reason = request.POST.get("reason", "").strip()
+    if not ids:
+        return await common.fragment(
+            request,
+            "console/partials/message.html",
+            {"level": "error", "text": "Select at least one execution."},
+            status=400,
+        )
+    engine = await runtime.engine()
+    actor = (await request.auser()).get_username()
+    outcomes = []
+    for eid in ids:
+        outcome = await engine.executions.cancel(eid, reason, actor=actor)
+        outcomes.append((eid, _outcome_words(outcome)))
+    return await common.fragment(request, "console/partials/cancel_outcomes.html", {"outcomes": outcomes})
+
+
+def _outcome_words(outcome: spi.CancelOutcome) -> str:
+    match outcome:
+        case spi.Accepted():
+            return "cancel requested"
+        case spi.AlreadyRequested():
+            return "already requested"
+        case spi.AlreadyTerminal(status):
+            return f"already ended ({status.show()})"
+    return "?"

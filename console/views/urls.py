@@ -1,0 +1,53 @@
+"""The console's page routes (mounted at the site root by `console.urls`)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import URLPattern, path
+from django.views.generic import RedirectView
+
+from console.views import execution, executions, workflows
+
+__all__ = ["urlpatterns"]
+
+E = "executions/<path:execution_id>/"
+
+urlpatterns: list[URLPattern] = [
+    path("", RedirectView.as_view(url="/executions/", permanent=False), name="console-home"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(template_name="console/login.html", next_page="/executions/"),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(next_page="/login/"), name="logout"),
+    path("executions/", executions.executions, name="console-executions"),
+    path("executions/cancel/", executions.cancel_selected, name="console-cancel-selected"),
+    path(E + "panel/", execution.panel, name="console-execution-panel"),
+    path(E + "inputs/", execution.inputs, name="console-execution-inputs"),
+    path(E + "fields/", execution.fields, name="console-execution-fields"),
+    path(E + "history/", execution.history, name="console-execution-history"),
+    path(E + "diagram/<str:format>/", execution.diagram, name="console-execution-diagram"),
+    path(E + "signal/<str:name>/", execution.signal, name="console-execution-signal"),
+    path(E + "cancel/", execution.cancel, name="console-execution-cancel"),
+    path(E + "resume/", execution.resume, name="console-execution-resume"),
+    path(E + "answer/", execution.answer, name="console-execution-answer"),
+    path(E + "end/", execution.end, name="console-execution-end"),
+    path("executions/<path:execution_id>", execution.execution, name="console-execution"),
+    path("workflows/", workflows.workflows, name="console-workflows"),
+    path("workflows/<str:workflow_id>/", workflows.workflow, name="console-workflow"),
+    path("workflows/<str:workflow_id>/counts/", workflows.workflow_counts, name="console-workflow-counts"),
+    path(
+        "workflows/<str:workflow_id>/diagram/<str:format>/",
+        workflows.workflow_diagram,
+        name="console-workflow-diagram",
+    ),
+    path("workflows/<str:workflow_id>/start/", workflows.start, name="console-workflow-start"),
+    path("parked/", workflows.parked, name="console-parked"),
+    path(
+        "parked/<str:workflow_id>/<str:digest>/resume/", workflows.parked_resume, name="console-parked-resume"
+    ),
+    path(
+        "parked/<str:workflow_id>/<str:digest>/cancel/", workflows.parked_cancel, name="console-parked-cancel"
+    ),
+    path("health/", workflows.health, name="console-health"),
+]

@@ -1,0 +1,264 @@
+"""Workflows (versions, nodes, inputs, outputs, counts per status, a diagram with live per-node counts and a
+start form), parked executions (grouped by version, resumed onto the newest version or cancelled), and
+engine health (claims per executor, from the store; this process's own engine)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from console import runtime
+from console.discovery import registered_flows
+from console.views import common
+from engine import errors, render
+from engine.graph import build_graph
+from engine.progress import NodeStatus
+from store.django.models import Execution
+
+__all__ = [
+    "health",
+    "parked",
+    "parked_cancel",
+    "parked_resume",
+    "start",
+    "workflow",
+    "workflow_counts",
+    "workflow_diagram",
+    "workflows",
+]
+
+# The node statuses that mean "an execution is at this node right now".
+_AT = (NodeStatus.RUNNING, NodeStatus.WAITING, NodeStatus.SLEEPING, NodeStatus.STOPPED)
+COUNT_LIMIT = 500  # executions looked at for the per-node counts
+
+
+def _status_counts() -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = defaultdict(dict)
+    for row in Execution.objects.values("flow_id", "status_kind").annotate(n=Count("id")):
+        counts[row["flow_id"]][row["status_kind"]] = row["n"]
+    return counts
+
+
+@login_required
+@require_GET
+async def workflows(request: HttpRequest) -> HttpResponse:
+    engine = await runtime.engine()
+    counts = await sync_to_async(_status_counts)()
+    shown = []
+    for info in await engine.workflows.list():
+        versions = await engine.store.list_workflow_versions(info.id)
+        shown.append({"info": info, "versions": versions, "counts": sorted(counts.get(info.id, {}).items())})
+    return await common.page(request, "console/workflows.html", {"workflows": shown, "nav": "workflows"})
+
+
+async def _info(workflow_id: str) -> Any:
+    engine = await runtime.engine()
+    try:
+        return await engine.workflows.describe(workflow_id)
+    except errors.FlowNotRegistered:
+        raise Http404(f"no workflow {workflow_id!r}") from None
+
+
+async def node_counts(workflow_id: str) -> dict[str, dict[str, int]]:
+    """How many unended executions are at each node (durable path) right now, by node status."""
+    engine = await runtime.engine()
+    result = await engine.executions.search(workflow_id, None, COUNT_LIMIT, 0)
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for state in result.items:
+        if state.status.terminal:
+            continue
+        detail = await engine.executions.describe(state.execution_id)
+        if detail.progress is None:
+            continue
+        for node in detail.progress.nodes:
+            if node.status in _AT:
+                counts[node.name][str(node.status)] += 1
+    return {path: dict(c) for path, c in counts.items()}
+
+
+def _graph_ids(workflow_id: str) -> dict[str, str]:
+    """Drawn node id → durable path, so the page can put counts on the drawing."""
+    flow = registered_flows().get(workflow_id)
+    if flow is None:
+        return {}
+    return {n.id: n.path for n in build_graph(flow).nodes if n.path}
+
+
+@login_required
+@require_GET
+async def workflow(request: HttpRequest, workflow_id: str) -> HttpResponse:
+    info = await _info(workflow_id)
+    engine = await runtime.engine()
+    versions = await engine.store.list_workflow_versions(workflow_id)
+    counts = await sync_to_async(_status_counts)()
+    context = {
+        "info": info,
+        "versions": versions,
+        "status_counts": sorted(counts.get(workflow_id, {}).items()),
+        "node_counts": sorted((await node_counts(workflow_id)).items()),
+        "graph_ids": json.dumps(_graph_ids(workflow_id)),
+        "nav": "workflows",
+    }
+    return await common.page(request, "console/workflow.html", context)
+
+
+@login_required
+@require_GET
+async def workflow_counts(request: HttpRequest, workflow_id: str) -> HttpResponse:
+    await _info(workflow_id)
+    return JsonResponse({"counts": await node_counts(workflow_id)})
+
+
+@login_required
+@require_GET
+async def workflow_diagram(request: HttpRequest, workflow_id: str, format: str) -> HttpResponse:
+    flow = registered_flows().get(workflow_id)
+    if flow is None or format not in ("mermaid", "dot", "bpmn", "elk"):
+        raise Http404("no such diagram")
+    if format == "dot":
+        return HttpResponse(
+            await sync_to_async(render.render_svg)(flow), content_type="image/svg+xml; charset=utf-8"
+        )
+    return HttpResponse(render.render(flow, format), content_type="text/plain; charset=utf-8")
+
+
+@login_required
+@require_POST
+async def start(request: HttpRequest, workflow_id: str) -> HttpResponse:
+    """Start an execution with an optional id and the inputs typed as JSON (blank ones left out)."""
+    info = await _info(workflow_id)
+    inputs: dict[str, Any] = {}
+    for item in info.inputs:
+        text = request.POST.get(f"input:{item.name}", "").strip()
+        if not text:
+            continue
+        try:
+            inputs[item.name] = json.loads(text)
+        except json.JSONDecodeError as error:
+            return await _message(request, "error", f"{item.name}: not JSON ({error.msg})", 400)
+    engine = await runtime.engine()
+    try:
+        eid = await engine.workflows.start(
+            workflow_id, execution_id=request.POST.get("execution_id", "").strip() or None, inputs=inputs
+        )
+    except errors.FlowError as error:
+        return await _message(request, "error", str(error), 400)
+    return await common.fragment(request, "console/partials/started.html", {"execution_id": eid})
+
+
+async def _message(request: HttpRequest, level: str, text: str, status: int = 200) -> HttpResponse:
+    return await common.fragment(
+        request, "console/partials/message.html", {"level": level, "text": text}, status=status
+    )
+
+
+# ------------------------------------------------------------------------------------------- parked
+
+
+async def _parked_groups() -> list[dict[str, Any]]:
+    engine = await runtime.engine()
+    groups = []
+    for info in await engine.workflows.list():
+        by_hash: dict[str, list[Any]] = defaultdict(list)
+        for state in await engine.parked(info.id):
+            by_hash[state.hash].append(common.row_of(state))
+        for digest, rows in sorted(by_hash.items()):
+            groups.append(
+                {"workflow_id": info.id, "hash": digest, "rows": rows, "newest": info.structural_hash}
+            )
+    return groups
+
+
+@login_required
+@require_GET
+async def parked(request: HttpRequest) -> HttpResponse:
+    context = {
+        "groups": await _parked_groups(),
+        "nav": "parked",
+        "can_operate": await common.can_operate(request),
+    }
+    return await common.page(request, "console/parked.html", context)
+
+
+async def _group(workflow_id: str, digest: str) -> list[Any]:
+    engine = await runtime.engine()
+    return [s for s in await engine.parked(workflow_id) if s.hash == digest]
+
+
+@login_required
+@require_POST
+async def parked_resume(request: HttpRequest, workflow_id: str, digest: str) -> HttpResponse:
+    """Dry-run every execution of the group on the newest version; with `go`, resume those without
+    conflicts (operators only)."""
+    go = request.POST.get("go") == "1"
+    if go and not await common.can_operate(request):
+        return await common.forbidden(request)
+    engine = await runtime.engine()
+    actor = str((await request.auser()).get_username())
+    results = []
+    for state in await _group(workflow_id, digest):
+        try:
+            report = await engine.resume(state.execution_id, go=False)
+            resumed = False
+            if go and not report.conflicts:
+                await engine.resume(state.execution_id, go=True, actor=actor)
+                resumed = True
+            results.append({"execution_id": state.execution_id, "report": report, "resumed": resumed})
+        except errors.FlowError as error:
+            results.append({"execution_id": state.execution_id, "report": None, "error": str(error)})
+    context = {"results": results, "go": go, "workflow_id": workflow_id, "hash": digest}
+    return await common.fragment(request, "console/partials/parked_report.html", context)
+
+
+@login_required
+@require_POST
+async def parked_cancel(request: HttpRequest, workflow_id: str, digest: str) -> HttpResponse:
+    if not await common.can_operate(request):
+        return await common.forbidden(request)
+    engine = await runtime.engine()
+    actor = str((await request.auser()).get_username())
+    reason = request.POST.get("reason", "").strip()
+    group = await _group(workflow_id, digest)
+    for state in group:
+        await engine.executions.cancel(state.execution_id, reason, actor=actor)
+    return await _message(request, "ok", f"asked {len(group)} parked executions to cancel")
+
+
+# ------------------------------------------------------------------------------------------- health
+
+
+def _claims() -> dict[str, list[str]]:
+    held: dict[str, list[str]] = defaultdict(list)
+    rows = Execution.objects.filter(executor__isnull=False, claim_expiry__gt=timezone.now()).values_list(
+        "executor", "id"
+    )
+    for executor, eid in rows.order_by("executor", "id"):
+        held[executor].append(eid)
+    return dict(held)
+
+
+@login_required
+@require_GET
+async def health(request: HttpRequest) -> HttpResponse:
+    engine = await runtime.engine()
+    store_error = ""
+    try:
+        await engine.store.list_workflows()
+    except Exception as error:  # the page reports it rather than failing
+        store_error = str(error)
+    context = {
+        "nav": "health",
+        "own": engine.health(),
+        "claims": sorted((await sync_to_async(_claims)()).items()),
+        "store_error": store_error,
+        "workflows": sorted(registered_flows()),
+    }
+    return await common.page(request, "console/health.html", context)

@@ -1,0 +1,417 @@
+/* Flowdeck console: the live websocket, fragment refreshes, countdowns and the diagram views.
+ *
+ * Every piece of user text that reaches the DOM from here goes through textContent (never innerHTML),
+ * except server-made SVG (Graphviz escapes labels) and Mermaid's own output (strict security level).
+ */
+(function () {
+  "use strict";
+
+  const STATIC = "/static/";
+  const COLOURS = {
+    completed: "#90EE90", running: "#FFD700", pending: "#D3D3D3", waiting: "#87CEEB",
+    sleeping: "#DDA0DD", failed: "#FF6B6B", compensated: "#F4A460", stopped: "#FFA500",
+  };
+  const STATUS_OF_COLOUR = Object.fromEntries(Object.entries(COLOURS).map(([k, v]) => [v.toLowerCase(), k]));
+
+  if (window.htmx) window.htmx.config.history = "reload"; // back/forward load the URL's page afresh
+
+  // ------------------------------------------------------------------------------------ helpers
+
+  function throttle(fn, ms) {
+    let timer = null, again = false;
+    return function run() {
+      if (timer) { again = true; return; }
+      fn();
+      timer = setTimeout(() => { timer = null; if (again) { again = false; run(); } }, ms);
+    };
+  }
+
+  async function fetchText(url) {
+    const response = await fetch(url, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } });
+    if (!response.ok) throw new Error(`${response.status} ${url}`);
+    return response.text();
+  }
+
+  const loaded = {};
+  function loadScript(path) {
+    loaded[path] ||= new Promise((resolve, reject) => {
+      const s = document.createElement("script");
+      s.src = STATIC + path;
+      s.onload = resolve;
+      s.onerror = () => reject(new Error("could not load " + path));
+      document.head.appendChild(s);
+    });
+    return loaded[path];
+  }
+
+  function svgFrom(text, html) {
+    // Parsed as its own document: scripts in it never run; then adopted into the page. Mermaid writes
+    // HTML-flavoured SVG (`<br>`), which only the HTML parser reads.
+    const doc = new DOMParser().parseFromString(text, html ? "text/html" : "image/svg+xml");
+    const svg = html ? doc.body.querySelector("svg") : doc.documentElement;
+    if (!svg) throw new Error("not an SVG drawing");
+    if (svg.nodeName !== "svg") throw new Error("not an SVG drawing");
+    svg.querySelectorAll("script, foreignObject").forEach((el) => el.remove());
+    return document.importNode(svg, true);
+  }
+
+  function showError(target, error) {
+    target.replaceChildren();
+    const p = document.createElement("p");
+    p.className = "message error";
+    p.textContent = String(error);
+    target.appendChild(p);
+  }
+
+  // ------------------------------------------------------------------------------ live socket
+
+  const listeners = [];
+  function onLive(fn) { listeners.push(fn); }
+
+  function startLive(scope) {
+    const state = document.getElementById("live-state");
+    let after = Number(document.body.dataset.liveAfter || 0);
+    let delay = 250;
+    function connect() {
+      const proto = location.protocol === "https:" ? "wss" : "ws";
+      const params = new URLSearchParams(scope);
+      params.set("after", String(after));
+      const socket = new WebSocket(`${proto}://${location.host}/ws/live/?${params}`);
+      socket.onopen = () => { delay = 250; if (state) { state.classList.add("on"); state.title = "live"; } };
+      socket.onmessage = (message) => {
+        const event = JSON.parse(message.data);
+        if (event.type !== "event") return;
+        after = Math.max(after, event.id);
+        document.body.dataset.liveLast = String(after);
+        listeners.forEach((fn) => fn(event));
+      };
+      socket.onclose = () => {
+        if (state) { state.classList.remove("on"); state.title = "reconnecting"; }
+        setTimeout(connect, delay); // resumes from `after`: nothing heard before the drop is lost
+        delay = Math.min(delay * 2, 5000);
+      };
+    }
+    connect();
+  }
+
+  // ------------------------------------------------------------------------------- countdowns
+
+  function tickCountdowns() {
+    const now = Date.now();
+    document.querySelectorAll("[data-deadline]").forEach((el) => {
+      const left = Math.round((Date.parse(el.dataset.deadline) - now) / 1000);
+      if (!el.classList.contains("countdown")) return;
+      if (left <= 0) { el.textContent = "due now"; return; }
+      const d = Math.floor(left / 86400), h = Math.floor((left % 86400) / 3600);
+      const m = Math.floor((left % 3600) / 60), s = left % 60;
+      el.textContent = "in " + (d ? `${d}d ` : "") + `${String(h).padStart(2, "0")}:${String(m).padStart(2, "0")}:${String(s).padStart(2, "0")}`;
+    });
+  }
+
+  // ---------------------------------------------------------------------------- executions page
+
+  function executionsPage() {
+    const table = document.getElementById("table");
+    const refresh = throttle(async () => {
+      const checked = new Set([...table.querySelectorAll("input[name=ids]:checked")].map((i) => i.value));
+      const params = new URLSearchParams(location.search);
+      params.set("partial", "rows");
+      try {
+        const html = await fetchText(`${location.pathname}?${params}`);
+        table.innerHTML = html; // our own server-escaped fragment
+        table.querySelectorAll("input[name=ids]").forEach((i) => { i.checked = checked.has(i.value); });
+        if (window.htmx) window.htmx.process(table);
+        tickCountdowns();
+      } catch (e) { /* the next event tries again */ }
+    }, 150);
+    onLive(() => refresh());
+    document.addEventListener("change", (e) => {
+      if (e.target.matches("[data-select-all]")) {
+        table.querySelectorAll("input[name=ids]").forEach((i) => { i.checked = e.target.checked; });
+      }
+    });
+    startLive({});
+  }
+
+  // ----------------------------------------------------------------------------- execution page
+
+  function busy(el) {
+    // A fragment the operator is typing into, or has opened a form in, is left alone.
+    return (el.contains(document.activeElement) && document.activeElement !== document.body) ||
+      el.querySelector("details[open]") !== null;
+  }
+
+  async function refreshFragment(el) {
+    if (busy(el)) { el.dataset.stale = "1"; return; }
+    try {
+      el.innerHTML = await fetchText(el.dataset.liveFragment);
+      delete el.dataset.stale;
+      if (window.htmx) window.htmx.process(el);
+      tickCountdowns();
+    } catch (e) { /* next event */ }
+  }
+
+  async function appendHistory() {
+    const body = document.getElementById("history");
+    if (!body || body.querySelector("tr.more")) return; // the "load more" row covers what follows
+    const rows = body.querySelectorAll("tr[data-seq]");
+    const last = rows.length ? rows[rows.length - 1].dataset.seq : "0";
+    try {
+      const html = await fetchText(`${body.dataset.historyBase}?offset=${last}`);
+      const holder = document.createElement("tbody");
+      holder.innerHTML = html;
+      const seen = new Set([...body.querySelectorAll("tr[data-seq]")].map((r) => r.dataset.seq));
+      [...holder.children].forEach((tr) => { if (!tr.dataset.seq || !seen.has(tr.dataset.seq)) body.appendChild(tr); });
+      if (window.htmx) window.htmx.process(body);
+    } catch (e) { /* next event */ }
+  }
+
+  function executionPage() {
+    const fragments = [...document.querySelectorAll("[data-live-fragment]")];
+    const diagram = document.getElementById("diagram");
+    const refresh = throttle(() => {
+      fragments.forEach(refreshFragment);
+      appendHistory();
+      drawDiagram(diagram, diagram.dataset.format, true);
+    }, 100);
+    onLive(() => refresh());
+    // A stale fragment catches up once the operator leaves it.
+    document.addEventListener("focusout", () => setTimeout(() => {
+      fragments.filter((f) => f.dataset.stale && !busy(f)).forEach(refreshFragment);
+    }, 0));
+    document.body.addEventListener("htmx:after:swap", () => {
+      // An action went through: fold its form and let the fragments it touched catch up.
+      document.querySelectorAll("#panel details.action[open]").forEach((d) => { d.open = false; });
+      if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
+      fragments.filter((f) => f.dataset.stale).forEach(refreshFragment);
+      tickCountdowns();
+    });
+    setupFormats(diagram);
+    startLive({ execution: document.body.dataset.executionId });
+  }
+
+  // ------------------------------------------------------------------------------------ diagrams
+
+  function setupFormats(diagram) {
+    const tabs = document.getElementById("diagram-formats");
+    tabs.addEventListener("click", (e) => {
+      const button = e.target.closest("button[data-format]");
+      if (!button) return;
+      tabs.querySelectorAll("button").forEach((b) => b.classList.toggle("active", b === button));
+      drawDiagram(diagram, button.dataset.format, false);
+    });
+    drawDiagram(diagram, diagram.dataset.format, false);
+  }
+
+  let drawing = 0;
+  async function drawDiagram(target, format, live) {
+    const ticket = ++drawing;
+    target.dataset.format = format;
+    const url = target.dataset.diagramBase.replace("FORMAT", format);
+    try {
+      const text = await fetchText(url);
+      if (ticket !== drawing) return;
+      const holder = document.createElement("div");
+      holder.className = "drawing";
+      holder.dataset.format = format;
+      if (format === "dot") holder.appendChild(svgFrom(text));
+      else if (format === "mermaid") await drawMermaid(holder, text);
+      else if (format === "elk") await drawElk(holder, JSON.parse(text));
+      else if (format === "bpmn") { target.replaceChildren(holder); await drawBpmn(holder, text); target.dataset.drawn = format; return; }
+      if (ticket !== drawing) return;
+      target.replaceChildren(holder);
+      target.dataset.drawn = format;
+    } catch (error) {
+      if (!live) showError(target, error);
+    }
+  }
+
+  let mermaidCount = 0;
+  async function drawMermaid(holder, text) {
+    await loadScript("vendor/mermaid/mermaid.min.js");
+    if (!window.__fdMermaid) {
+      window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "neutral", flowchart: { htmlLabels: false } });
+      window.__fdMermaid = true;
+    }
+    const { svg } = await window.mermaid.render(`fd-mermaid-${++mermaidCount}`, text);
+    holder.appendChild(svgFrom(svg, true));
+  }
+
+  async function drawBpmn(holder, xml) {
+    await loadScript("vendor/bpmn-js/bpmn-navigated-viewer.production.min.js");
+    holder.classList.add("bpmn");
+    const viewer = new window.BpmnJS({ container: holder });
+    await viewer.importXML(xml);
+    const canvas = viewer.get("canvas");
+    const overlays = viewer.get("overlays");
+    viewer.get("elementRegistry").forEach((element) => {
+      const di = element.di;
+      if (!di || !di.get) return;
+      const fill = (di.get("color:background-color") || di.get("bioc:fill") || "").toLowerCase();
+      const status = STATUS_OF_COLOUR[fill];
+      if (!status || status === "pending") return;
+      canvas.addMarker(element.id, `fd-${status}`);
+      const badge = document.createElement("span");
+      badge.className = `bpmn-status st-${status}`;
+      badge.textContent = status;
+      overlays.add(element.id, { position: { top: -10, right: 10 }, html: badge });
+    });
+    canvas.zoom("fit-viewport");
+  }
+
+  async function drawElk(holder, graph) {
+    await loadScript("vendor/elkjs/elk.bundled.js");
+    const laid = await new window.ELK().layout(graph);
+    const NS = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(NS, "svg");
+    svg.setAttribute("width", laid.width + 20);
+    svg.setAttribute("height", laid.height + 20);
+    svg.setAttribute("class", "elk");
+    const defs = document.createElementNS(NS, "defs");
+    defs.innerHTML = '<marker id="fd-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0L10,5L0,10z" fill="#555"/></marker>';
+    svg.appendChild(defs);
+    function draw(node, dx, dy, parent) {
+      (node.children || []).forEach((child) => {
+        const x = dx + child.x, y = dy + child.y;
+        const g = document.createElementNS(NS, "g");
+        g.setAttribute("class", "node");
+        g.dataset.id = child.id;
+        const rect = document.createElementNS(NS, "rect");
+        const status = child.properties && child.properties.status;
+        Object.entries({ x, y, width: child.width, height: child.height, rx: 6 }).forEach(([k, v]) => rect.setAttribute(k, v));
+        rect.setAttribute("fill", child.children ? "#fafafa" : (COLOURS[status] || "#ffffff"));
+        rect.setAttribute("stroke", "#555");
+        g.appendChild(rect);
+        const lines = ((child.labels || [])[0] || { text: "" }).text.split("\n");
+        lines.forEach((line, i) => {
+          const t = document.createElementNS(NS, "text");
+          t.setAttribute("x", x + (child.children ? 8 : child.width / 2));
+          t.setAttribute("y", y + (child.children ? 16 : child.height / 2 - (lines.length - 1) * 7 + i * 14 + 4));
+          t.setAttribute("text-anchor", child.children ? "start" : "middle");
+          t.textContent = line;
+          g.appendChild(t);
+        });
+        parent.appendChild(g);
+        draw(child, x, y, parent);
+      });
+      (node.edges || []).forEach((edge) => {
+        (edge.sections || []).forEach((s) => {
+          const points = [s.startPoint, ...(s.bendPoints || []), s.endPoint];
+          const path = document.createElementNS(NS, "path");
+          path.setAttribute("d", points.map((p, i) => `${i ? "L" : "M"}${dx + p.x},${dy + p.y}`).join(" "));
+          path.setAttribute("fill", "none");
+          path.setAttribute("stroke", "#555");
+          path.setAttribute("marker-end", "url(#fd-arrow)");
+          parent.appendChild(path);
+        });
+        (edge.labels || []).forEach((label) => {
+          const t = document.createElementNS(NS, "text");
+          t.setAttribute("x", dx + (label.x || 0));
+          t.setAttribute("y", dy + (label.y || 0) + 10);
+          t.setAttribute("class", "edge-label");
+          t.textContent = label.text;
+          parent.appendChild(t);
+        });
+      });
+    }
+    const root = document.createElementNS(NS, "g");
+    root.setAttribute("transform", "translate(10,10)");
+    svg.appendChild(root);
+    draw(laid, 0, 0, root);
+    holder.appendChild(svg);
+  }
+
+  // ------------------------------------------------------------------------------ workflow page
+
+  function workflowPage() {
+    const target = document.getElementById("workflow-diagram");
+    const ids = JSON.parse(document.getElementById("graph-ids").textContent || "{}");
+    let svg = null;
+
+    function annotate(counts) {
+      if (!svg) return;
+      svg.querySelectorAll(".fd-count").forEach((el) => el.remove());
+      svg.querySelectorAll("g.node").forEach((g) => {
+        const title = g.querySelector("title");
+        const path = title && ids[title.textContent];
+        const by = path && counts[path];
+        if (!by) return;
+        const total = Object.values(by).reduce((a, b) => a + b, 0);
+        const box = g.getBBox();
+        const NS = "http://www.w3.org/2000/svg";
+        const badge = document.createElementNS(NS, "g");
+        badge.setAttribute("class", "fd-count");
+        badge.dataset.path = path;
+        const circle = document.createElementNS(NS, "circle");
+        circle.setAttribute("cx", box.x + box.width);
+        circle.setAttribute("cy", box.y);
+        circle.setAttribute("r", 10);
+        const main = Object.entries(by).sort((a, b) => b[1] - a[1])[0][0];
+        circle.setAttribute("fill", COLOURS[main] || "#ffd700");
+        circle.setAttribute("stroke", "#333");
+        const text = document.createElementNS(NS, "text");
+        text.setAttribute("x", box.x + box.width);
+        text.setAttribute("y", box.y + 4);
+        text.setAttribute("text-anchor", "middle");
+        text.textContent = String(total);
+        const tip = document.createElementNS(NS, "title");
+        tip.textContent = Object.entries(by).map(([s, n]) => `${s}: ${n}`).join(", ");
+        badge.append(circle, text, tip);
+        g.appendChild(badge);
+      });
+    }
+
+    function table(counts) {
+      const body = document.querySelector("#node-counts tbody");
+      body.replaceChildren();
+      const entries = Object.entries(counts).sort();
+      if (!entries.length) {
+        const tr = body.insertRow();
+        const td = tr.insertCell();
+        td.colSpan = 2; td.className = "empty"; td.textContent = "No unended execution.";
+        return;
+      }
+      entries.forEach(([path, by]) => {
+        const tr = body.insertRow();
+        const code = document.createElement("code");
+        code.textContent = path;
+        tr.insertCell().appendChild(code);
+        const cell = tr.insertCell();
+        Object.entries(by).forEach(([status, n]) => {
+          const span = document.createElement("span");
+          span.className = `badge st-${status}`;
+          span.textContent = `${status} ${n}`;
+          cell.append(span, " ");
+        });
+      });
+    }
+
+    async function counts() {
+      try {
+        const data = JSON.parse(await fetchText(target.dataset.counts));
+        annotate(data.counts);
+        table(data.counts);
+      } catch (e) { /* next event */ }
+    }
+
+    fetchText(target.dataset.svg).then((text) => {
+      svg = svgFrom(text);
+      target.replaceChildren(svg);
+      target.dataset.drawn = "dot";
+      counts();
+    }).catch((e) => showError(target, e));
+    onLive(throttle(counts, 200));
+    startLive({ workflow: document.body.dataset.workflowId });
+  }
+
+  // ------------------------------------------------------------------------------------ startup
+
+  document.addEventListener("DOMContentLoaded", () => {
+    tickCountdowns();
+    setInterval(tickCountdowns, 1000);
+    const pageName = document.body.dataset.page;
+    if (pageName === "executions") executionsPage();
+    else if (pageName === "execution") executionPage();
+    else if (pageName === "workflow") workflowPage();
+  });
+})();
