@@ -79,7 +79,7 @@ def add_workflow_inputs(document: dict[str, Any], flows: Mapping[str, Flow] | No
             "title": f"Start {workflow_id}",
             "properties": {
                 "executionId": execution_id,
-                "inputs": inputs,
+                "inputs": {"anyOf": [inputs, {"type": "null"}]},
             },
             "additionalProperties": False,
         }

@@ -16,6 +16,16 @@ class Order(BaseModel):
     quantity: int = Field(ge=1)
 
 
+class Address(BaseModel):
+    street: str
+    country: str = "NL"
+
+
+class Parcel(BaseModel):
+    weight_grams: int = Field(ge=1)
+    address: Address
+
+
 def wait_for_gate(ctx: Any) -> None:
     """Say it started (`<gate>.started`), then block until the file named by the `gate` input exists (the
     test opens it), at most a minute."""
@@ -47,6 +57,11 @@ parking = Flow.init("parking").input("go", bool).output("went", lambda ctx: ctx.
 # Stops on its first attempt (F0001, a mistake in the program): what the operator verbs act on.
 crashy = Flow.init("crashy").step("boom", explode).output("after", lambda ctx: "done")
 
+# An input whose schema has `$defs` (a nested model): the OpenAPI document must carry them.
+shipping = (
+    Flow.init("shipping").input("parcel", Parcel).output("label", lambda ctx: ctx.parcel.address.street)
+)
+
 # Busy in `work` until the test opens the gate: what a cancel arriving mid-step meets.
 gated = Flow.init("gated").input("gate", str).step("work", wait_for_gate).output("after", lambda ctx: "done")
 
@@ -57,4 +72,5 @@ FLOWS = {
     "holdable": holdable,
     "parking": parking,
     "crashy": crashy,
+    "shipping": shipping,
 }

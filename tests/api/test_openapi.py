@@ -63,7 +63,8 @@ def test_each_workflow_start_has_its_input_schemas(live: Live) -> None:
     body = resolve(document, operation["requestBody"]["content"]["application/json"]["schema"]["$ref"])
 
     assert operation["operationId"] == "start_approval"
-    assert body["properties"]["inputs"] == {
+    assert body["properties"]["inputs"]["anyOf"][1] == {"type": "null"}
+    assert body["properties"]["inputs"]["anyOf"][0] == {
         "type": "object",
         "title": "Inputs of approval",
         "properties": {
@@ -82,7 +83,24 @@ def test_each_workflow_start_has_its_input_schemas(live: Live) -> None:
     }
     greet = document["paths"]["/api/v1/workflows/greet/executions"]["post"]
     greet_body = resolve(document, greet["requestBody"]["content"]["application/json"]["schema"]["$ref"])
-    assert greet_body["properties"]["inputs"]["properties"] == {"name": {"type": "string"}}
+    assert greet_body["properties"]["inputs"]["anyOf"][0]["properties"] == {"name": {"type": "string"}}
+
+
+def test_nested_models_move_into_components(live: Live) -> None:
+    document = json.loads(fetch(f"{live.base}/api/openapi.json")[1])
+    body = document["components"]["schemas"]["StartRequest_shipping"]
+    parcel = body["properties"]["inputs"]["anyOf"][0]["properties"]["parcel"]
+
+    assert parcel["properties"]["address"] == {"$ref": "#/components/schemas/shipping_parcel_Address"}
+    assert document["components"]["schemas"]["shipping_parcel_Address"] == {
+        "properties": {
+            "street": {"title": "Street", "type": "string"},
+            "country": {"default": "NL", "title": "Country", "type": "string"},
+        },
+        "required": ["street"],
+        "title": "Address",
+        "type": "object",
+    }
 
 
 def test_interactive_docs(live: Live) -> None:
