@@ -18,14 +18,14 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
-from engine import dry_run, errors, nodes, progress, render, schema, values
+from engine import dry_run, errors, interpreter, nodes, progress, render, schema, values
 from engine.config import EngineConfig
 from engine.flow import Flow
 from engine.registry import Registry, Version
@@ -101,22 +101,10 @@ class SearchResult:
 # ------------------------------------------------------------------------------------ flow inspection
 
 
-def _branches(flow: Flow) -> Iterator[nodes.Node]:
-    """Every node of `flow` at its own level, parallel branches included (not inside subflows)."""
-    for node in flow.nodes:
-        yield node
-        if isinstance(node, nodes.Parallel):
-            for branch in node.branches:
-                yield from _branches(branch)
-
-
 def declared_inputs(flow: Flow) -> dict[str, nodes.Input]:
-    """The inputs a caller may hand in (seeded at start or signalled), by name, in declaration order."""
-    found: dict[str, nodes.Input] = {}
-    for node in _branches(flow):
-        if isinstance(node, nodes.Input):
-            found.setdefault(node.name, node)
-    return found
+    """The inputs a caller may hand in (seeded at start or signalled), by name, in declaration order:
+    the same set a subflow's mapper supplies when the flow runs as a child."""
+    return {node.name: node for node in interpreter.child_inputs(flow)}
 
 
 _VALUELESS = (nodes.Step, nodes.Sleep)

@@ -124,3 +124,15 @@ async def kinds(store: spi.FlowStore, execution_id: str) -> list[str]:
 
 def require_postgres() -> bool:
     return os.environ.get("FLOWDECK_REQUIRE_POSTGRES") == "1"
+
+
+async def advance(clock: ManualClock, delta: timedelta | float, *, blocked: int = 1) -> None:
+    """Move time once `blocked` callers (an engine's idle polls) wait on the clock: a poll that has not
+    yet reached its wait would measure its timeout from the new time and miss what came due."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + 10
+    while clock.pending_sleeps() < blocked:
+        if loop.time() > give_up:
+            pytest.fail(f"only {clock.pending_sleeps()} of {blocked} callers ever waited on the clock")
+        await asyncio.sleep(0.001)
+    await clock.advance(delta)

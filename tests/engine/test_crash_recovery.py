@@ -26,7 +26,7 @@ from examples.seed import Approval, Order
 from store import spi
 from store.clock import ManualClock, settle
 from store.django.store import DjangoStore
-from tests.engine.engine_support import LEASE, kinds, make_engine, until, waiting_for
+from tests.engine.engine_support import LEASE, advance, kinds, make_engine, until, waiting_for
 from tests.store.django_support import POSTGRES_URL
 
 ORDER = seed.sample_order()
@@ -61,8 +61,7 @@ async def test_a_crash_mid_node_resumes_at_that_node(store: spi.FlowStore, clock
         eid = await doomed.workflows.start("crash")
         await until(store, eid, lambda s: calls["second"] == 1)
     async with make_engine(store, clock, [flow]) as survivor:
-        await settle()  # its first poll finds the row still claimed, and blocks until the lease ends
-        await clock.advance(LEASE)
+        await advance(clock, LEASE)  # its first poll finds the row still claimed, and waits out the lease
         state = await until(store, eid)
     assert state.status == spi.Completed()
     assert calls == Counter(first=1, second=2, third=1)
@@ -115,7 +114,7 @@ async def test_a_sleeps_deadline_survives_restarts(store: spi.FlowStore, clock: 
     assert asleep.waits == {"delivery-window": deadline}
     await clock.advance(timedelta(hours=24))
     async with make_engine(store, clock, [seed.cooling]):
-        await clock.advance(timedelta(hours=12))
+        await advance(clock, timedelta(hours=12))
         await settle()
         still = await store.get_execution(eid)
         assert (still.status, still.waits, still.executor) == (
@@ -124,7 +123,7 @@ async def test_a_sleeps_deadline_survives_restarts(store: spi.FlowStore, clock: 
             None,
         )
     async with make_engine(store, clock, [seed.cooling]):
-        await clock.advance(timedelta(hours=12))
+        await advance(clock, timedelta(hours=12))
         state = await until(store, eid)
     assert state.status == spi.Completed()
     assert seed.LEDGER == [("ship", "o-1017"), ("notify", "o-1017", "how did we do?")]

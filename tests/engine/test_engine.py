@@ -14,7 +14,7 @@ from engine.flow import Flow
 from examples import seed
 from store import spi
 from store.clock import ManualClock
-from tests.engine.engine_support import POLL, kinds, make_engine, until, waiting_for
+from tests.engine.engine_support import POLL, advance, kinds, make_engine, until, waiting_for
 
 ORDER = seed.sample_order()
 
@@ -308,7 +308,7 @@ async def test_cancel_outcomes(store: spi.FlowStore, clock: ManualClock) -> None
         )
         # A poll that skipped the row while the second request held its lock (FOR UPDATE SKIP LOCKED) is
         # woken only at its deadline: that request wrote nothing, so it sent no wake-up.
-        await clock.advance(POLL)
+        await advance(clock, POLL)
         state = await until(store, eid)
         assert state.status == spi.Cancelled("changed my mind")
         assert await engine.executions.cancel(eid) == spi.AlreadyTerminal(spi.Cancelled("changed my mind"))

@@ -17,7 +17,7 @@ from examples import seed
 from examples.seed import Approval, Item
 from store import spi
 from store.clock import ManualClock
-from tests.engine.engine_support import POLL, make_engine, until
+from tests.engine.engine_support import POLL, advance, make_engine, until
 
 ORDER = seed.sample_order()
 TWO = seed.sample_order("o-2", Item(sku="widget", qty=3, price=400), Item(sku="gadget", qty=1, price=20000))
@@ -51,7 +51,7 @@ def signal(name: str, value: Any) -> Drive:
 def wait_out(path: str, duration: timedelta) -> Drive:
     async def drive(engine: FlowEngine, eid: str, store: spi.FlowStore, clock: ManualClock) -> None:
         await until(store, eid, waits_on(path))
-        await clock.advance(duration)
+        await advance(clock, duration)
 
     return drive
 
@@ -60,7 +60,7 @@ def retried_once(engine: FlowEngine, eid: str, store: spi.FlowStore, clock: Manu
     async def drive() -> None:
         await until(store, eid, waits_on("charge#retry1"))
         # The retry is due after 1s; an idle poll notices a due row at its own deadline.
-        await clock.advance(POLL)
+        await advance(clock, POLL)
 
     return drive()
 

@@ -13,7 +13,7 @@ from engine.flow import Flow
 from store import spi
 from store.clock import ManualClock, settle
 from store.memory import MemoryStore
-from tests.engine.engine_support import LEASE, POLL, RENEW, kinds, make_engine, unclaimed, until
+from tests.engine.engine_support import LEASE, POLL, RENEW, advance, kinds, make_engine, unclaimed, until
 
 
 @pytest.fixture
@@ -145,9 +145,9 @@ async def test_poll_failures_are_counted_and_polling_goes_on(clock: ManualClock)
         health = engine.health()
         assert (health.poll_failures, health.last_poll_failure) == (1, "FlowStoreError: database went away")
         assert (health.last_poll_failure_at, health.is_healthy) == (failed_at, True)
-        await clock.advance(POLL)  # the pause after a failure is on the clock
+        await advance(clock, POLL)  # the pause after a failure is on the clock
         assert engine.health().poll_failures == 2
-        await clock.advance(POLL)
+        await advance(clock, POLL)
         eid = await engine.workflows.start("quick")
         assert (await until(store, eid)).status == spi.Completed()
         assert (engine.health().poll_failures, engine.health().workers_alive) == (2, 1)
@@ -188,7 +188,7 @@ async def test_leaving_cancels_running_attempts_and_their_claims_lapse(
     async with make_engine(store, clock, [gated(gate)]) as second:
         await settle()
         assert (await store.get_execution(eid)).executor == first.executor_id  # not before the lease ends
-        await clock.advance(LEASE)
+        await advance(clock, LEASE)
         assert (await until(store, eid)).status == spi.Completed()
         assert (await store.get_execution(eid)).executor is None
     assert second.health().claims_held == ()
@@ -253,7 +253,7 @@ async def test_a_confirmation_the_store_cannot_answer_leaves_the_row(clock: Manu
         await settle()
         assert (engine.health().store_failures, engine.health().claims_held, gate.calls) == (1, (), 0)
         store.fail_at = 0
-        await clock.advance(LEASE)  # the unconfirmed claim lapses and the row is offered again
+        await advance(clock, LEASE)  # the unconfirmed claim lapses and the row is offered again
         await gate.entered.wait()
         gate.opened.set()
         assert (await until(store, eid)).status == spi.Completed()
