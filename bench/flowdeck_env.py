@@ -1,7 +1,7 @@
 """Flowdeck as the bench runs it: Django configured at runtime for a bench database, and the Django store.
 
-`DATABASE_URL` is what `console.settings` reads, so the bench sets it before Django starts; nothing else
-about the project's settings changes.
+`DATABASE_URL` is what `console.settings` reads, so the bench sets it before Django starts; the settings
+module is `bench.settings` (the project's, keeping only the store's app).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def database_url(backend: str, database: str = pg.FLOWDECK_DB) -> str:
 def start_django(backend: str, database: str = pg.FLOWDECK_DB) -> None:
     """Point Django at the bench database and set it up (once per process)."""
     os.environ["DATABASE_URL"] = database_url(backend, database)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "console.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
     os.environ.setdefault("FLOWDECK_LOG_LEVEL", "WARNING")
     # The store runs the ORM from worker threads beside the event loop; Django's guard is for views.
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -40,12 +40,13 @@ def start_django(backend: str, database: str = pg.FLOWDECK_DB) -> None:
 
 
 def reset_database(backend: str, database: str = pg.FLOWDECK_DB) -> None:
-    """The bench database exists; a SQLite file is removed (PostgreSQL is emptied after `migrate`)."""
+    """The bench database exists (it is emptied after `migrate`, which is cheap when nothing is new)."""
     if backend == "postgres":
         pg.ensure(database)
-    else:
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(sqlite_path(database)) + suffix).unlink(missing_ok=True)
+
+
+# The claim-token source (seeded by a migration; tokens must keep rising, never restart).
+KEEP = ("flowstore_token_counter",)
 
 
 def migrate() -> None:
@@ -54,7 +55,15 @@ def migrate() -> None:
 
     call_command("migrate", verbosity=0, interactive=False)
     if connection.vendor == "postgresql":
-        pg.empty_tables(connection.settings_dict["NAME"], "public", "flowstore_%")
+        pg.empty_tables(connection.settings_dict["NAME"], "public", "flowstore_%", keep=KEEP)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("select name from sqlite_master where type = 'table' and name like 'flowstore_%'")
+        tables = [row[0] for row in cursor.fetchall() if row[0] not in KEEP]
+        cursor.execute("PRAGMA foreign_keys = OFF")
+        for table in tables:
+            cursor.execute(f'DELETE FROM "{table}"')
+        cursor.execute("PRAGMA foreign_keys = ON")
 
 
 def store_class() -> Any:

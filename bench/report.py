@@ -97,8 +97,8 @@ def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
         assert f1 is not None
         per_node = f1.get("commits_per_node")
         dbos = "n/a"
-        if d1 and not failed(d1) and d1.get("commits") is not None:
-            dbos = num((d1["commits"] - d1["bench_commits"]) / d1["nodes"], 2)
+        if d1 and not failed(d1) and d1.get("commits_per_node") is not None:
+            dbos = num(d1["commits_per_node"], 2)
         out.append(
             Row(
                 "W3",

@@ -153,8 +153,6 @@ def measure_workloads(size: dict[str, Any], only: set[str]) -> dict[str, Any]:
         executions = s["w1_executions"] if backend == "postgres" else s["w8_executions"]
         args = ["w1", "--backend", backend, "--executions", executions, "--steps", s["w1_steps"]]
         args += ["--workers", c, "--procs", procs]
-        if system == "flowdeck" and (backend != "postgres" or procs != 1):
-            args.append("--no-calibrate")  # W3 reads the single-process PostgreSQL run only
         return child(module, *args)
 
     def w2(system: str, backend: str) -> Callable[[], dict[str, Any]]:

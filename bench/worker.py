@@ -43,8 +43,15 @@ async def serve(args: argparse.Namespace) -> None:
     from engine.engine import FlowEngine
 
     store = flowdeck_env.make_store()
-    async with FlowEngine(store, all_flows(), **engine_options(args)) as engine:  # type: ignore[arg-type]
-        protocol.announce_ready(json.dumps({"executor_id": engine.executor_id, "pid": os.getpid()}))
+    engine = FlowEngine(store, all_flows(), **engine_options(args))  # type: ignore[arg-type]
+    ready = json.dumps({"executor_id": engine.executor_id, "pid": os.getpid()})
+    if args.wait_go:
+        # W1: everything imported and configured, the database not yet touched; the clock starts at "go".
+        protocol.announce_ready(ready)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    async with engine:
+        if not args.wait_go:
+            protocol.announce_ready(ready)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
 
@@ -52,6 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="bench.worker")
     add_engine_arguments(parser)
     parser.add_argument("--profile", help="write a pyinstrument HTML profile of this process here")
+    parser.add_argument("--wait-go", action="store_true", help="enter the engine only after a line on stdin")
     args = parser.parse_args(argv)
     flowdeck_env.start_django(args.backend, args.database)
     if args.profile:

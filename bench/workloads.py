@@ -5,10 +5,9 @@ Each command runs in a fresh interpreter (Django is configured once per process)
 about processes (W1, W6, W9); W2 and W5 run the engine inside the measuring process, as DBOS's do.
 
 Commit accounting (W3) reads `pg_stat_database.xact_commit` for the bench database from a connection to
-another database, only after the processes that wrote have exited (backends flush their counters when
-they end). The measured window also holds commits the bench itself makes: its completion polls (counted
-one by one) and the starter process that creates the executions (measured alone, beforehand, by the same
-starter creating the same number of executions of a workflow id no worker serves).
+another database, only after the sessions that wrote have ended (backends flush their counters when they
+end). W1 first creates every execution and closes its store, then lets the workers go: the measured
+window holds the workers' commits and the bench's completion polls, which are counted one by one.
 """
 
 from __future__ import annotations
@@ -87,9 +86,10 @@ def worker_args(ns: argparse.Namespace, workers: int, **overrides: Any) -> list[
 
 
 def start_workers(
-    ns: argparse.Namespace, procs: int, workers: int, env: dict[str, str] | None = None
+    ns: argparse.Namespace, procs: int, workers: int, env: dict[str, str] | None = None, wait_go: bool = False
 ) -> list[Any]:
-    children = [protocol.spawn_worker("bench.worker", worker_args(ns, workers), env) for _ in range(procs)]
+    args = worker_args(ns, workers) + (["--wait-go"] if wait_go else [])
+    children = [protocol.spawn_worker("bench.worker", args, env) for _ in range(procs)]
     for child in children:
         child.ready = json.loads(protocol.wait_ready(child))
     return children
@@ -147,45 +147,26 @@ def cmd_setup(ns: argparse.Namespace) -> dict[str, Any]:
     return {"ok": True}
 
 
-def cmd_starter(ns: argparse.Namespace) -> dict[str, Any]:
-    """Create `count` executions of the steps-long chain, as workflow `workflow_id`, once told to go.
+async def start_many(starter: Any, workflow_id: str, ids: list[str], in_flight: int = 16) -> None:
+    """Start every id, `in_flight` at a time (enough to keep the store's threads busy)."""
+    for first in range(0, len(ids), in_flight):
+        chunk = ids[first : first + in_flight]
+        await asyncio.gather(*(starter.workflows.start(workflow_id, execution_id=eid) for eid in chunk))
 
-    Django is set up before READY but the database is first touched after "go", so that every commit this
-    process makes falls inside the window the coordinator measures.
-    """
+
+async def start_chains(workflow_id: str, steps: int, count: int) -> float:
+    """Create `count` executions of the steps-long chain; close the store after. Answers the seconds."""
     from bench.flows import chain
     from engine.engine import FlowEngine
 
-    flowdeck_env.start_django(ns.backend, ns.database)
     store = flowdeck_env.make_store()
     starter = FlowEngine(store, (), workers=1)
-    protocol.announce_ready()
-    sys.stdin.readline()
-
-    async def create() -> float:
-        began = time.perf_counter()
-        await starter.register(ns.workflow_id, chain(ns.steps))
-        for i in range(ns.count):
-            await starter.workflows.start(ns.workflow_id, execution_id=f"{ns.workflow_id}-{i:06d}")
-        return time.perf_counter() - began
-
-    return {"seconds": asyncio.run(create())}
-
-
-def run_starter(ns: argparse.Namespace, workflow_id: str) -> Any:
-    child = protocol.spawn_worker(
-        "bench.workloads",
-        [
-            "starter",
-            "--backend", ns.backend,
-            "--database", ns.database,
-            "--workflow-id", workflow_id,
-            "--steps", str(ns.steps),
-            "--count", str(ns.executions),
-        ],
-    )  # fmt: skip
-    protocol.wait_ready(child)
-    return child
+    began = time.perf_counter()
+    await starter.register(workflow_id, chain(steps))
+    await start_many(starter, workflow_id, [f"{workflow_id}-{i:06d}" for i in range(count)])
+    seconds = time.perf_counter() - began
+    await store.aclose()
+    return seconds
 
 
 def go(child: Any) -> None:
@@ -194,49 +175,39 @@ def go(child: Any) -> None:
     child.stdin.flush()
 
 
-def finish_starter(child: Any) -> dict[str, Any]:
-    assert child.stdout is not None
-    out, _ = child.communicate(timeout=600)
-    for line in out.splitlines():
-        if line.startswith(protocol.MARK):
-            return json.loads(line[len(protocol.MARK) :])
-    raise RuntimeError(f"starter exited {child.returncode} without a result")
-
-
 def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
-    """W1 (and W3 on PostgreSQL): executions × steps started at once, `procs` worker processes."""
+    """W1 (and W3 on PostgreSQL): executions × steps, all started before the workers go.
+
+    This process creates every execution, then closes its store (its sessions end, which flushes their
+    commit counters); the worker processes set up (Django, imports) without touching the database and wait;
+    the clock starts when they are told to go and stops when the last execution is Completed. Commits are
+    counted from then until the workers exited, less the bench's own completion polls.
+    """
     postgres = ns.backend == "postgres"
     setup(ns.backend, ns.database)
     workflow_id = f"chain{ns.steps}"
 
-    starter_commits = None
-    if postgres and ns.calibrate:
-        before = pg.settled_xact_commit(ns.database)
-        calibration = run_starter(ns, "calibration")
-        go(calibration)
-        finish_starter(calibration)
-        starter_commits = pg.settled_xact_commit(ns.database) - before
+    before_start = pg.settled_xact_commit(ns.database) if postgres else 0
+    start_seconds = asyncio.run(start_chains(workflow_id, ns.steps, ns.executions))
+    before = pg.settled_xact_commit(ns.database) if postgres else 0
 
     if ns.log_statements and postgres:
         # Analysis runs only: the server logs every statement of new sessions on this database.
         with pg.connect() as conn:
             conn.execute(f"alter database {ns.database} set log_statement = 'all'")
-    children = start_workers(ns, ns.procs, max(1, ns.workers // ns.procs))
+    children = start_workers(ns, ns.procs, max(1, ns.workers // ns.procs), wait_go=True)
     profilers = (
         [profile(child.pid, f"{ns.profile}.{i}") for i, child in enumerate(children)] if ns.profile else []
     )
     probe = Probe(ns.backend, ns.database)
     try:
-        starter = run_starter(ns, workflow_id)
-        before = pg.settled_xact_commit(ns.database) if postgres else 0
-        polls_before = probe.queries
         began = time.perf_counter()
-        go(starter)
+        for child in children:
+            go(child)
         ended = probe.wait_until(
             "W1", lambda: probe.completed(workflow_id), ns.executions, timeout=ns.timeout, every=0.02
         )
-        started = finish_starter(starter)
-        polls = probe.queries - polls_before
+        polls = probe.queries
     finally:
         probe.close()
         stop_all(children)
@@ -253,21 +224,21 @@ def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
         "processes": ns.procs,
         "batch_size": ns.batch_size,
         "seconds": elapsed,
-        "start_seconds": started["seconds"],
+        "start_seconds": start_seconds,
         "nodes": nodes,
         "nodes_per_s": nodes / elapsed,
     }
     if postgres:
+        starter_commits = before - before_start
         commits = pg.settled_xact_commit(ns.database) - before
-        engine_commits = commits - polls - (starter_commits or 0)
+        engine_commits = commits - polls
         result |= {
             "commits": commits,
-            "bench_commits": polls + (starter_commits or 0),
+            "bench_commits": polls,
             "starter_commits": starter_commits,
-            "poll_commits": polls,
             "engine_commits": engine_commits,
             "commits_per_node": engine_commits / nodes,
-            "commits_per_node_with_starts": (engine_commits + (starter_commits or 0)) / nodes,
+            "commits_per_node_with_starts": (engine_commits + starter_commits) / nodes,
         }
     return result
 
@@ -404,8 +375,7 @@ def cmd_w6(ns: argparse.Namespace) -> dict[str, Any]:
 
             starter = FlowEngine(flowdeck_env.make_store(), (), workers=1)
             await starter.register("hold", HOLD)
-            for i in range(ns.claims):
-                await starter.workflows.start("hold", execution_id=f"w6-{i:06d}")
+            await start_many(starter, "hold", [f"w6-{i:06d}" for i in range(ns.claims)])
 
         asyncio.run(start())
         holding = "select count(*) from flowstore_execution where flow_id = 'hold' and executor = %s"
@@ -448,11 +418,7 @@ def cmd_w9(ns: argparse.Namespace) -> dict[str, Any]:
 
             starter = FlowEngine(flowdeck_env.make_store(), (), workers=1)
             await starter.register("nap", NAP)
-            for first in range(0, ns.sleepers, 16):  # 16 in flight: the store's threads stay busy
-                last = min(first + 16, ns.sleepers)
-                await asyncio.gather(
-                    *(starter.workflows.start("nap", execution_id=f"w9-{i:06d}") for i in range(first, last))
-                )
+            await start_many(starter, "nap", [f"w9-{i:06d}" for i in range(ns.sleepers)])
 
         asyncio.run(start())
         parked = (
@@ -484,7 +450,6 @@ def cmd_w7(ns: argparse.Namespace) -> dict[str, Any]:
 
 COMMANDS = {
     "setup": cmd_setup,
-    "starter": cmd_starter,
     "w1": cmd_w1,
     "w2": cmd_w2,
     "w5": cmd_w5,
@@ -501,8 +466,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--executions", type=int, default=500)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--procs", type=int, default=1)
-    parser.add_argument("--workflow-id", default="chain10")
-    parser.add_argument("--count", type=int, default=0)
     parser.add_argument("--signals", type=int, default=20)
     parser.add_argument("--idle", type=float, default=0.3)
     parser.add_argument("--claims", type=int, default=50)
@@ -513,12 +476,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--settle", type=float, default=1.0, help="W9: seconds before each RSS reading")
     parser.add_argument("--profile", help="W1: py-spy every worker process; collapsed stacks at PATH.<n>")
     parser.add_argument("--log-statements", action="store_true", help="W1: log every statement (analysis)")
-    parser.add_argument(
-        "--no-calibrate", dest="calibrate", action="store_false", help="W1: skip the starter's commit count"
-    )
     ns = parser.parse_args(argv)
-    if ns.command == "starter":
-        ns.executions = ns.count
     result = COMMANDS[ns.command](ns)
     protocol.emit(result)
     sys.stdout.flush()

@@ -1,0 +1,17 @@
+"""Django settings for the bench: the project's, with only the apps the store needs.
+
+Every bench process starts Django; the console's apps (daphne, channels, the console and its flow
+discovery) cost more than a second of imports each time and play no part in a benchmark of the engine
+and its store.
+"""
+
+from __future__ import annotations
+
+from console.settings import *  # noqa: F403  (DATABASES comes from DATABASE_URL, set by bench.flowdeck_env)
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "store.django.apps.FlowStoreConfig",
+]
+MIDDLEWARE: list[str] = []
+ROOT_URLCONF = None
