@@ -3,6 +3,10 @@
 Names go only into quoted labels, and every character that is not a letter, a digit or a space is written
 as a Mermaid entity code (`#35;` for `#`), so quotes, brackets, pipes, `<`, `&`, line breaks or keywords
 such as `end` can neither close a label nor reach the HTML Mermaid draws labels with.
+
+One sequence survives no escaping: Mermaid draws a backslash followed by `n` as a line break, even when
+both came from entity codes. A name holding that pair gets an invisible word joiner (U+2060) between them,
+so it is drawn as written.
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ from __future__ import annotations
 from engine.graph import FlowGraph, GraphEdge, GraphNode
 from engine.render.common import COLOURS, colour, label_lines
 
-__all__ = ["escape", "render"]
+__all__ = ["WORD_JOINED", "escape", "render"]
+
+WORD_JOINED = "\\\u2060n"  # a backslash, a word joiner, then n: drawn as `\n`, never as a line break
 
 _SHAPES: dict[str, tuple[str, str]] = {
     "input": ("[/", "/]"),
@@ -35,6 +41,7 @@ def escape(text: str) -> str:
     anything else as its numeric entity code (edge spaces too, which Mermaid would trim)."""
     body = text.strip(" ")
     lead, trail = len(text) - len(text.lstrip(" ")), len(text) - len(text.rstrip(" "))
+    body = body.replace("\\n", WORD_JOINED)
     coded = "".join(c if c.isalnum() or c == " " else f"#{ord(c)};" for c in body)
     if not body:
         return "#32;" * len(text)

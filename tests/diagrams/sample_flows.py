@@ -48,12 +48,26 @@ every_kind = (
     .step("ship", _none)
 )
 
+# Names that have broken diagram formats before: markup, quotes, keywords, escapes, line breaks.
+hostile = (
+    Flow.init('fl"ow <b>&amp;</b>')
+    .input('a "q" [x] {y} |p| <b>&amp;</b> end', int)
+    .step("subgraph --> end\nline2", _none)
+    .step("\\n literal, \\l and \\N", _none)
+    .sleep("  #quot; é 🙂 ", timedelta(seconds=1))
+    .dispatch("graph;style n1 fill:red")
+    .when(lambda ctx: True, _none, name="-.->|x|")
+    .otherwise(_none, name="]]> <!-- -->")
+    .subflow("digraph { node }", Flow.init("%%{init}%%").step("end", _none), lambda ctx: {})
+)
+
 empty = Flow.init("empty")
 empty_subflow = Flow.init("holder").subflow("nothing", empty, lambda ctx: {}).step("then", _none)
 
 SAMPLES: dict[str, Flow] = {
     "every_kind": every_kind,
     "nested": nested,
+    "hostile": hostile,
     "empty": empty,
     "empty_subflow": empty_subflow,
 }

@@ -48,7 +48,8 @@ def test_mermaid_parses_and_keeps_every_name(batch: list[Flow]) -> None:
         assert result["ok"], (flow, result)
         lines = {line for label in result["labels"] for line in tools.mermaid_label_lines(label)}
         # A name's own line breaks are kept as line feeds inside a label line.
-        assert _names(flow) - lines == set(), (flow, result["labels"])
+        # (a name already holding the joiner the renderer adds reads back like one that did not)
+        assert {tools.unjoined(n) for n in _names(flow)} - lines == set(), (flow, result["labels"])
 
 
 @BATCH
