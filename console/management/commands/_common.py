@@ -11,10 +11,12 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, TextIO
 
 from django.core.management.base import CommandError
+from django.db import connections
 
 from console import runtime
 from console.conf import flowdeck_settings
@@ -22,8 +24,16 @@ from console.discovery import registered_flows
 from engine.engine import FlowEngine
 from engine.errors import FlowConfigError
 from engine.flow import Flow
+from store.django.store import DjangoStore
 
-__all__ = ["build_engine", "engine_logging", "flows_to_serve", "stop_on_signals", "usage_error"]
+__all__ = [
+    "bounded_body_threads",
+    "build_engine",
+    "engine_logging",
+    "flows_to_serve",
+    "stop_on_signals",
+    "usage_error",
+]
 
 logger = logging.getLogger("console.workers")
 
@@ -129,6 +139,24 @@ def flows_to_serve(only: str | None) -> dict[str, Flow]:
     return {w: found[w] for w in wanted}
 
 
+def _store(slots: int) -> DjangoStore:
+    """The process's store, with a connection pool sized to the attempts it can run at once.
+
+    PostgreSQL's connections are a shared budget: N worker processes each holding the default pool would
+    spend it on idle connections. SQLite keeps its single connection."""
+    alias = flowdeck_settings().database_alias
+    if connections[alias].vendor != "postgresql":
+        return runtime.store()
+    return DjangoStore(using=alias, pool_size=max(2, min(8, slots + 1)))
+
+
+def bounded_body_threads(slots: int) -> None:
+    """Run sync bodies on at most `slots` threads (each keeps a database connection of its own)."""
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=max(1, slots), thread_name_prefix="flowdeck-body")
+    )
+
+
 def build_engine(options: Mapping[str, Any], *, poll_timeout: timedelta | None = None) -> FlowEngine:
     """A FlowEngine with workers on this process's store; options override the FLOWDECK_* settings.
 
@@ -144,14 +172,15 @@ def build_engine(options: Mapping[str, Any], *, poll_timeout: timedelta | None =
         value = options.get(name)
         return default if value is None else timedelta(seconds=value)
 
+    workers, batch_size = pick("workers", conf.workers), pick("batch_size", conf.batch_size)
     try:
         return FlowEngine(
-            runtime.store(),
+            _store(workers * batch_size),
             (),
-            workers=pick("workers", conf.workers),
+            workers=workers,
             lease=span("lease", conf.lease),
             renew_every=span("renew_every", conf.renew_every),
-            batch_size=pick("batch_size", conf.batch_size),
+            batch_size=batch_size,
             poll_timeout=poll_timeout or conf.poll_timeout,
             shutdown_grace=span("shutdown_grace", timedelta(seconds=10)),
         )

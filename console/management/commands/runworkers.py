@@ -17,6 +17,7 @@ from django.db import connections
 
 from console.conf import flowdeck_settings
 from console.management.commands._common import (
+    bounded_body_threads,
     build_engine,
     engine_logging,
     flows_to_serve,
@@ -68,6 +69,7 @@ class Command(BaseCommand):
                 ) from None
 
     async def serve(self, engine: FlowEngine, flows: dict[str, Flow]) -> None:
+        bounded_body_threads(engine.config.workers * engine.config.batch_size)
         for workflow_id, flow in flows.items():
             await engine.register(workflow_id, flow)
         stop = asyncio.Event()
