@@ -1,7 +1,8 @@
 """Graphviz DOT (spec §4.3), with subflows expanded as clusters and a legend cluster when painted.
 
-Names go only into double-quoted strings, where `\\` and `"` are backslash-escaped and line breaks become
-DOT's `\\n`, so a name can neither end the string nor reach Graphviz's escape sequences (`\\N`, `\\l`).
+Names go only into double-quoted strings, where `\\` and `"` are backslash-escaped, line breaks become
+DOT's `\\n` and `&` becomes `&amp;`, so a name can neither end the string nor reach Graphviz's escape
+sequences (`\\N`, `\\l`) or its entity references.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ _SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def _line(text: str) -> str:
-    text = text.replace("\\", "\\\\").replace('"', '\\"')
+    # Graphviz reads HTML entities even in plain labels (`&amp;` would draw as `&`): escape the ampersand.
+    text = text.replace("&", "&amp;").replace("\\", "\\\\").replace('"', '\\"')
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n")
 
 

@@ -57,8 +57,12 @@ def test_mermaid_parses_and_keeps_every_name(batch: list[Flow]) -> None:
 def test_dot_accepts_and_keeps_every_name(batch: list[Flow]) -> None:
     cases = _painted(batch)
     sources = [render(f, "dot", p) for f, p in cases]
-    for (flow, _), source, (ok, _svg, err) in zip(cases, sources, tools.dot(sources), strict=True):
+    for (flow, _), source, (ok, svg, err) in zip(cases, sources, tools.dot(sources), strict=True):
         assert ok, (flow, err)
+        # What Graphviz drew: every line of every name, as text (Graphviz trims a line's edge spaces).
+        drawn = {line.strip() for line in tools.svg_texts(svg)}
+        lines = {line.strip() for name in _names(flow) for line in name.split("\n")} - {""}
+        assert lines - drawn == set(), (flow, source)
         # A label is the name, then its extra lines; the name's own line breaks come back as line feeds.
         texts = tools.dot_strings(source)
         missing = {n for n in _names(flow) if not any(t == n or t.startswith(n + "\n") for t in texts)}

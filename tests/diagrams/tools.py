@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sysconfig
+import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -130,4 +131,11 @@ def dot_strings(source: str) -> list[str]:
 
 
 def _dot_unescape(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), text, flags=re.S)
+    text = re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), text, flags=re.S)
+    return text.replace("&amp;", "&")
+
+
+def svg_texts(svg: str) -> set[str]:
+    """The text lines Graphviz drew in an SVG (its no-break spaces read back as spaces)."""
+    root = ET.fromstring(svg.encode())
+    return {(t.text or "").replace("\xa0", " ") for t in root.iter("{http://www.w3.org/2000/svg}text")}
