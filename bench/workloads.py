@@ -88,8 +88,17 @@ def worker_args(ns: argparse.Namespace, workers: int, **overrides: Any) -> list[
 def start_workers(
     ns: argparse.Namespace, procs: int, workers: int, env: dict[str, str] | None = None, wait_go: bool = False
 ) -> list[Any]:
+    return await_ready(spawn_workers(ns, procs, workers, env, wait_go))
+
+
+def spawn_workers(
+    ns: argparse.Namespace, procs: int, workers: int, env: dict[str, str] | None = None, wait_go: bool = False
+) -> list[Any]:
     args = worker_args(ns, workers) + (["--wait-go"] if wait_go else [])
-    children = [protocol.spawn_worker("bench.worker", args, env) for _ in range(procs)]
+    return [protocol.spawn_worker("bench.worker", args, env) for _ in range(procs)]
+
+
+def await_ready(children: list[Any]) -> list[Any]:
     for child in children:
         child.ready = json.loads(protocol.wait_ready(child))
     return children
@@ -364,8 +373,10 @@ def cmd_w6(ns: argparse.Namespace) -> dict[str, Any]:
     setup(ns.backend, ns.database)
     # The victim must be able to hold every claim at once: workers × batch_size ≥ claims.
     workers = max(ns.workers, -(-ns.claims // ns.batch_size))
-    victim = start_workers(ns, 1, workers, env={HOLD_ENV: "1"})[0]
-    rescuer = None
+    # The rescuer starts beside the victim, and enters its engine only when told.
+    victim = spawn_workers(ns, 1, workers, env={HOLD_ENV: "1"})[0]
+    rescuer = spawn_workers(ns, 1, workers, env={HOLD_ENV: "0"}, wait_go=True)[0]
+    await_ready([victim, rescuer])
     probe = Probe(ns.backend, ns.database)
     try:
 
@@ -381,7 +392,7 @@ def cmd_w6(ns: argparse.Namespace) -> dict[str, Any]:
         holding = "select count(*) from flowstore_execution where flow_id = 'hold' and executor = %s"
         executor = victim.ready["executor_id"]
         probe.wait_until("W6 claims", lambda: probe.scalar(holding, executor), ns.claims, ns.timeout)
-        rescuer = start_workers(ns, 1, workers, env={HOLD_ENV: "0"})[0]
+        go(rescuer)
         time.sleep(0.5)  # the rescuer is polling and finds nothing: every claim is live
         killed = time.perf_counter()
         os.kill(victim.pid, signal.SIGKILL)
@@ -391,7 +402,7 @@ def cmd_w6(ns: argparse.Namespace) -> dict[str, Any]:
         probe.close()
         if victim.poll() is None:
             victim.kill()
-        stop_all([rescuer] if rescuer else [])
+        stop_all([rescuer])
     return {
         "system": "flowdeck",
         "backend": ns.backend,
