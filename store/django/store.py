@@ -119,10 +119,10 @@ class _Woken(enum.Enum):
 class DjangoStore(spi.FlowStore):
     """A `FlowStore` on the Django database alias `using`.
 
-    `pool_size` is the number of threads (hence connections) serving it: 8 on PostgreSQL, 1 on SQLite
-    (SQLite serializes writers anyway, and one connection lets the cross-process watch ignore this
-    store's own commits). `listen` (PostgreSQL) starts the LISTEN connection at the first blocking
-    `claim_ready`. Call `close()` (or `await aclose()`) when done.
+    `pool_size` is the number of threads (hence connections) serving it on PostgreSQL (default 8); SQLite
+    always gets one (it serializes writers anyway, and the cross-process watch needs one connection).
+    `listen` (PostgreSQL) starts the LISTEN connection at the first blocking `claim_ready`. Call `close()`
+    (or `await aclose()`) when done.
     """
 
     def __init__(
@@ -138,7 +138,9 @@ class DjangoStore(spi.FlowStore):
         self.vendor: str = connections[using].vendor
         if self.vendor not in ("postgresql", "sqlite"):
             raise ValueError(f"DjangoStore serves PostgreSQL and SQLite, not {self.vendor!r}")
-        self.pool_size = pool_size or (8 if self.vendor == "postgresql" else 1)
+        # SQLite: always one connection. Its writers are serialized anyway, and the cross-process watch
+        # compares `PRAGMA data_version` readings, which only mean something on one connection.
+        self.pool_size = (pool_size or 8) if self.vendor == "postgresql" else 1
         self._pool = ThreadPoolExecutor(self.pool_size, thread_name_prefix=f"flowdeck-store-{using}")
         self.hub = WakeHub()
         # names this store's NOTIFYs, so its own listener skips what its callers already heard

@@ -17,6 +17,10 @@ from tests.store.django_support import database_access, postgres_alias, sqlite_a
 
 __all__ = ["database_access", "postgres_alias", "sqlite_alias"]
 
+# Two threads (connections) are enough for the concurrent cases, and keep many parallel test sessions
+# within the server's connection limit.
+TEST_POOL = 2
+
 
 class _OnDjango:
     """make_store/close_store on the alias the subclass's fixture chose; every case starts empty."""
@@ -24,7 +28,7 @@ class _OnDjango:
     alias: str
 
     def make_store(self, clock: ManualClock) -> DjangoStore:
-        store = DjangoStore(self.alias, clock)
+        store = DjangoStore(self.alias, clock, pool_size=TEST_POOL)
         store.reset()
         return store
 

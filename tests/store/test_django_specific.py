@@ -79,7 +79,7 @@ ANALYZE flowstore_wait;
 @pytest.fixture(scope="module")
 def seeded_postgres(postgres_alias: str, django_db_blocker: Any) -> Iterator[str]:
     with django_db_blocker.unblock():
-        store = DjangoStore(postgres_alias, listen=False)
+        store = DjangoStore(postgres_alias, listen=False, pool_size=2)
         store.reset()
         with connections[postgres_alias].cursor() as cursor:
             for statement in _SEED.split(";"):
@@ -165,7 +165,7 @@ def impatient_sqlite(tmp_path: Path, database_access: None) -> Iterator[Path]:
 
 
 async def test_a_locked_sqlite_database_is_a_retryable_store_error(impatient_sqlite: Path) -> None:
-    store = DjangoStore("fd_sqlite_locked", ManualClock())
+    store = DjangoStore("fd_sqlite_locked", ManualClock(), pool_size=2)
     holder = sqlite3.connect(impatient_sqlite, isolation_level=None)
     try:
         holder.execute("BEGIN IMMEDIATE")
@@ -185,7 +185,7 @@ async def test_a_locked_sqlite_database_is_a_retryable_store_error(impatient_sql
 
 async def test_an_unreachable_postgres_is_a_retryable_store_error(database_access: None) -> None:
     add_alias("fd_postgres_nowhere", postgres_config("postgresql://postgres@127.0.0.1:1/flowdeck_nowhere"))
-    store = DjangoStore("fd_postgres_nowhere", ManualClock(), listen=False)
+    store = DjangoStore("fd_postgres_nowhere", ManualClock(), listen=False, pool_size=2)
     try:
         with pytest.raises(spi.FlowStoreError) as caught:
             await store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0))
@@ -198,7 +198,7 @@ async def test_an_unreachable_postgres_is_a_retryable_store_error(database_acces
 async def test_a_refused_operation_is_a_non_retryable_store_error(
     sqlite_alias: str, database_access: None
 ) -> None:
-    store = DjangoStore(sqlite_alias, ManualClock())
+    store = DjangoStore(sqlite_alias, ManualClock(), pool_size=2)
     store.reset()
     try:
         await store.create_execution_if_absent("e1", WF1, "", spi.Running(), _event("e1"))
@@ -221,7 +221,7 @@ def _event(eid: str, kind: spi.EventKind = spi.EventKind.CREATED) -> spi.Event:
 
 async def test_unknown_executions_answer_and_never_raise(backend_alias: str) -> None:
     alias = backend_alias
-    store = DjangoStore(alias, ManualClock())
+    store = DjangoStore(alias, ManualClock(), pool_size=2)
     store.reset()
     value = spi.FieldData.of(1, "int")
     try:
@@ -245,7 +245,10 @@ async def test_a_signal_through_another_store_wakes_a_blocked_poll(backend_alias
     """Two store objects are two sets of connections, as two processes would have: the wake crosses by
     LISTEN/NOTIFY on PostgreSQL and by the data_version watch on SQLite, long before the poll's timeout."""
     alias = backend_alias
-    waiting, writing = DjangoStore(alias, SystemClock()), DjangoStore(alias, SystemClock())
+    waiting, writing = (
+        DjangoStore(alias, SystemClock(), pool_size=2),
+        DjangoStore(alias, SystemClock(), pool_size=2),
+    )
     waiting.reset()
     try:
         await writing.create_execution_if_absent("e1", WF1, "", spi.Running(), _event("e1"))
@@ -276,7 +279,7 @@ async def test_a_claim_whose_caller_stopped_waiting_is_given_back(backend_alias:
     """The claim runs on a database thread; a caller cancelled meanwhile never sees its rows, so the store
     hands them straight back instead of leaving them held until their lease lapses."""
     alias = backend_alias
-    store = DjangoStore(alias, ManualClock())
+    store = DjangoStore(alias, ManualClock(), pool_size=2)
     store.reset()
     try:
         await store.create_execution_if_absent("e1", WF1, "", spi.Running(), _event("e1"))
@@ -302,7 +305,10 @@ async def test_a_registration_through_another_store_ends_a_blocked_poll(
     postgres_alias: str, database_access: None
 ) -> None:
     """A registration elsewhere may widen what this caller serves: its poll asks once and answers."""
-    waiting, writing = DjangoStore(postgres_alias, SystemClock()), DjangoStore(postgres_alias, SystemClock())
+    waiting, writing = (
+        DjangoStore(postgres_alias, SystemClock(), pool_size=2),
+        DjangoStore(postgres_alias, SystemClock(), pool_size=2),
+    )
     waiting.reset()
     try:
         poll = asyncio.ensure_future(waiting.claim_ready(SERVED, "ex", LEASE, 1, timedelta(seconds=30)))
@@ -319,7 +325,7 @@ async def test_a_registration_through_another_store_ends_a_blocked_poll(
 async def test_a_closed_store_answers_store_errors_and_frees_blocked_callers(
     sqlite_alias: str, database_access: None
 ) -> None:
-    store = DjangoStore(sqlite_alias, ManualClock())
+    store = DjangoStore(sqlite_alias, ManualClock(), pool_size=2)
     store.reset()
     poll = asyncio.ensure_future(store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(hours=1)))
     give_up = time.monotonic() + 10
@@ -347,7 +353,7 @@ def test_postgres_cases_skip_or_fail_as_ci_says(monkeypatch: pytest.MonkeyPatch)
 
 async def test_an_id_prefix_search_is_case_sensitive(backend_alias: str) -> None:
     """As `str.startswith` (the memory store): SQLite's LIKE would also match other cases."""
-    store = DjangoStore(backend_alias, ManualClock())
+    store = DjangoStore(backend_alias, ManualClock(), pool_size=2)
     store.reset()
     try:
         for eid in ("ab1", "AB2", "ab%3", "abc_4", "b5"):
