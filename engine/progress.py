@@ -267,12 +267,17 @@ def _sequence(
     whether the whole chain is done (so the caller's chain may go on)."""
     for node in flow.nodes:
         if isinstance(node, nodes.Parallel):
+            # A first pass on scratch rows finds which branches are done: a won race runs its losers no
+            # further, so they are painted as they stand, with nothing running.
             done = [
-                _sequence(b, prefix, record, rows, active=active, stop_at_frontier=stop_at_frontier)
+                _sequence(b, prefix, record, dict(rows), active=active, stop_at_frontier=stop_at_frontier)
                 for b in node.branches
             ]
-            finished = any(done) if node.kind == "race" else all(done)
-            active = active and finished
+            won = node.kind == "race" and any(done)
+            for branch, finished in zip(node.branches, done, strict=True):
+                still = active and (finished or not won)
+                _sequence(branch, prefix, record, rows, active=still, stop_at_frontier=stop_at_frontier)
+            active = active and (won or all(done))
             continue
         path = qualify(prefix, node.name)
         if isinstance(node, nodes.Subflow):

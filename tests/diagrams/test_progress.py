@@ -295,3 +295,18 @@ def test_mermaid_and_dot_colours_match_their_legends(
         render(every_kind, "bpmn", progress), r'bpmnElement="(\w+)"[^>]*color:background-color="(#\w+)"'
     )
     assert bpmn == {i: COLOURS[s] for i, s in status_of.items()}
+
+
+def test_a_won_race_leaves_the_loser_where_it_stood() -> None:
+    fields = {"approval": field({"approved": True}, "Approval"), "decision": field("approved", "str")}
+    waits = {"grace": spi.WakeAt(T0 + timedelta(hours=24))}
+    progress = build_progress(seed.decided, state(spi.Completed()), fields, [])
+    assert statuses(progress) == {"approval": C, "decision": C, "grace": P}
+    # Still running: the winner is done, the loser's sleep row stands, nothing else runs.
+    after = Flow.init("after").step("next", lambda ctx: None)
+    flow = seed.decided.and_then(after)
+    progress = build_progress(flow, state(waits=waits), fields, [])
+    assert statuses(progress) == {"approval": C, "decision": C, "grace": S, "next": R}
+    # No row yet for the loser's sleep: it is pending, not running.
+    unslept = build_progress(flow, state(), fields, [])
+    assert statuses(unslept) == {"approval": C, "decision": C, "grace": P, "next": R}
