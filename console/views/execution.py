@@ -217,9 +217,11 @@ async def _actor(request: HttpRequest) -> str:
 
 @login_required
 @require_POST
-async def signal(request: HttpRequest, execution_id: str, name: str) -> HttpResponse:
-    """Deliver input `name` from its generated form; a refused value comes back with the errors placed
-    next to the fields (400)."""
+async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
+    """Deliver the input named by the form's `input_name` from its generated form; a refused value comes
+    back with the errors placed next to the fields (400). (The name travels in the body: input names are
+    user text, slashes included.)"""
+    name = request.POST.get("input_name", "")
     engine = await runtime.engine()
     detail = await _detail(execution_id)
     item = next((i for i in detail.inputs if i.name == name), None)

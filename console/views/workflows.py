@@ -104,7 +104,7 @@ async def workflow(request: HttpRequest, workflow_id: str) -> HttpResponse:
         "versions": versions,
         "status_counts": sorted(counts.get(workflow_id, {}).items()),
         "node_counts": sorted((await node_counts(workflow_id)).items()),
-        "graph_ids": json.dumps(_graph_ids(workflow_id)),
+        "graph_ids": _graph_ids(workflow_id),
         "nav": "workflows",
     }
     return await common.page(request, "console/workflow.html", context)

@@ -51,7 +51,8 @@
     const svg = html ? doc.body.querySelector("svg") : doc.documentElement;
     if (!svg) throw new Error("not an SVG drawing");
     if (svg.nodeName !== "svg") throw new Error("not an SVG drawing");
-    svg.querySelectorAll("script, foreignObject").forEach((el) => el.remove());
+    // Mermaid draws labels as HTML in foreignObject, already sanitised (strict level); others have none.
+    svg.querySelectorAll(html ? "script" : "script, foreignObject").forEach((el) => el.remove());
     return document.importNode(svg, true);
   }
 
@@ -230,7 +231,7 @@
   async function drawMermaid(holder, text) {
     await loadScript("vendor/mermaid/mermaid.min.js");
     if (!window.__fdMermaid) {
-      window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "neutral", flowchart: { htmlLabels: false } });
+      window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "neutral" });
       window.__fdMermaid = true;
     }
     const { svg } = await window.mermaid.render(`fd-mermaid-${++mermaidCount}`, text);

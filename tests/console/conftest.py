@@ -1,0 +1,116 @@
+"""Fixtures of the console tests: a live console on PostgreSQL (daphne and workers in subprocesses, as
+in production) and a headless Chromium driven by Playwright, for the tests marked `browser`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.api import conftest as api_support
+from tests.api.client import ApiClient
+from tests.store.django_support import POSTGRES_SERVER, require_postgres
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+]
+DB_PREFIX = api_support.DB_PREFIX  # the API tests' prefix: their stale-database sweep covers ours too
+
+
+@dataclass(frozen=True)
+class Console:
+    base: str
+    credentials: dict[str, str]
+    server_log: Path
+    workers_log: Path
+
+    @property
+    def operator(self) -> ApiClient:
+        return ApiClient(self.base, token=self.credentials["operator_token"])
+
+
+@pytest.fixture(scope="session")
+def console_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    require_postgres()
+    name = f"{DB_PREFIX}{os.getpid()}_console"
+    api_support._create_database(name)
+    logs = tmp_path_factory.mktemp("live-console")
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"{POSTGRES_SERVER}/{name}",
+        "DJANGO_SETTINGS_MODULE": "tests.console.settings",
+        "PYTHONPATH": str(ROOT),
+        "FLOWDECK_LOG_LEVEL": "WARNING",
+    }
+    api_support._run(env, "manage.py", "migrate", "--verbosity", "0")
+    credentials = json.loads(api_support._run(env, "-m", "tests.api.seed_users"))
+    port = api_support._free_port()
+    server_log, workers_log = logs / "server.log", logs / "workers.log"
+    with server_log.open("wb") as server_out, workers_log.open("wb") as workers_out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
+            cwd=ROOT,
+            env=env,
+            stdout=server_out,
+            stderr=subprocess.STDOUT,
+        )
+        workers = subprocess.Popen(
+            [sys.executable, "-m", "tests.api.workers"],
+            cwd=ROOT,
+            env=env,
+            stdout=workers_out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        api_support._wait_until_up(port, server, server_log)
+        yield Console(f"http://127.0.0.1:{port}", credentials, server_log, workers_log)
+    finally:
+        api_support._stop(workers)
+        api_support._stop(server)
+        api_support._drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"the browser tests need Debian's chromium at {CHROMIUM} (.ci/run installs it)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    """A fresh browser context's page; any JavaScript dialog (an alert) is recorded and fails the test."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    page.dialogs = []
+    page.errors = []
+    page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    yield page
+    context.close()
+    assert page.dialogs == [], f"a dialog opened: {page.dialogs}"
+    assert page.errors == [], f"page errors: {page.errors}"
+
+
+def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"console-{name}.png"), full_page=True)

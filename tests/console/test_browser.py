@@ -1,0 +1,224 @@
+"""The console end to end in headless Chromium: a live server on PostgreSQL with its workers in another
+process; every wait is on a condition in the page, never a fixed sleep. Screenshots go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from examples.fulfilment.flows import LARGE_ORDER_CENTS
+from tests.console.conftest import Console, shot
+from tests.console.flows import HOSTILE_NAME
+
+pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.slow]
+
+FULFILMENT_NODES = (
+    "order",
+    "total",
+    "reservations",
+    "decision",
+    "approval",
+    "grace",
+    "approved",
+    "payment",
+    "ship",
+)
+
+
+def _order(**extra: Any) -> dict[str, Any]:
+    lines = [{"sku": "grand-piano", "qty": 1, "price": LARGE_ORDER_CENTS * 2}]
+    return {"id": f"o-{uuid.uuid4().hex[:6]}", "customer": "ada", "items": lines, **extra}
+
+
+def _start(console: Console, workflow: str, inputs: dict[str, Any], prefix: str) -> str:
+    eid = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    reply = console.operator.post(f"/workflows/{workflow}/executions", {"executionId": eid, "inputs": inputs})
+    assert reply.status == 200, reply.text
+    return eid
+
+
+def _until_waiting(console: Console, eid: str, timeout: float = 30.0) -> None:
+    """Until the workers (another process) have parked the execution on a wait."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if console.operator.get(f"/executions/{eid}").body.get("waits"):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{eid} never waited")
+
+
+def _login(page: Any, console: Console, user: str = "olga") -> None:
+    page.goto(f"{console.base}/executions/")
+    assert "/login/" in page.url  # every page needs a login
+    page.fill("input[name=username]", user)
+    page.fill("input[name=password]", "x")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r".*/executions/$"))
+
+
+def _wait_query(page: Any, key: str, value: str | None) -> None:
+    page.wait_for_function("([k, v]) => new URLSearchParams(location.search).get(k) === v", arg=[key, value])
+
+
+def test_filter_the_executions_list(console_live: Console, page: Any) -> None:
+    waiting = _start(console_live, "fulfilment", {"order": _order()}, "filter")
+    _until_waiting(console_live, waiting)
+    _login(page, console_live)
+    shot(page, "executions")
+    page.select_option("#status-filter", "waiting:approval")
+    _wait_query(page, "status", "waiting:approval")
+    page.locator(f"tr[data-execution-id='{waiting}']").wait_for()
+    badges = page.locator("#table tbody .badge").all_inner_texts()
+    assert badges
+    assert set(badges) == {"waiting"}
+    page.fill("#id-search", waiting[:12])
+    _wait_query(page, "q", waiting[:12])
+    page.wait_for_function("document.querySelectorAll('#table tbody tr[data-execution-id]').length === 1")
+    assert "1–1 of 1" in page.inner_text("#total")
+    shot(page, "executions-filtered")
+    page.go_back()
+    page.wait_for_function("!new URLSearchParams(location.search).get('q')")
+    page.wait_for_function("document.querySelector('#status-filter').value === 'waiting:approval'")
+    page.wait_for_function("document.querySelector('#id-search').value === ''")
+
+
+def test_signal_from_the_form_turns_the_node_completed_live(console_live: Console, page: Any) -> None:
+    eid = _start(console_live, "fulfilment", {"order": _order()}, "approve")
+    _until_waiting(console_live, eid)
+    _login(page, console_live)
+    page.goto(f"{console_live.base}/executions/{eid}")
+    page.locator("#inputs form.signal").wait_for()
+    page.click("#diagram-formats button[data-format=dot]")
+    page.wait_for_selector("#diagram[data-drawn=dot] svg")
+    page.evaluate("window.__notReloaded = true")
+    shot(page, "execution-waiting")
+    # a value the server refuses comes back with the error next to its field
+    page.fill("#f-approval-by", "x" * 3)
+    page.evaluate("document.querySelector('#f-approval-approved').checked = true")
+    page.click("#inputs form.signal button[type=submit]")
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('#diagram svg g.node')].some(g =>
+             g.textContent.includes('approval') && g.textContent.includes('completed'))"""
+    )
+    assert page.evaluate("window.__notReloaded") is True
+    page.wait_for_function("document.querySelector('#panel .badge').textContent.trim() === 'completed'")
+    shot(page, "execution-signalled")
+
+
+def test_signal_form_errors_are_shown_next_to_the_field(console_live: Console, page: Any) -> None:
+    eid = _start(console_live, "slow_undo", {}, "badsignal")
+    _until_waiting(console_live, eid)
+    _login(page, console_live)
+    page.goto(f"{console_live.base}/executions/{eid}")
+    page.locator("#inputs form.signal").wait_for()
+    assert page.locator("#f-go-value").count() == 1  # a boolean input: one checkbox
+    page.click("#inputs form.signal button[type=submit]")  # unchecked = false: valid, delivered
+    page.wait_for_function("document.querySelector('#panel .badge').textContent.trim() === 'completed'")
+
+
+def test_cancel_shows_compensating_then_cancelled(console_live: Console, page: Any) -> None:
+    eid = _start(console_live, "slow_undo", {}, "cancel")
+    _until_waiting(console_live, eid)
+    _login(page, console_live)
+    page.goto(f"{console_live.base}/executions/{eid}")
+    page.locator("#cancel-action summary").click()
+    page.fill("#cancel-reason", "customer <b>changed</b> their mind")
+    page.click("#confirm-cancel")
+    page.wait_for_function("document.querySelector('#panel .badge').textContent.trim() === 'compensating'")
+    shot(page, "execution-compensating")
+    page.wait_for_function("document.querySelector('#panel .badge').textContent.trim() === 'cancelled'")
+    assert "customer <b>changed</b> their mind" in page.inner_text("#panel")
+    page.wait_for_function("document.querySelector('#history').textContent.includes('CancelRequested')")
+    assert "olga" in page.inner_text("#history")  # the user is recorded in the history
+    shot(page, "execution-cancelled")
+
+
+def test_resume_a_stopped_execution_through_the_preview(console_live: Console, page: Any) -> None:
+    small = {
+        "id": "o-s",
+        "customer": "ada",
+        "items": [{"sku": "w", "qty": 1, "price": 100}],
+        "country": "Atlantis",
+    }
+    eid = _start(console_live, "fulfilment", {"order": small}, "stopped")
+    console_live.operator.until_status(eid, "stopped")
+    _login(page, console_live)
+    page.goto(f"{console_live.base}/executions/{eid}")
+    assert page.inner_text("#panel .badge").strip() == "stopped"
+    page.click("#resume-preview")
+    page.locator("#action-result .report").wait_for()
+    assert "Next node" in page.inner_text("#action-result")
+    shot(page, "execution-resume-preview")
+    page.click("#resume-go")
+    page.locator("#resumed").wait_for()
+    page.wait_for_function("document.querySelector('#history').textContent.includes('Resumed')")
+    shot(page, "execution-resumed")
+
+
+def test_bpmn_and_dot_draw_every_node(console_live: Console, page: Any) -> None:
+    eid = _start(console_live, "fulfilment", {"order": _order()}, "draw")
+    _until_waiting(console_live, eid)
+    _login(page, console_live)
+    page.goto(f"{console_live.base}/executions/{eid}")
+    for fmt in ("bpmn", "dot", "elk", "mermaid"):
+        page.click(f"#diagram-formats button[data-format={fmt}]")
+        page.wait_for_selector(f"#diagram[data-drawn={fmt}] svg")
+        text = page.inner_text("#diagram") if fmt != "dot" else page.text_content("#diagram svg")
+        drawn = page.text_content("#diagram") or ""
+        missing = [n for n in FULFILMENT_NODES if n not in drawn and n not in text]
+        assert missing == [], f"{fmt} misses {missing}"
+        shot(page, f"diagram-{fmt}")
+    page.goto(f"{console_live.base}/workflows/fulfilment/")
+    page.wait_for_selector("#workflow-diagram svg .fd-count")
+    shot(page, "workflow")
+
+
+def test_other_pages_render(console_live: Console, page: Any) -> None:
+    _login(page, console_live)
+    for name in ("workflows", "parked", "health"):
+        page.goto(f"{console_live.base}/{name}/")
+        page.locator("main h1").wait_for()
+        shot(page, name)
+
+
+def test_a_user_without_the_permission_cannot_cancel(console_live: Console, page: Any) -> None:
+    eid = _start(console_live, "slow_undo", {}, "noperm")
+    _until_waiting(console_live, eid)
+    _login(page, console_live, "victor")
+    page.goto(f"{console_live.base}/executions/{eid}")
+    assert page.locator("#cancel-action").count() == 0  # no cancel button offered
+    status = page.evaluate(
+        """async (eid) => {
+             const token = document.querySelector('meta[name=csrf-token]').content;
+             const body = new URLSearchParams({reason: 'x', csrfmiddlewaretoken: token});
+             const r = await fetch(`/executions/${eid}/cancel/`, {method: 'POST', body});
+             return r.status; }""",
+        eid,
+    )
+    assert status == 403
+    assert console_live.operator.get(f"/executions/{eid}").body["cancelRequested"] is False
+
+
+def test_a_hostile_node_name_is_text_everywhere(console_live: Console, page: Any) -> None:
+    eid = _start(console_live, "hostile", {}, "hostile")
+    _until_waiting(console_live, eid)
+    _login(page, console_live)
+    page.goto(f"{console_live.base}/executions/{eid}")
+    page.get_by_text(HOSTILE_NAME).first.wait_for()
+    for fmt in ("mermaid", "dot", "bpmn", "elk"):
+        page.click(f"#diagram-formats button[data-format={fmt}]")
+        page.wait_for_selector(f"#diagram[data-drawn={fmt}] svg")
+        assert page.locator("#diagram script").count() == 0
+    shot(page, "hostile-execution")
+    for path in ("/workflows/hostile/", "/workflows/", "/executions/?workflow=hostile"):
+        page.goto(console_live.base + path)
+        page.locator("main h1").wait_for()
+        assert page.locator("main script:not([type='application/json'])").count() == 0
+    page.goto(f"{console_live.base}/workflows/hostile/")
+    page.get_by_text(HOSTILE_NAME).first.wait_for()
+    # the `page` fixture fails the test if any alert() ran
