@@ -18,7 +18,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -173,7 +173,7 @@ class FlowEngine:
         batch_size: int = 4,
         poll_timeout: timedelta = timedelta(seconds=30),
         shutdown_grace: timedelta = timedelta(seconds=10),
-        runner: Callable[..., Any] | None = None,
+        runner: interpreter.Runner | None = None,
         clock: Clock = SYSTEM_CLOCK,
         executor_id: str | None = None,
     ) -> None:

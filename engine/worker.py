@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -75,7 +75,7 @@ class WorkerPool:
         config: EngineConfig,
         clock: Clock,
         executor_id: str,
-        runner: Callable[..., Any] | None = None,
+        runner: interpreter.Runner | None = None,
     ) -> None:
         self._store = store
         self._registry = registry

@@ -3,7 +3,10 @@ cancelling. Every refused request is checked to have written nothing."""
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -358,3 +361,20 @@ async def test_run_local_names_a_missing_or_undeclared_input() -> None:
         await run_local(seed.fulfilment)
     with pytest.raises(errors.FlowInputError, match="input 'orders' is not declared"):
         await run_local(seed.fulfilment, orders=ORDER)
+
+
+async def test_the_runner_wraps_every_attempt(store: spi.FlowStore, clock: ManualClock) -> None:
+    region: contextvars.ContextVar[str] = contextvars.ContextVar("region", default="nowhere")
+
+    async def in_eu_west(walk: Callable[[], Awaitable[Any]]) -> Any:
+        token = region.set("eu-west")
+        try:
+            return await walk()
+        finally:
+            region.reset(token)
+
+    flow = Flow.init("warehouse").output("warehouse", lambda ctx: f"warehouse-{region.get()}", type=str)
+    async with make_engine(store, clock, [flow], runner=in_eu_west) as engine:
+        eid = await engine.workflows.start("warehouse")
+        assert (await until(store, eid)).status == spi.Completed()
+    assert (await store.get_field(eid, "warehouse")).decode() == "warehouse-eu-west"
