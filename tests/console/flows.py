@@ -1,12 +1,15 @@
 """The workflows the console tests serve besides the fulfilment examples (`tests.console.settings`).
 
 `slow_undo` holds something whose undo takes a moment, then waits for `go`: cancelling it shows
-Compensating before Cancelled. `hostile` has a node whose name is markup: every page must show it as text.
+Compensating before Cancelled. `hostile` has a node whose name is markup: every page must show it as text. `counter` takes a model
+whose field has a bound, for the signal form's server-side errors.
 """
 
 from __future__ import annotations
 
 import time
+
+from pydantic import BaseModel, Field
 
 from engine import Flow
 
@@ -26,4 +29,13 @@ slow_undo = (
 
 hostile = Flow.init("hostile").input(HOSTILE_NAME, str).output("echo", lambda ctx: "ok", type=str)
 
-FLOWS = {"slow_undo": slow_undo, "hostile": hostile}
+
+
+class Count(BaseModel):
+    n: int = Field(ge=1, description="how many")
+    note: str = ""
+
+
+counter = Flow.init("counter").input("count", Count).output("double", lambda ctx: ctx.count.n * 2, type=int)
+
+FLOWS = {"slow_undo": slow_undo, "hostile": hostile, "counter": counter}

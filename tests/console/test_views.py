@@ -1,0 +1,154 @@
+"""The console's pages in-process (Django's async test client, the default test database): login, CSRF,
+the operator permission, the signal form's server-side validation, and escaping of user text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.test import AsyncClient
+
+from console import live, runtime
+from console.discovery import discover
+from engine.engine import FlowEngine
+from tests.console.flows import HOSTILE_NAME
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
+
+
+@pytest.fixture
+async def engine() -> AsyncIterator[FlowEngine]:
+    discover(["tests.console.flows"])
+    runtime.reset()
+    live.reset()
+    yield await runtime.engine()
+    live.reset()
+    runtime.reset()
+
+
+def _user(name: str, operator: bool) -> Any:
+    user = get_user_model().objects.create_user(name, password="x")
+    if operator:
+        user.user_permissions.add(Permission.objects.get(codename="operate_executions"))
+    return user
+
+
+@pytest.fixture
+async def operator(engine: FlowEngine) -> AsyncClient:
+    client = AsyncClient()
+    await client.aforce_login(await sync_to_async(_user)("olga", True))
+    return client
+
+
+@pytest.fixture
+async def viewer(engine: FlowEngine) -> AsyncClient:
+    client = AsyncClient()
+    await client.aforce_login(await sync_to_async(_user)("victor", False))
+    return client
+
+
+PAGES = ("/executions/", "/executions/e1", "/workflows/", "/workflows/counter/", "/parked/", "/health/")
+
+
+@pytest.mark.parametrize("path", PAGES)
+async def test_every_page_needs_a_login(engine: FlowEngine, path: str) -> None:
+    reply = await AsyncClient().get(path)
+    assert (reply.status_code, reply["Location"].split("?")[0]) == (302, "/login/")
+
+
+async def test_the_executions_list_filters_and_counts(engine: FlowEngine, operator: AsyncClient) -> None:
+    for eid in ("c-1", "c-2"):
+        await engine.workflows.start("counter", execution_id=eid)
+    await engine.workflows.start("slow_undo", execution_id="s-1")
+    page = (await operator.get("/executions/?workflow=counter")).content.decode()
+    assert re.findall(r'data-execution-id="([^"]+)"', page) == ["c-2", "c-1"]
+    assert "1–2 of 2" in page
+    rows = (await operator.get("/executions/?workflow=slow_undo&partial=rows")).content.decode()
+    assert "<html" not in rows
+    assert re.findall(r'data-execution-id="([^"]+)"', rows) == ["s-1"]
+    refused = (await operator.get("/executions/?status=sideways")).content.decode()
+    assert "sideways" in refused
+    assert "0 of 0" in refused
+    choices = (await operator.get("/executions/")).content.decode()
+    assert '<option value="waiting:count"' in choices
+
+
+async def test_a_viewer_cannot_cancel(engine: FlowEngine, viewer: AsyncClient) -> None:
+    await engine.workflows.start("counter", execution_id="c-1")
+    reply = await viewer.post("/executions/c-1/cancel/", {"reason": "no"})
+    assert reply.status_code == 403
+    assert (await engine.executions.describe("c-1")).cancel_requested is False
+    bulk = await viewer.post("/executions/cancel/", {"ids": ["c-1"], "reason": "no"})
+    assert bulk.status_code == 403
+
+
+async def test_an_operator_cancel_records_the_user(engine: FlowEngine, operator: AsyncClient) -> None:
+    await engine.workflows.start("counter", execution_id="c-1")
+    reply = await operator.post("/executions/c-1/cancel/", {"reason": "customer <b>asked</b>"})
+    assert reply.status_code == 200
+    events = (await engine.executions.history("c-1", None)).events
+    asked = [e for e in events if e.kind.value == "CancelRequested"]
+    assert [(e.data.get("actor"), e.data.get("reason")) for e in asked] == [("olga", "customer <b>asked</b>")]
+    panel = (await operator.get("/executions/c-1/panel/")).content.decode()
+    assert "customer &lt;b&gt;asked&lt;/b&gt;" in panel
+
+
+async def test_forms_need_the_csrf_token(engine: FlowEngine) -> None:
+    await engine.workflows.start("counter", execution_id="c-1")
+    client = AsyncClient(enforce_csrf_checks=True)
+    await client.aforce_login(await sync_to_async(_user)("olga", True))
+    reply = await client.post("/executions/c-1/cancel/", {"reason": "x"})
+    assert reply.status_code == 403
+    assert (await engine.executions.describe("c-1")).cancel_requested is False
+
+
+async def test_signal_errors_sit_next_to_their_field(engine: FlowEngine, operator: AsyncClient) -> None:
+    await engine.workflows.start("counter", execution_id="c-1")
+    page = (await operator.get("/executions/c-1")).content.decode()
+    assert 'name="n"' in page
+    assert 'name="note"' in page
+    bad = await operator.post("/executions/c-1/signal/", {"input_name": "count", "n": "0"})
+    assert bad.status_code == 400
+    errors = re.findall(r'data-error-for="([^"]+)">([^<]+)<', bad.content.decode())
+    assert errors == [("n", "Input should be greater than or equal to 1")]
+    typo = await operator.post("/executions/c-1/signal/", {"input_name": "count", "n": "two"})
+    assert re.findall(r'data-error-for="([^"]+)">([^<]+)<', typo.content.decode()) == [("n", "enter a whole number")]
+    assert (await engine.executions.describe("c-1")).inputs[0].delivered is False
+    good = await operator.post("/executions/c-1/signal/", {"input_name": "count", "n": "4", "note": "hi"})
+    assert good.status_code == 200
+    fields = await engine.store.get_all_fields("c-1")
+    assert fields["count"].decode() == {"n": 4, "note": "hi"}
+
+
+async def test_a_hostile_name_is_escaped_everywhere(engine: FlowEngine, operator: AsyncClient) -> None:
+    await engine.workflows.start("hostile", execution_id="h-1")
+    for path in ("/executions/h-1", "/executions/h-1/inputs/", "/workflows/hostile/", "/workflows/"):
+        html = (await operator.get(path)).content.decode()
+        assert HOSTILE_NAME not in html, path
+        assert ESCAPED in html, path
+    for fmt in ("dot", "bpmn", "mermaid"):
+        drawn = (await operator.get(f"/executions/h-1/diagram/{fmt}/")).content.decode()
+        assert "<script" not in drawn, fmt
+    workflow_svg = (await operator.get("/workflows/hostile/diagram/dot/")).content.decode()
+    assert "<script" not in workflow_svg
+
+
+async def test_resume_preview_is_for_all_and_go_for_operators(engine: FlowEngine, viewer: AsyncClient) -> None:
+    await engine.workflows.start("counter", execution_id="c-1")
+    preview = await viewer.post("/executions/c-1/resume/", {})
+    html = preview.content.decode()
+    assert preview.status_code == 200
+    assert "Resume preview" in html
+    assert "resume-go" not in html  # no Go button without the permission
+    go = await viewer.post("/executions/c-1/resume/", {"go": "1"})
+    assert go.status_code == 403
+    ended = await viewer.post("/executions/c-1/end/", {"reason": "done by hand"})
+    assert ended.status_code == 403
+    assert (await engine.executions.describe("c-1")).status.show() == "running"
