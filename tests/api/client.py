@@ -7,6 +7,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ class Live:
     credentials: dict[str, str]
     server_log: Path
     workers_log: Path
+    run: Callable[..., str]  # runs `python ARGS` beside the server (same database); answers its stdout
 
 
 @dataclass(frozen=True)

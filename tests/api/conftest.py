@@ -117,7 +117,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_until_up(port, server, server_log)
-        yield Live(base=base, credentials=credentials, server_log=server_log, workers_log=workers_log)
+        yield Live(
+            base=base,
+            credentials=credentials,
+            server_log=server_log,
+            workers_log=workers_log,
+            run=lambda *args: _run(env, *args),
+        )
     finally:
         _stop(workers)
         _stop(server)

@@ -20,6 +20,7 @@ CHECKS = ",".join(
         "response_headers_conformance",
         "response_schema_conformance",
         "negative_data_rejection",
+        "ignored_auth",
     ]
 )
 MAX_SECONDS = 90
@@ -50,4 +51,21 @@ def test_schemathesis_finds_nothing(live: Live, tmp_path: Path) -> None:
     done = subprocess.run(
         command, cwd=tmp_path, capture_output=True, text=True, timeout=MAX_SECONDS + 120, check=False
     )
-    assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-4000:]
+    assert done.returncode == 0, "\n".join(
+        [done.stdout[-8000:], done.stderr[-4000:], "server tracebacks:", *tracebacks(live.server_log)[:3]]
+    )
+
+
+def tracebacks(log: Path) -> list[str]:
+    """The tracebacks in a server log, each up to its exception line."""
+    found: list[str] = []
+    current: list[str] | None = None
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("Traceback"):
+            current = [line]
+        elif current is not None:
+            current.append(line)
+            if not line.startswith((" ", "\t")) and not line.startswith("During handling"):
+                found.append("\n".join(current))
+                current = None
+    return found
