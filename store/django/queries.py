@@ -472,7 +472,10 @@ def claimed_write(
       last_seq, optionally the status columns, the claim released, the cancel request dropped).
 
     Answers one row when the claim held: (went, cancel_requested, cancel_reason); `went` is false when
-    the gate refused. With `notify`, the row's going also NOTIFYs the other processes' pollers.
+    the gate refused. With `notify` (an attempt ending Suspended), a fourth column says whether the row
+    may now be ready or has a deadline pollers must learn of (a cancel request, no rows kept, a kept row
+    satisfied, a kept sleep, or a write that raced it), and only then the statement NOTIFYs the other
+    processes' pollers: an execution suspended on inputs nobody gave yet wakes nobody.
     """
     parts = [
         "claim AS (SELECT id, last_seq FROM flowstore_execution "
@@ -537,6 +540,24 @@ def claimed_write(
         f"stamped AS (UPDATE flowstore_execution e SET {', '.join(sets)} FROM go WHERE e.id = go.id "
         "RETURNING e.cancel_requested, e.cancel_reason)"
     )
-    signal = f", pg_notify('{WAKE_CHANNEL}', %(origin)s)" if notify else ""
+    signal = ""
+    if notify:
+        kept = "w.path IN (" + ", ".join(f"%(keep{i})s" for i in range(keep)) + ")" if keep else "FALSE"
+        # The wait rows and fields as the statement's snapshot has them (its DELETE is not visible to it),
+        # narrowed to the kept rows. A write that committed while this statement waited for the row lock
+        # (a signal, a cancel) is invisible to that snapshot, but it moved last_seq, which the locked row
+        # (`claim`) shows and the snapshot does not: then wake, to be safe.
+        wakes = (
+            "(stamped.cancel_requested "
+            "OR claim.last_seq <> (SELECT s.last_seq FROM flowstore_execution s WHERE s.id = claim.id) "
+            "OR NOT EXISTS (SELECT 1 FROM flowstore_wait w "
+            f"WHERE w.execution_id = claim.id AND {kept}) OR EXISTS (SELECT 1 FROM flowstore_wait w "
+            f"WHERE w.execution_id = claim.id AND {kept} AND (w.kind = 'at' OR EXISTS (SELECT 1 FROM "
+            "flowstore_field f WHERE f.execution_id = w.execution_id AND f.name = w.field_name))))"
+        )
+        signal = (
+            f", {wakes} AS wakes, CASE WHEN stamped.cancel_requested IS NOT NULL AND {wakes} "
+            f"THEN pg_notify('{WAKE_CHANNEL}', %(origin)s) END"
+        )
     answer = "stamped.cancel_requested IS NOT NULL, stamped.cancel_requested, stamped.cancel_reason"
     return "WITH " + ",\n".join(parts) + f"\nSELECT {answer}{signal} FROM claim LEFT JOIN stamped ON TRUE"

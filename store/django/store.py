@@ -912,7 +912,7 @@ class _DjangoClaimed(spi.Claimed):
         if not went:
             return False
         self._cancel_requested, self._cancel_reason = bool(cancel), reason or ""
-        if shape.get("notify"):
+        if shape.get("notify") and found[3]:
             self._store.hub.changed()
         return True
 
@@ -1068,6 +1068,11 @@ class _DjangoClaimed(spi.Claimed):
     async def finish(
         self, outcome: spi.ClaimOutcome, *, preceding: Sequence[spi.Event] = ()
     ) -> spi.StatusOutcome:
+        if self._one_statement:
+            done = await self._finish_in_one_statement(outcome, preceding)
+            if done is not None:
+                return done
+
         def work(tx: Tx, now: datetime) -> tuple[spi.StatusOutcome, tuple[bool, str] | None]:
             return self._finish_in(tx, outcome, preceding, now)
 

@@ -368,3 +368,44 @@ async def test_an_id_prefix_search_is_case_sensitive(backend_alias: str) -> None
         assert {p: page.total for p, page in found.items()} == {"ab": 3, "AB": 1, "ab%": 1, "abc_": 1}
     finally:
         await store.aclose()
+
+
+@pytest.mark.postgres
+async def test_an_attempt_suspended_on_an_unanswered_input_wakes_nobody(
+    postgres_alias: str, database_access: None
+) -> None:
+    """No herd: pollers wake for an ending that can make a row ready (or sets a deadline), not for one
+    that leaves it waiting on an input nobody gave."""
+    clock = ManualClock()
+    store = DjangoStore(postgres_alias, clock, pool_size=2)
+    store.reset()
+    try:
+        endings = {
+            "input": ({"x": spi.WakeOnField("x")}, False),
+            "answered": ({"y": spi.WakeOnField("y")}, True),
+            "sleep": ({"nap": spi.WakeAt(clock.now() + timedelta(hours=1))}, True),
+            "nothing": ({}, True),
+        }
+        woke = {}
+        for eid, (waits, _) in endings.items():
+            await store.create_execution_if_absent(eid, WF1, "", spi.Running(), _event(eid))
+            [handle] = await store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0))
+            for path, wake in waits.items():
+                assert await handle.record_wait(path, wake, _event(eid, spi.EventKind.INPUT_WAITING)) is (
+                    spi.WriteOutcome.APPLIED
+                )
+            if eid == "answered":
+                assert (
+                    await store.signal(eid, "y", spi.FieldData.of(1, "int"), _event(eid)) == spi.Delivered()
+                )
+            before = store.hub.generation
+            assert await handle.finish(spi.Suspended(frozenset(waits))) is spi.StatusOutcome.APPLIED
+            woke[eid] = store.hub.generation != before
+            if eid == "answered":  # claim and park it again so the next case's claim finds only its own row
+                [again] = await store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0))
+                await again.finish(spi.Terminal(spi.Completed(), _event(eid, spi.EventKind.COMPLETED)))
+            if eid == "nothing":
+                continue
+        assert woke == {eid: expected for eid, (_, expected) in endings.items()}
+    finally:
+        await store.aclose()
