@@ -18,3 +18,5 @@ SQL in `store/django/queries.py`.
 This package is a Django app (label `flowstore`); import the store from `store.django.store`, not from
 here, so that loading the app never imports its models early.
 """
+
+from __future__ import annotations
