@@ -161,6 +161,7 @@ async def test_start_with_a_bad_value_carries_pydantics_message_and_writes_nothi
 async def test_start_with_a_taken_id(store: spi.FlowStore, clock: ManualClock) -> None:
     async with make_engine(store, clock, [seed.awaiting_order]) as engine:
         await engine.workflows.start("fulfilment", execution_id="e1")
+        await until(store, "e1", waiting_for("order"))
         before = await store.get_history("e1")
         with pytest.raises(errors.FlowDuplicateExecution, match="'e1' already exists"):
             await engine.workflows.start("fulfilment", execution_id="e1", inputs={"order": ORDER})
