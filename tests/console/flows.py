@@ -1,8 +1,8 @@
 """The workflows the console tests serve besides the fulfilment examples (`tests.console.settings`).
 
 `slow_undo` holds something whose undo takes a moment, then waits for `go`: cancelling it shows
-Compensating before Cancelled. `hostile` has a node whose name is markup: every page must show it as text. `counter` takes a model
-whose field has a bound, for the signal form's server-side errors.
+Compensating before Cancelled. `hostile` has a node whose name is markup: every page must show it as
+text. `counter` takes a model whose field has a bound, for the signal form's server-side errors.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ slow_undo = (
 )
 
 hostile = Flow.init("hostile").input(HOSTILE_NAME, str).output("echo", lambda ctx: "ok", type=str)
-
 
 
 class Count(BaseModel):

@@ -119,7 +119,9 @@ async def test_signal_errors_sit_next_to_their_field(engine: FlowEngine, operato
     errors = re.findall(r'data-error-for="([^"]+)">([^<]+)<', bad.content.decode())
     assert errors == [("n", "Input should be greater than or equal to 1")]
     typo = await operator.post("/executions/c-1/signal/", {"input_name": "count", "n": "two"})
-    assert re.findall(r'data-error-for="([^"]+)">([^<]+)<', typo.content.decode()) == [("n", "enter a whole number")]
+    assert re.findall(r'data-error-for="([^"]+)">([^<]+)<', typo.content.decode()) == [
+        ("n", "enter a whole number")
+    ]
     assert (await engine.executions.describe("c-1")).inputs[0].delivered is False
     good = await operator.post("/executions/c-1/signal/", {"input_name": "count", "n": "4", "note": "hi"})
     assert good.status_code == 200
@@ -140,7 +142,9 @@ async def test_a_hostile_name_is_escaped_everywhere(engine: FlowEngine, operator
     assert "<script" not in workflow_svg
 
 
-async def test_resume_preview_is_for_all_and_go_for_operators(engine: FlowEngine, viewer: AsyncClient) -> None:
+async def test_resume_preview_is_for_all_and_go_for_operators(
+    engine: FlowEngine, viewer: AsyncClient
+) -> None:
     await engine.workflows.start("counter", execution_id="c-1")
     preview = await viewer.post("/executions/c-1/resume/", {})
     html = preview.content.decode()
