@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from engine import Flow, Loop, Schedule
+from examples import seed
 
 
 def _none(ctx: object) -> None:
@@ -71,3 +72,6 @@ SAMPLES: dict[str, Flow] = {
     "empty": empty,
     "empty_subflow": empty_subflow,
 }
+
+ALL: dict[str, Flow] = {**seed.ALL_FLOWS, **SAMPLES}
+"""Every seed example and every sample flow, by name."""

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from engine.flow import Flow
 from engine.render import render
 from tests.diagrams import tools
-from tests.diagrams.conftest import ALL
+from tests.diagrams.sample_flows import ALL
 from tests.diagrams.strategies import flows
 from tests.diagrams.test_hostile_names import _names
 from tests.diagrams.test_tools_accept import cycled

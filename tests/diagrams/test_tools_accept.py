@@ -12,7 +12,7 @@ from engine.flow import Flow
 from engine.progress import NodeProgress, NodeStatus, Progress
 from engine.render import render, render_svg
 from tests.diagrams import tools
-from tests.diagrams.conftest import ALL
+from tests.diagrams.sample_flows import ALL
 
 STATUSES = list(NodeStatus)
 
