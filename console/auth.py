@@ -7,12 +7,14 @@ as ninja's `SessionAuth` does: a browser sending cookies on its own must not be 
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from ninja.errors import HttpError
 from ninja.security import APIKeyCookie, HttpBearer
@@ -119,6 +121,35 @@ class SessionCookie(APIKeyCookie):
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Any:  # pragma: no cover - see __call__
         raise NotImplementedError
+
+
+def _token_user(request: HttpRequest) -> Any:
+    """The active user a bearer token names (synchronous, for plain Django views), or None."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    found = (
+        ApiToken.objects.select_related("user")
+        .filter(key_hash=token_digest(token.strip()), user__is_active=True)
+        .first()
+    )
+    return found.user if found is not None else None
+
+
+def callers_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Guard a plain view (the OpenAPI document, the docs page) as the API is guarded: a session or a
+    bearer token, else 401 in the API's error shape."""
+
+    @functools.wraps(view)
+    def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.user.is_authenticated or _token_user(request) is not None:
+            return view(request, *args, **kwargs)
+        body = {"error": "authentication required: a session or a bearer token", "code": "unauthenticated"}
+        response = JsonResponse({**body, "detail": None}, status=401)
+        response["WWW-Authenticate"] = 'Bearer realm="flowdeck"'
+        return response
+
+    return guarded
 
 
 async def require_operator(request: HttpRequest) -> None:

@@ -1,6 +1,7 @@
 """The REST API (django-ninja): `/api/v1/...`, OpenAPI at `/api/openapi.json`, docs at `/api/docs`.
 
-Every route needs a caller: a bearer token or a Django session (see `console.auth`). Errors are JSON
+Every route needs a caller: a bearer token or a Django session (see `console.auth`); so do the document
+and the docs page. Errors are JSON
 `{error, code, detail}` (see `console.api.errors`).
 """
 
@@ -30,6 +31,7 @@ api = FlowdeckAPI(
     description="Durable workflows: start, watch, signal and steer executions.",
     auth=[auth.BearerToken(), auth.SessionCookie()],
     urls_namespace="flowdeck-api",
+    docs_decorator=auth.callers_only,
 )
 errors.install(api)
 for module in (workflows, executions, operators, system):

@@ -3,15 +3,31 @@
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from typing import Any
 
+import pytest
+
 from tests.api.client import Live
 
+TOKEN: dict[str, str] = {}
 
-def fetch(url: str) -> tuple[int, str]:
-    with urllib.request.urlopen(url, timeout=30) as reply:
-        return reply.status, reply.read().decode()
+
+def fetch(url: str, token: str | None = None) -> tuple[int, str]:
+    """GET `url` as the operator (or with `token`; "" for nobody)."""
+    token = TOKEN["operator"] if token is None else token
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+@pytest.fixture(autouse=True)
+def _operator_token(live: Live) -> None:
+    TOKEN["operator"] = live.credentials["operator_token"]
 
 
 def resolve(document: dict[str, Any], ref: str) -> Any:
@@ -107,3 +123,10 @@ def test_interactive_docs(live: Live) -> None:
     status, text = fetch(f"{live.base}/api/docs")
     assert status == 200
     assert "openapi.json" in text
+
+
+def test_document_and_docs_need_a_caller(live: Live) -> None:
+    for path in ("/api/openapi.json", "/api/docs"):
+        status, text = fetch(f"{live.base}{path}", token="")
+        assert (status, json.loads(text)["code"]) == (401, "unauthenticated")
+        assert fetch(f"{live.base}{path}", token="fd_wrong")[0] == 401
