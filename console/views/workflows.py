@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -21,7 +22,7 @@ from console.views import common
 from engine import errors, render
 from engine.graph import build_graph
 from engine.progress import NodeStatus
-from store.django.models import Execution
+from store.django.models import Event, Execution
 
 __all__ = [
     "health",
@@ -245,6 +246,30 @@ def _claims() -> dict[str, list[str]]:
     return dict(held)
 
 
+RECENT = timedelta(minutes=10)
+
+
+def _recent_executors() -> list[dict[str, Any]]:
+    """Executors that claimed executions lately (their ExecutionClaimed events), newest activity first:
+    the workers of every process, as the store saw them."""
+    seen: dict[str, dict[str, Any]] = {}
+    rows = (
+        Event.objects.filter(kind="ExecutionClaimed", timestamp__gte=timezone.now() - RECENT)
+        .order_by("-id")
+        .values_list("data", "timestamp")[:5000]
+    )
+    for data, at in rows:
+        try:
+            executor = str(json.loads(data).get("executor_id") or "")
+        except ValueError:
+            continue
+        if not executor:
+            continue
+        entry = seen.setdefault(executor, {"executor": executor, "claims": 0, "last": at})
+        entry["claims"] += 1
+    return sorted(seen.values(), key=lambda e: e["last"], reverse=True)
+
+
 @login_required
 @require_GET
 async def health(request: HttpRequest) -> HttpResponse:
@@ -258,6 +283,8 @@ async def health(request: HttpRequest) -> HttpResponse:
         "nav": "health",
         "own": engine.health(),
         "claims": sorted((await sync_to_async(_claims)()).items()),
+        "recent": await sync_to_async(_recent_executors)(),
+        "recent_minutes": int(RECENT.total_seconds() // 60),
         "store_error": store_error,
         "workflows": sorted(registered_flows()),
     }

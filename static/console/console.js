@@ -71,6 +71,7 @@
 
   function startLive(scope) {
     const state = document.getElementById("live-state");
+    if (state) state.classList.add("armed"); // only pages that listen show the live light
     let after = Number(document.body.dataset.liveAfter || 0);
     let delay = 250;
     function connect() {
@@ -267,6 +268,7 @@
     const svg = document.createElementNS(NS, "svg");
     svg.setAttribute("width", laid.width + 20);
     svg.setAttribute("height", laid.height + 20);
+    svg.setAttribute("viewBox", `0 0 ${laid.width + 20} ${laid.height + 20}`);
     svg.setAttribute("class", "elk");
     const defs = document.createElementNS(NS, "defs");
     defs.innerHTML = '<marker id="fd-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0L10,5L0,10z" fill="#555"/></marker>';
