@@ -209,9 +209,10 @@ def test_three_workers_and_the_api_share_200_executions_and_survive_a_kill(tmp_p
             return terminal_count() >= EXECUTIONS // 4 and bool(held_by(prefix))
 
         wait_until(victim_busy, "claims held by worker0 midway", 120, victim.explain)
-        in_flight = held_by(prefix)
         victim.process.send_signal(signal.SIGKILL)
         victim.process.wait()
+        # What it held when it died: its rows keep its name until their leases lapse (3 s from now at most).
+        in_flight = held_by(prefix)
         assert terminal_count() < EXECUTIONS, "the kill came too late to be midway"
 
         def all_ended() -> bool:
