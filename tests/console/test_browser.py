@@ -110,7 +110,7 @@ def test_signal_from_the_form_turns_the_node_completed_live(console_live: Consol
     shot(page, "execution-signalled")
 
 
-def test_signal_form_errors_are_shown_next_to_the_field(console_live: Console, page: Any) -> None:
+def test_a_boolean_input_is_one_checkbox_and_delivers(console_live: Console, page: Any) -> None:
     eid = _start(console_live, "slow_undo", {}, "badsignal")
     _until_waiting(console_live, eid)
     _login(page, console_live)

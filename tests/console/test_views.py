@@ -156,3 +156,25 @@ async def test_resume_preview_is_for_all_and_go_for_operators(
     ended = await viewer.post("/executions/c-1/end/", {"reason": "done by hand"})
     assert ended.status_code == 403
     assert (await engine.executions.describe("c-1")).status.show() == "running"
+
+
+async def test_parked_executions_move_to_the_newest_version(
+    engine: FlowEngine, operator: AsyncClient
+) -> None:
+    from console import demo
+    from examples.fulfilment import flows
+
+    await demo.seed_parked(engine.store)
+    newest = await engine.register("fulfilment", flows.fulfilment)
+    page = (await operator.get("/parked/")).content.decode()
+    assert "demo-parked" in page
+    assert "1 parked" in page
+    old = (await engine.executions.describe("demo-parked")).state.hash
+    preview = await operator.post(f"/parked/fulfilment/{old}/resume/", {})
+    assert preview.status_code == 200
+    assert "demo-parked" in preview.content.decode()
+    assert (await engine.executions.describe("demo-parked")).state.hash == old  # a preview writes nothing
+    go = await operator.post(f"/parked/fulfilment/{old}/resume/", {"go": "1"})
+    assert go.status_code == 200
+    assert (await engine.executions.describe("demo-parked")).state.hash == newest
+    assert "demo-parked" not in (await operator.get("/parked/")).content.decode()
