@@ -109,6 +109,8 @@ def render(graph: FlowGraph) -> str:
         out.append('    label="Legend"; style="rounded"; color="#999999";')
         for status, fill in COLOURS.items():
             out.append(f'    legend_{status} [label="{status}" shape=box style="filled" fillcolor="{fill}"];')
+        # Invisible edges keep the legend in one row.
+        out.append("    " + " -> ".join(f"legend_{status}" for status in COLOURS) + " [style=invis];")
         out.append("  }")
     out.append("}")
     return "\n".join(out) + "\n"

@@ -88,6 +88,8 @@ def render(graph: FlowGraph) -> str:
         out.append("    direction LR")
         for status in COLOURS:
             out.append(f'    legend_{status}["{status}"]')
+        # Invisible links keep the legend in one row.
+        out.append("    " + " ~~~ ".join(f"legend_{status}" for status in COLOURS))
         out.append("  end")
         for status, fill in COLOURS.items():
             out.append(f"  style legend_{status} fill:{fill},stroke:#333,color:#000")
