@@ -19,8 +19,8 @@ for _ in $(seq 1 600); do
 done
 cat demo.out
 grep -q "running at http://127.0.0.1:$port/" demo.out || { cat demo.err; echo "the demo never served"; exit 1; }
-code=$(python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$port/api/openapi.json').status)")
-[ "$code" = 200 ] || { echo "GET /api/openapi.json answered $code"; exit 1; }
+code=$(python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$port/').status)")
+[ "$code" = 200 ] || { echo "GET / answered $code"; exit 1; }
 # A background job of a script ignores SIGINT, so stop it the way a supervisor does (SIGTERM takes the
 # same path as Ctrl-C; the acceptance test sends SIGINT itself).
 kill -TERM "$pid"
