@@ -561,3 +561,37 @@ def claimed_write(
         )
     answer = "stamped.cancel_requested IS NOT NULL, stamped.cancel_requested, stamped.cancel_reason"
     return "WITH " + ",\n".join(parts) + f"\nSELECT {answer}{signal} FROM claim LEFT JOIN stamped ON TRUE"
+
+
+DELIVER = Query(
+    "deliver",
+    """PostgreSQL: a whole `signal` as ONE statement (I3). Locks the row if it has not ended, writes the
+    field only if absent, and only then appends the event, bumps the row and NOTIFYs. Answers (locked,
+    delivered, status as of the statement's snapshot): not locked means missing or ended; then the status
+    says which (a status still running means the row ended while this statement waited for its lock: ask
+    again the slow way).""",
+    "",
+    postgresql=f"""
+    WITH locked AS (
+        SELECT id, last_seq FROM flowstore_execution
+        WHERE id = %(id)s AND status_kind NOT IN {_TERMINAL} FOR UPDATE
+    ),
+    go AS (
+        INSERT INTO flowstore_field (execution_id, name, value, tag)
+        SELECT id, %(name)s, %(value)s, %(tag)s FROM locked
+        ON CONFLICT (execution_id, name) DO NOTHING RETURNING execution_id AS id
+    ),
+    history AS (
+        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
+        SELECT locked.id, locked.last_seq + 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s
+        FROM locked JOIN go ON go.id = locked.id
+    ),
+    stamped AS (
+        UPDATE flowstore_execution e SET updated = %(now)s, last_seq = e.last_seq + 1
+        FROM go WHERE e.id = go.id RETURNING e.id
+    )
+    SELECT EXISTS (SELECT 1 FROM locked), EXISTS (SELECT 1 FROM stamped),
+        (SELECT status FROM flowstore_execution WHERE id = %(id)s),
+        CASE WHEN EXISTS (SELECT 1 FROM go) THEN pg_notify('{WAKE_CHANNEL}', %(origin)s) END
+    """,
+)

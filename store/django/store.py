@@ -456,6 +456,10 @@ class DjangoStore(spi.FlowStore):
         self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event
     ) -> spi.SignalOutcome:
         now = self.clock.now()
+        if self.vendor == "postgresql":
+            answer = await self._deliver_in_one_statement(execution_id, name, value, event, now)
+            if answer is not None:
+                return answer
 
         def work(tx: Tx) -> spi.SignalOutcome:
             opened = tx.one(queries.OPEN_DELIVERY, {"id": execution_id, "now": now})
@@ -471,6 +475,36 @@ class DjangoStore(spi.FlowStore):
             return spi.Delivered()
 
         return await self._run("signal", work)
+
+    async def _deliver_in_one_statement(
+        self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event, now: datetime
+    ) -> spi.SignalOutcome | None:
+        """PostgreSQL's one-round-trip `signal`; None when only the transactional path can tell."""
+        [(flow_id, kind, timestamp, data)] = rows.event_values([event])
+        params = {
+            "id": execution_id,
+            "name": name,
+            "value": value.value,
+            "tag": value.tag,
+            "now": now,
+            "origin": self.origin,
+            "ev0f": flow_id,
+            "ev0k": kind,
+            "ev0t": timestamp,
+            "ev0d": data,
+        }
+        locked, delivered, status = (
+            await self._run_statement("signal", queries.DELIVER.text("postgresql"), params)
+        )[:3]
+        if delivered:
+            self.hub.changed()
+            return spi.Delivered()
+        if locked:
+            return spi.AlreadyDelivered()
+        if status is None:
+            return spi.AlreadyTerminal(spi.Cancelled())
+        ended = rows.status_of(status)
+        return spi.AlreadyTerminal(ended) if ended.terminal else None
 
     async def request_cancel(
         self, execution_id: str, reason: str = "", actor: str | None = None

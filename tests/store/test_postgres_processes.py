@@ -66,7 +66,9 @@ async def test_two_processes_racing_over_200_ready_rows_claim_each_exactly_once(
     ]
     for child in children:
         child.start()
-    start.set()
+    ready = [await _in_thread(results.get, True, 60) for _ in children]
+    assert sorted(ready) == [("p1", "ready"), ("p2", "ready")]
+    start.set()  # both set up and connected: they start claiming together
     answers = await _in_thread(_collect, results, 2)
     for child in children:
         child.join(30)
