@@ -196,11 +196,9 @@ def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
             )
         )
 
-    out.append(
-        _rate_row(
-            "W8", "SQLite: W1 nodes/s, 1 process", get(runs, "W8/w1/flowdeck"), get(runs, "W8/w1/dbos"), None
-        )
-    )
+    f8 = get(runs, "W8/w1/flowdeck")
+    shape = f"{f8.get('executions', '?')}×{f8.get('steps', '?')} " if f8 else ""
+    out.append(_rate_row("W8", f"SQLite: W1 {shape}nodes/s, 1 process", f8, get(runs, "W8/w1/dbos"), None))
     out.append(
         _latency_row(
             "W8", "SQLite: W2 ms p50 / p95", get(runs, "W8/w2/flowdeck"), get(runs, "W8/w2/dbos"), None

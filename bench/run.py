@@ -241,14 +241,19 @@ def main(argv: list[str] | None = None) -> int:
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "git": git_commit(),
         "machine": machine(),
+        "load_average_at_start": [round(x, 1) for x in os.getloadavg()],
         "sizes": size,
     }
     found_limits = measure_limits(size) if not only or only & {"W4"} else {}
     runs = measure_workloads(size, only)
     meta["seconds"] = round(time.perf_counter() - began, 1)
+    meta["load_average_at_end"] = [round(x, 1) for x in os.getloadavg()]
     doc = report.document(meta, found_limits, runs)
     path = args.json or Path(__file__).resolve().parent / f"results-{mode}.json"
     report.write_json(doc, path)
     print(report.render(doc))
-    print(f"\n{mode} run, {meta['seconds']} s; JSON written to {path}")
+    print(
+        f"\n{mode} run, {meta['seconds']} s; load average {meta['load_average_at_start'][0]} at the start,"
+        f" {meta['load_average_at_end'][0]} at the end; JSON written to {path}"
+    )
     return 0
