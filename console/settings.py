@@ -64,7 +64,9 @@ ASGI_APPLICATION = "console.asgi.application"
 
 
 def _database(url: str) -> dict[str, object]:
-    config: dict[str, object] = dict(dj_database_url.parse(url, conn_max_age=600))
+    # Request threads close their connection when the request ends (under ASGI each sync_to_async thread
+    # would otherwise keep one open); the store's own thread pool keeps its connections for its lifetime.
+    config: dict[str, object] = dict(dj_database_url.parse(url, conn_max_age=0))
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # WAL lets readers run beside the one writer; IMMEDIATE takes the write lock at BEGIN, so two
         # processes never both read-then-upgrade and deadlock (SQLite's SQLITE_BUSY on upgrade).
@@ -73,7 +75,6 @@ def _database(url: str) -> dict[str, object]:
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             "timeout": 30,
         }
-        config["CONN_MAX_AGE"] = 0
     return config
 
 
