@@ -1051,6 +1051,10 @@ class Attempt:
                         failures.append(error)
         finally:
             await _cancel(waiting)
+            # A branch that ended in the same turn as the winner is never looked at above; read its
+            # outcome so asyncio does not report it as an exception nobody retrieved.
+            for task in tasks:
+                _swallow(task)
         if parks:
             raise Parked(parks)
         raise failures[-1]
