@@ -68,7 +68,8 @@ def _edge(edge: GraphEdge) -> str:
 def _scope(graph: FlowGraph, parent: str, indent: str, out: list[str]) -> None:
     for node in graph.children(parent):
         if node.kind == "subflow":
-            out.append(f"{indent}subgraph {node.id}[{_label(label_lines(node))}]")
+            # Mermaid clips a subgraph title past one line: the name only (the fill says the status).
+            out.append(f"{indent}subgraph {node.id}[{_label([node.name])}]")
             out.append(f"{indent}  direction LR")
             _scope(graph, node.id, indent + "  ", out)
             out.append(f"{indent}end")
@@ -77,20 +78,23 @@ def _scope(graph: FlowGraph, parent: str, indent: str, out: list[str]) -> None:
     out.extend(indent + _edge(edge) for edge in graph.edges_within(parent))
 
 
+def _legend(out: list[str]) -> None:
+    # A row of plain nodes joined by invisible links: a subgraph here would stretch the flow's first edge.
+    out.append('  legend(["Legend"])')
+    for status in COLOURS:
+        out.append(f'  legend_{status}["{status}"]')
+    out.append("  legend ~~~ " + " ~~~ ".join(f"legend_{status}" for status in COLOURS))
+    out.append("  style legend fill:#FFFFFF,stroke:#999,color:#000")
+    for status, fill in COLOURS.items():
+        out.append(f"  style legend_{status} fill:{fill},stroke:#333,color:#000")
+
+
 def render(graph: FlowGraph) -> str:
     out = ["graph LR"]
-    _scope(graph, "", "  ", out)
     painted = [n for n in graph.nodes if n.status]
+    if painted:  # first, so that the layout puts it above the flow rather than beside its start
+        _legend(out)
+    _scope(graph, "", "  ", out)
     for node in painted:
         out.append(f"  style {node.id} fill:{colour(node.status)},stroke:#333,color:#000")
-    if painted:
-        out.append('  subgraph legend["Legend"]')
-        out.append("    direction LR")
-        for status in COLOURS:
-            out.append(f'    legend_{status}["{status}"]')
-        # Invisible links keep the legend in one row.
-        out.append("    " + " ~~~ ".join(f"legend_{status}" for status in COLOURS))
-        out.append("  end")
-        for status, fill in COLOURS.items():
-            out.append(f"  style legend_{status} fill:{fill},stroke:#333,color:#000")
     return "\n".join(out) + "\n"

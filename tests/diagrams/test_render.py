@@ -102,7 +102,7 @@ def test_every_kind_is_drawn_with_its_detail() -> None:
         '{{"spin<br/>loop"}}',  # loop
         '{{"poll<br/>every fixed#40;60s#41;#46;take#40;3#41;"}}',  # loop_on with its schedule
         '[["items<br/>foreach #91;x4#93;"]]',  # foreach with its concurrency
-        'subgraph n23["rev<br/>subflow review"]',  # a subflow expanded
+        'subgraph n23["rev"]',  # a subflow expanded
         '-.->|"again"|',  # a loop's back edge
         '{"race"}',
         '{{"zip"}}',
