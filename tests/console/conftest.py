@@ -83,8 +83,10 @@ def console_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
         api_support._drop_database(name)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
+    """Module-scoped: Playwright's sync API keeps an event loop running until it stops, which the async
+    tests of the next modules must not find."""
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
