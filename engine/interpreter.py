@@ -32,7 +32,7 @@ import traceback
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -209,6 +209,8 @@ class Ledger:
     compensated: set[str] = field(default_factory=set)
     retried: Counter[str] = field(default_factory=Counter)
     last_step_event: dict[str, spi.EventKind] = field(default_factory=dict)
+    # each sleep's first deadline, so a sleep whose row was retired (by a stop) keeps it on resume
+    sleep_until: dict[str, datetime] = field(default_factory=dict)
 
     @classmethod
     def of(cls, history: Iterable[spi.Event]) -> Ledger:
@@ -227,6 +229,10 @@ class Ledger:
                     ledger.compensated.add(data.get("node_name", ""))
                 case kind.STEP_RETRIED:
                     ledger.retried[data.get("step_name", "")] += 1
+                case kind.SLEEP_STARTED if "until" in data:
+                    ledger.sleep_until.setdefault(
+                        data.get("step_name", ""), datetime.fromisoformat(data["until"])
+                    )
             if event.kind in (kind.STEP_STARTED, kind.STEP_COMPLETED, kind.STEP_RETRIED, kind.STEP_FAILED):
                 ledger.last_step_event[data.get("step_name", "")] = event.kind
             elif event.kind is kind.ANSWERED:
@@ -269,6 +275,7 @@ class Attempt:
         self.completed = ledger.completed
         self.compensated = ledger.compensated
         self.retried = ledger.retried
+        self.sleep_until = ledger.sleep_until
         # started and never finished, as history left them (F0004 for an at-most-once node)
         self.unfinished = {p for p, k in ledger.last_step_event.items() if k is spi.EventKind.STEP_STARTED}
         self.resume_cause = status.cause if isinstance(status, spi.Compensating) else None
@@ -723,7 +730,9 @@ class Attempt:
             return
         self.guard(path)
         if path not in self.waits:
-            until = self.clock.now() + duration
+            # a sleep started by an earlier attempt whose row was since retired (a stop) keeps its first
+            # deadline; one already past is satisfied at the next claim
+            until = self.sleep_until.get(path) or self.clock.now() + duration
             started = self.event(spi.EventKind.SLEEP_STARTED, step_name=path, until=until.isoformat())
             await self.wait(path, spi.WakeAt(until), started)
         raise Parked({path})
