@@ -194,7 +194,12 @@ async def diagram(request: HttpRequest, execution_id: str, format: str) -> HttpR
     detail = await _detail(execution_id)
     flow = flow_of(engine, detail.flow_id, detail.state.hash)
     if flow is None:
-        return HttpResponse("this version is not served here", status=404, content_type="text/plain")
+        return HttpResponse(
+            f"No diagram: version {detail.state.hash} of {detail.flow_id} is not served by this server "
+            "(the execution is parked; resume it onto the newest version).",
+            status=404,
+            content_type="text/plain; charset=utf-8",
+        )
     if format == "dot":
         text = await sync_to_async(render.render_svg)(flow, detail.progress)
     else:

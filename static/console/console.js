@@ -28,7 +28,10 @@
 
   async function fetchText(url) {
     const response = await fetch(url, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } });
-    if (!response.ok) throw new Error(`${response.status} ${url}`);
+    if (!response.ok) {
+      const said = (await response.text()).slice(0, 200);
+      throw new Error(response.headers.get("content-type")?.startsWith("text/plain") ? said : `${response.status} ${url}`);
+    }
     return response.text();
   }
 
@@ -60,7 +63,7 @@
     target.replaceChildren();
     const p = document.createElement("p");
     p.className = "message error";
-    p.textContent = String(error);
+    p.textContent = String(error.message || error);
     target.appendChild(p);
   }
 
