@@ -73,7 +73,10 @@ class Execution(models.Model):
                 name="fs_exec_cancelling",
                 condition=Q(cancel_requested=True) & _ACTIVE,
             ),
-            models.Index(fields=["-created", "-serial"], name="fs_exec_active_created", condition=_ACTIVE),
+            # `hash` rides along so that an Orphaned search filters (and counts) inside the index
+            models.Index(
+                fields=["-created", "-serial", "hash"], name="fs_exec_active_created", condition=_ACTIVE
+            ),
             models.Index(
                 fields=["flow_id", "hash", "created", "serial"],
                 name="fs_exec_claimable",
