@@ -97,7 +97,6 @@ def test_signal_from_the_form_turns_the_node_completed_live(console_live: Consol
     page.wait_for_selector("#diagram[data-drawn=dot] svg")
     page.evaluate("window.__notReloaded = true")
     shot(page, "execution-waiting")
-    # a value the server refuses comes back with the error next to its field
     page.fill("#f-approval-by", "x" * 3)
     page.evaluate("document.querySelector('#f-approval-approved').checked = true")
     page.click("#inputs form.signal button[type=submit]")
