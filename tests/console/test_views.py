@@ -178,3 +178,27 @@ async def test_parked_executions_move_to_the_newest_version(
     assert go.status_code == 200
     assert (await engine.executions.describe("demo-parked")).state.hash == newest
     assert "demo-parked" not in (await operator.get("/parked/")).content.decode()
+
+
+async def test_cancel_a_selection_with_one_reason(engine: FlowEngine, operator: AsyncClient) -> None:
+    for eid in ("c-1", "c-2", "c-3"):
+        await engine.workflows.start("counter", execution_id=eid)
+    reply = await operator.post("/executions/cancel/", {"ids": ["c-1", "c-3"], "reason": "batch"})
+    html = reply.content.decode()
+    assert reply.status_code == 200
+    assert re.findall(r"<code>([^<]+)</code>: ([^<]+)<", html) == [
+        ("c-1", "cancel requested"),
+        ("c-3", "cancel requested"),
+    ]
+    asked = {eid: (await engine.executions.describe(eid)).cancel_requested for eid in ("c-1", "c-2", "c-3")}
+    assert asked == {"c-1": True, "c-2": False, "c-3": True}
+
+
+async def test_history_pages_from_an_offset(engine: FlowEngine, operator: AsyncClient) -> None:
+    await engine.workflows.start("counter", execution_id="c-1")
+    await engine.executions.cancel("c-1", "one", actor="olga")
+    rows = (await operator.get("/executions/c-1/history/?offset=0")).content.decode()
+    assert re.findall(r'data-seq="(\d+)"', rows) == ["1", "2"]
+    after = (await operator.get("/executions/c-1/history/?offset=1")).content.decode()
+    assert re.findall(r'data-seq="(\d+)"', after) == ["2"]
+    assert "olga" in after
