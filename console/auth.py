@@ -108,7 +108,7 @@ class SessionCookie(APIKeyCookie):
     param_name = settings.SESSION_COOKIE_NAME
 
     async def __call__(self, request: HttpRequest) -> Any:
-        if not request.COOKIES.get(self.param_name):
+        if not plausible_session(request):
             return None
         user = await request.auser()
         if not user.is_authenticated:
@@ -121,6 +121,16 @@ class SessionCookie(APIKeyCookie):
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Any:  # pragma: no cover - see __call__
         raise NotImplementedError
+
+
+def plausible_session(request: HttpRequest) -> bool:
+    """Whether the request carries a cookie shaped like a Django session key (letters and digits).
+
+    Anything else is no session, and is never looked up: a NUL in it would be a database error (500)
+    rather than the caller's 401.
+    """
+    key = request.COOKIES.get(settings.SESSION_COOKIE_NAME, "")
+    return bool(key) and len(key) <= 64 and key.isascii() and key.isalnum()
 
 
 def _token_user(request: HttpRequest) -> Any:
@@ -142,7 +152,7 @@ def callers_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
 
     @functools.wraps(view)
     def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if request.user.is_authenticated or _token_user(request) is not None:
+        if (plausible_session(request) and request.user.is_authenticated) or _token_user(request) is not None:
             return view(request, *args, **kwargs)
         body = {"error": "authentication required: a session or a bearer token", "code": "unauthenticated"}
         response = JsonResponse({**body, "detail": None}, status=401)

@@ -55,8 +55,15 @@ def test_session_with_csrf_starts_and_cancels(live: Live) -> None:
     assert session.post(f"/executions/{eid}/cancel", {"reason": "by session"}).status == 202
 
 
-def test_unknown_session_is_401(live: Live) -> None:
-    refused(ApiClient(live.base, session="no-such-session").get("/workflows"), 401, "unauthenticated")
+@pytest.mark.parametrize("cookie", ["nosuchsession0000", "no-such-session", '"abcdefghij\\000klmnop"'])
+def test_unknown_session_is_401(live: Live, cookie: str) -> None:
+    """A session cookie naming no session, or one that could not be stored at all (a NUL), is nobody."""
+    refused(ApiClient(live.base, session=cookie).get("/workflows"), 401, "unauthenticated")
+    refused(
+        ApiClient(live.base, session=cookie, csrf=False).post("/executions/search", {}),
+        401,
+        "unauthenticated",
+    )
 
 
 @pytest.mark.parametrize(
