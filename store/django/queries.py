@@ -119,6 +119,41 @@ CLAIM_READY = Query(
     """,
 )
 
+CLAIM_WITH_LEDGER = Query(
+    "claim_with_ledger",
+    """PostgreSQL: CLAIM_READY and everything the claim hands over, in ONE statement (run in autocommit:
+    one round trip, one transaction): each claimed row with its wait rows (and whether each is satisfied
+    at `now`), its fields and its history, as JSON arrays.""",
+    "",
+    postgresql=f"""
+    WITH ready AS (
+        SELECT e.id FROM flowstore_execution e
+        WHERE {_READY_WHERE}
+        ORDER BY e.created, e.serial
+        LIMIT %(limit)s
+        FOR UPDATE OF e SKIP LOCKED
+    ),
+    claimed AS (
+        UPDATE flowstore_execution e
+        SET executor = %(executor)s, claim_expiry = %(expiry)s,
+            claim_token = nextval('flowstore_claim_token'), updated = %(now)s
+        FROM ready WHERE e.id = ready.id
+        RETURNING {_EXEC_COLS}
+    )
+    SELECT c.*,
+        (SELECT json_agg(json_build_array(w.path, w.kind, w.at, w.field_name,
+                CASE WHEN w.kind = 'at' THEN w.at <= %(now)s
+                     ELSE EXISTS (SELECT 1 FROM flowstore_field f
+                                  WHERE f.execution_id = w.execution_id AND f.name = w.field_name) END))
+         FROM flowstore_wait w WHERE w.execution_id = c.id),
+        (SELECT json_agg(json_build_array(f.name, f.value, f.tag))
+         FROM flowstore_field f WHERE f.execution_id = c.id),
+        (SELECT json_agg(json_build_array(v.seq, v.flow_id, v.kind, v.timestamp, v.data) ORDER BY v.seq)
+         FROM flowstore_event v WHERE v.execution_id = c.id)
+    FROM claimed c
+    """,
+)
+
 TAKE_TOKENS = Query(
     "take_tokens",
     "SQLite: reserve `n` claim tokens from the counter row; answers the last one reserved.",

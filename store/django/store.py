@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import functools
+import json
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -272,12 +274,19 @@ class DjangoStore(spi.FlowStore):
         if self._closed:
             raise spi.FlowStoreError("claim_ready: the store is closed")
         try:
-            work = asyncio.get_running_loop().run_in_executor(
-                self._pool,
-                self._in_transaction,
-                "claim_ready",
-                lambda tx: self._claim_in(tx, served, executor_id, now + lease, limit, now),
-            )
+            if self.vendor == "postgresql":
+                args: tuple[Any, ...] = (self._claim_pg, served, executor_id, now + lease, limit, now)
+            else:
+                claim = functools.partial(
+                    self._claim_in,
+                    served=served,
+                    executor_id=executor_id,
+                    expiry=now + lease,
+                    limit=limit,
+                    now=now,
+                )
+                args = (self._in_transaction, "claim_ready", claim)
+            work = asyncio.get_running_loop().run_in_executor(self._pool, *args)
         except RuntimeError as error:
             raise spi.FlowStoreError("claim_ready: the store is closed") from error
         try:
@@ -301,6 +310,37 @@ class DjangoStore(spi.FlowStore):
                     tx, spi.Suspended(frozenset(h.state.waits)), (), self.clock.now()
                 ),
             )
+
+    def _claim_pg(
+        self,
+        served: frozenset[tuple[str, str]],
+        executor_id: str,
+        expiry: datetime,
+        limit: int,
+        now: datetime,
+    ) -> _Ask:
+        """PostgreSQL: the claim with its ledger in one autocommit statement; when it found nothing, the
+        next wake-up instant in a second (read-only) one."""
+        if limit <= 0 or not served:
+            return _Ask([], now)
+        with translated("claim_ready", self.using):
+            connection = connections[self.using]
+            with connection.cursor() as cursor:
+                tx = Tx(cursor, connection)
+                params: dict[str, Any] = {
+                    "now": now,
+                    "limit": limit,
+                    "executor": executor_id,
+                    "expiry": expiry,
+                }
+                served_sql = queries.served_predicate(sorted(served), params)
+                found = tx.all(queries.CLAIM_WITH_LEDGER, params, served=served_sql)
+                if not found:
+                    (next_wake,) = tx.one(queries.NEXT_WAKE, params, served=served_sql)
+                    return _Ask([], now, rows.to_datetime(next_wake))
+        claims = [_claim_of(row) for row in found]
+        claims.sort(key=lambda c: (c.state.created, c.token))
+        return _Ask(claims, now)
 
     def _claim_in(
         self,
@@ -741,6 +781,30 @@ class DjangoStore(spi.FlowStore):
             return [spi.WorkflowInfo.model_validate_json(i) for i in found]
 
         return await self._run("list_workflow_versions", work)
+
+
+def _json(value: Any) -> Any:
+    """A JSON aggregate as the driver answers it (decoded, or text when Django registered a text loader)."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _claim_of(row: Sequence[Any]) -> _Claim:
+    """One row of CLAIM_WITH_LEDGER: the execution's columns, then its waits, fields and history."""
+    columns, waits_json, fields_json, events_json = row[:11], row[11], row[12], row[13]
+    eid = columns[0]
+    waits: dict[str, spi.Wake] = {}
+    satisfied: set[str] = set()
+    for path, kind, at, field_name, ok in _json(waits_json) or ():
+        waits[path] = rows.wake_of(kind, at, field_name)
+        if ok:
+            satisfied.add(path)
+    fields = {name: spi.FieldData(value, tag) for name, value, tag in _json(fields_json) or ()}
+    history = [
+        rows.event_of(event_flow, eid, seq, kind, timestamp, data)
+        for seq, event_flow, kind, timestamp, data in _json(events_json) or ()
+    ]
+    state = rows.execution_state(columns, waits)
+    return _Claim(state, frozenset(satisfied), int(columns[6]), (fields, history))
 
 
 def counted(
