@@ -18,11 +18,13 @@ __all__ = ["EngineConfig"]
 class EngineConfig:
     """How an engine polls, claims and lets go.
 
-    - `workers`: worker loops polling the store; all share one executor id.
+    - `workers`: workers of this engine, all under one executor id; with `batch_size` they size the
+      engine's attempt slots (`workers × batch_size` attempts at once). One claim loop serves them all.
     - `lease`: how long a claim lasts without renewal; it is also how long a crashed engine's executions
       wait before another engine picks them up.
     - `renew_every`: how often a running attempt renews its claim; must be shorter than `lease`.
-    - `batch_size`: executions claimed per poll; batch members run concurrently.
+    - `batch_size`: executions each worker runs at once; one poll claims up to every free slot and the
+      claimed rows run concurrently.
     - `poll_timeout`: how long one poll blocks while nothing is ready, and the pause after a failed poll.
     - `shutdown_grace`: on leaving the engine, how long in-flight attempts may run on (real time) before
       they are cancelled; a cancelled attempt writes nothing more and its claim lapses after `lease`.

@@ -1,15 +1,29 @@
-"""Workers: poll the store, claim ready executions under a lease, run each attempt, keep the lease alive.
+"""Workers: one claim loop per engine feeds attempt slots; each attempt runs under a lease it keeps alive.
 
-Lifecycle as in procrastinate's worker: one stop `asyncio.Event` shared by the pool; named tasks for each
-worker loop, each attempt, and each attempt's lease renewal; graceful shutdown with a grace period.
+Lifecycle as in procrastinate's worker: one stop `asyncio.Event` shared by the pool; named tasks for the
+claim loop, each attempt, and each attempt's lease renewal; graceful shutdown with a grace period.
+
+Slots. The engine runs up to `workers × batch_size` attempts at once (each of the `workers` draws up to a
+batch, as before). One claim loop per engine asks `claim_ready` for as many rows as there are free slots
+and hands each claimed row to an attempt task; while every slot is busy it waits for one to free up rather
+than polling. So an idle engine has exactly one blocked poll, and a store wake-up (one new execution, one
+signal) costs one claim query, not one per worker. `Health.workers_alive` counts the workers the claim loop
+serves: all of them while it runs, none once it died (then nothing of this engine gets work).
 
 One attempt, as the store spec's §5.1 says: resolve the claimed row's definition by its own
-`(workflow_id, hash)` (none: leave the row alone), confirm the claim with an immediate renewal (refused:
-write nothing), then run `interpreter.run_attempt` while a side task renews the claim every
-`renew_every`. A refused renewal means another executor owns the row now, so the attempt is cancelled
-("stop a body whose claim was lost"); a renewal the store could not answer is recorded in health and
-retried on the next tick. Whatever an attempt does not finish it hands back by writing nothing: its claim
-lapses after `lease` and the store offers the execution again.
+`(workflow_id, hash)` (none: leave the row alone), then run `interpreter.run_attempt` while a side task
+renews the claim every `renew_every`. A refused renewal means another executor owns the row now, so the
+attempt is cancelled ("stop a body whose claim was lost"); a renewal the store could not answer is recorded
+in health and retried on the next tick. Whatever an attempt does not finish it hands back by writing
+nothing: its claim lapses after `lease` and the store offers the execution again.
+
+The confirming renewal. The seed confirmed every claim with an immediate `renew_claim` before the attempt,
+a commit per attempt. It is skipped when the attempt starts within `renew_every / 2` of the moment the claim
+was handed over (on the worker's clock): the claim was just written with a fresh token and expiry, every
+write through it is judged by token AND expiry, and the renewal task's first tick comes `renew_every` later,
+well inside the lease, so nothing is lost. An attempt that starts later than that (a loop too busy to start
+it) confirms first, as the seed did: refused, it writes nothing; unanswered, the failure is recorded and the
+row is left to lapse.
 """
 
 from __future__ import annotations
@@ -84,8 +98,12 @@ class WorkerPool:
         self._executor_id = executor_id
         self._runner = runner
         self._stop = asyncio.Event()
-        self._workers: list[asyncio.Task[None]] = []
+        self._claimer: asyncio.Task[None] | None = None
         self._attempts: dict[str, asyncio.Task[None]] = {}
+        # set whenever an attempt ends: the claim loop, waiting with every slot busy, claims again
+        self._room = asyncio.Event()
+        self._slots = config.workers * config.batch_size
+        self._confirm_after = config.renew_every.total_seconds() / 2
         self._poll_failures = 0
         self._last_poll_failure: str | None = None
         self._last_poll_failure_at: datetime | None = None
@@ -96,14 +114,13 @@ class WorkerPool:
 
     def start(self) -> None:
         self._stop.clear()
-        for index in range(self._config.workers):
-            task = asyncio.create_task(self._work(index), name=f"flowdeck:worker:{self._executor_id}:{index}")
-            task.add_done_callback(self._worker_ended)
-            self._workers.append(task)
+        self._claimer = asyncio.create_task(self._claim_loop(), name=f"flowdeck:claimer:{self._executor_id}")
+        self._claimer.add_done_callback(self._claimer_ended)
         logger.info(
-            "engine %s started %d worker(s)",
+            "engine %s started %d worker(s), %d attempt slot(s)",
             self._executor_id,
             self._config.workers,
+            self._slots,
             extra={"action": "start_workers", "executor_id": self._executor_id},
         )
 
@@ -114,8 +131,8 @@ class WorkerPool:
         offered again, to this engine's successor or to another one.
         """
         self._stop.set()
-        await asyncio.gather(*self._workers, return_exceptions=True)
-        self._workers.clear()
+        if self._claimer is not None:
+            await asyncio.gather(self._claimer, return_exceptions=True)
         attempts = list(self._attempts.values())
         if attempts:
             grace = self._config.shutdown_grace.total_seconds()
@@ -138,7 +155,7 @@ class WorkerPool:
 
     def health(self) -> Health:
         return Health(
-            workers_alive=sum(1 for task in self._workers if not task.done()),
+            workers_alive=self._config.workers if self._serving() else 0,
             workers_configured=self._config.workers,
             poll_failures=self._poll_failures,
             last_poll_failure=self._last_poll_failure,
@@ -149,22 +166,30 @@ class WorkerPool:
             last_store_failure=self._last_store_failure,
         )
 
-    def _worker_ended(self, task: asyncio.Task[None]) -> None:
+    def _serving(self) -> bool:
+        return self._claimer is not None and not self._claimer.done()
+
+    def _claimer_ended(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or task.exception() is None:
             return
         logger.error(
-            "worker %s died: %s",
+            "claim loop %s died: %s",
             task.get_name(),
             _describe(task.exception()),  # type: ignore[arg-type]
             exc_info=task.exception(),
             extra={"action": "worker_died", "executor_id": self._executor_id},
         )
 
-    # ---------------------------------------------------------------------------------- worker loop
+    # ----------------------------------------------------------------------------------- claim loop
 
-    async def _work(self, index: int) -> None:
+    async def _claim_loop(self) -> None:
         poll_timeout = self._config.poll_timeout
         while not self._stop.is_set():
+            free = self._slots - len(self._attempts)
+            if free <= 0:
+                self._room.clear()  # set again by the next attempt to end
+                await self._until_stop(self._room.wait())
+                continue
             registered = self._registry.next_change()
             served = self._registry.served()
             if not served:
@@ -172,16 +197,16 @@ class WorkerPool:
                 continue
             try:
                 claims = await self._until_stop(
-                    self._store.claim_ready(
-                        served, self._executor_id, self._config.lease, self._config.batch_size, poll_timeout
-                    )
+                    self._store.claim_ready(served, self._executor_id, self._config.lease, free, poll_timeout)
                 )
             except Exception as exc:
                 self._poll_failed(exc)
                 await self._until_stop(self._clock.sleep(poll_timeout.total_seconds()))
                 continue
-            for claimed in claims or ():
-                await self._take(claimed)
+            if claims:
+                handed_over = self._clock.monotonic()
+                for claimed in claims:
+                    self._take(claimed, handed_over)
 
     async def _until_stop(self, *waits: Awaitable[T]) -> T | None:
         """The first of `waits` to finish (its result, or its exception), or None once the pool stops."""
@@ -221,7 +246,7 @@ class WorkerPool:
 
     # ------------------------------------------------------------------------------ one claimed row
 
-    async def _take(self, claimed: Claimed) -> None:
+    def _take(self, claimed: Claimed, handed_over: float) -> None:
         state = claimed.state
         eid = state.execution_id
         version = self._registry.resolve(state.flow_id, state.hash)
@@ -235,18 +260,6 @@ class WorkerPool:
                 extra={"action": "leave_claim", "execution_id": eid, "executor_id": self._executor_id},
             )
             return
-        try:
-            confirmed = await claimed.renew_claim(self._config.lease)
-        except FlowStoreError as exc:
-            self._store_failed(exc, eid)
-            return
-        if not confirmed:
-            logger.info(
-                "claim on %s was lost before it started; writing nothing",
-                eid,
-                extra={"action": "claim_lost", "execution_id": eid, "executor_id": self._executor_id},
-            )
-            return
         logger.info(
             "claimed %s (%s@%s)",
             eid,
@@ -254,16 +267,40 @@ class WorkerPool:
             state.hash,
             extra={"action": "claim", "execution_id": eid, "executor_id": self._executor_id},
         )
-        task = asyncio.create_task(self._supervise(version, claimed), name=f"flowdeck:attempt:{eid}")
+        task = asyncio.create_task(
+            self._supervise(version, claimed, handed_over), name=f"flowdeck:attempt:{eid}"
+        )
         self._attempts[eid] = task
         task.add_done_callback(lambda done: self._attempt_ended(eid, done))
+
+    async def _confirmed(self, claimed: Claimed, handed_over: float) -> bool:
+        """Whether the attempt may start: at once for a fresh claim, after a confirming renewal for one
+        handed over more than `renew_every / 2` ago (see the module docstring)."""
+        if self._clock.monotonic() - handed_over <= self._confirm_after:
+            return True
+        eid = claimed.state.execution_id
+        try:
+            confirmed = await claimed.renew_claim(self._config.lease)
+        except FlowStoreError as exc:
+            self._store_failed(exc, eid)
+            return False
+        if not confirmed:
+            logger.info(
+                "claim on %s was lost before it started; writing nothing",
+                eid,
+                extra={"action": "claim_lost", "execution_id": eid, "executor_id": self._executor_id},
+            )
+        return confirmed
 
     def _attempt_ended(self, execution_id: str, task: asyncio.Task[None]) -> None:
         if self._attempts.get(execution_id) is task:
             del self._attempts[execution_id]
+        self._room.set()
 
-    async def _supervise(self, version: Version, claimed: Claimed) -> None:
+    async def _supervise(self, version: Version, claimed: Claimed, handed_over: float) -> None:
         eid = claimed.state.execution_id
+        if not await self._confirmed(claimed, handed_over):
+            return
         attempt = asyncio.create_task(
             interpreter.run_attempt(
                 version.flow,

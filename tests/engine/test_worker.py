@@ -1,5 +1,6 @@
-"""Workers: claiming, lease renewal, a lost claim stopping its body, poll failures in health, batches,
-and what leaving the engine does to attempts still running."""
+"""Workers: one claim loop feeding attempt slots, the confirmation only for a stale claim, lease renewal, a
+lost claim stopping its body, poll failures in health, batches, and what leaving the engine does to
+attempts still running."""
 
 from __future__ import annotations
 
@@ -174,6 +175,84 @@ async def test_batch_members_run_concurrently(store: spi.FlowStore, clock: Manua
     assert sorted(arrived) == sorted(ids)
 
 
+class CountingStore(MemoryStore):
+    """A real memory store that counts its polls: how many are in flight at once, and the most ever."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.polls = self.in_flight = self.most_in_flight = 0
+        self.limits: list[int] = []
+
+    async def claim_ready(self, *args: object, **kwargs: object):  # type: ignore[override]
+        self.polls += 1
+        self.limits.append(args[3])  # type: ignore[arg-type]
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return await super().claim_ready(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            self.in_flight -= 1
+
+
+async def test_one_claim_loop_polls_for_all_workers(clock: ManualClock) -> None:
+    store = CountingStore(clock)
+    flow = Flow.init("quick").output("x", lambda ctx: 1, type=int)
+    async with make_engine(store, clock, [flow], workers=4, batch_size=2) as engine:
+        await settle()
+        assert (store.in_flight, engine.health().workers_alive) == (1, 4)  # one blocked poll, not four
+        for _ in range(3):
+            eid = await engine.workflows.start("quick")
+            assert (await until(store, eid)).status == spi.Completed()
+        await settle()
+    # each start woke the one poll, which asked for the free slots (4 workers × batch 2, less those running)
+    assert (store.most_in_flight, store.polls, store.limits[0], max(store.limits)) == (1, 4, 8, 8)
+
+
+async def test_attempts_wait_for_a_free_slot(store: spi.FlowStore, clock: ManualClock) -> None:
+    gate = Gate()
+    engine = make_engine(store, clock, [gated(gate)], workers=1, batch_size=2)
+    async with engine:
+        ids = [await engine.workflows.start("gated") for _ in range(3)]
+        await until(store, ids[1], lambda s: gate.calls == 2)
+        await settle()
+        # two slots: the third execution is left ready, unclaimed, until an attempt ends
+        assert (gate.calls, (await store.get_execution(ids[2])).executor) == (2, None)
+        assert len(engine.health().claims_held) == 2
+        gate.opened.set()
+        for eid in ids:
+            assert (await until(store, eid)).status == spi.Completed()
+    assert gate.calls == 3
+
+
+class RenewalCounter(MemoryStore):
+    """A real memory store whose claim handles count their renewals."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.renewals = 0
+
+    async def claim_ready(self, *args: object, **kwargs: object):  # type: ignore[override]
+        handles = await super().claim_ready(*args, **kwargs)  # type: ignore[arg-type]
+        for handle in handles:
+            renew = handle.renew_claim
+
+            async def counted(lease: timedelta, renew=renew) -> bool:  # type: ignore[no-untyped-def]
+                self.renewals += 1
+                return await renew(lease)
+
+            handle.renew_claim = counted  # type: ignore[method-assign]
+        return handles
+
+
+async def test_a_fresh_claim_starts_without_a_confirming_renewal(clock: ManualClock) -> None:
+    store = RenewalCounter(clock)
+    flow = Flow.init("quick").output("x", lambda ctx: 1, type=int).output("y", lambda ctx: 2, type=int)
+    async with make_engine(store, clock, [flow]) as engine:
+        eid = await engine.workflows.start("quick")
+        assert (await until(store, eid)).status == spi.Completed()
+    assert store.renewals == 0
+
+
 async def test_leaving_cancels_running_attempts_and_their_claims_lapse(
     store: spi.FlowStore, clock: ManualClock
 ) -> None:
@@ -208,14 +287,18 @@ async def test_leaving_lets_attempts_finish_within_the_grace(
 
 
 class FlakyRenewals(MemoryStore):
-    """A real memory store whose claim handles fail their `fail_at`-th renewal (1 is the confirmation)."""
+    """A real memory store whose claim handles fail their `fail_at`-th renewal. With `stale_by` seconds, the
+    worker's clock jumps that far between handing a claim over and starting its attempt (as on a loop too
+    busy to start it at once), so the attempt begins with a confirming renewal (the first)."""
 
-    def __init__(self, clock: ManualClock, fail_at: int) -> None:
+    def __init__(self, clock: JumpyClock, fail_at: int, stale_by: float = 0.0) -> None:
         super().__init__(clock)
-        self.fail_at = fail_at
+        self.jumpy, self.fail_at, self.stale_by = clock, fail_at, stale_by
 
     async def claim_ready(self, *args: object, **kwargs: object):  # type: ignore[override]
         handles = await super().claim_ready(*args, **kwargs)  # type: ignore[arg-type]
+        if handles and self.stale_by:
+            self.jumpy.jump_after_next_reading(self.stale_by)  # the worker's reading at the handover
         for handle in handles:
             renew, calls = handle.renew_claim, [0]
 
@@ -229,8 +312,30 @@ class FlakyRenewals(MemoryStore):
         return handles
 
 
-async def test_a_renewal_the_store_cannot_answer_is_recorded_and_retried(clock: ManualClock) -> None:
-    store, gate = FlakyRenewals(clock, fail_at=2), Gate()
+class JumpyClock(ManualClock):
+    """A manual clock whose monotonic reading jumps ahead right after its next reading, waking no sleeper."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skew = self.armed = 0.0
+
+    def monotonic(self) -> float:
+        reading = super().monotonic() + self.skew
+        self.skew, self.armed = self.skew + self.armed, 0.0
+        return reading
+
+    def jump_after_next_reading(self, seconds: float) -> None:
+        self.armed = seconds
+
+
+@pytest.fixture
+def jumpy() -> JumpyClock:
+    return JumpyClock()
+
+
+async def test_a_renewal_the_store_cannot_answer_is_recorded_and_retried(jumpy: JumpyClock) -> None:
+    clock = jumpy
+    store, gate = FlakyRenewals(clock, fail_at=1), Gate()
     async with make_engine(store, clock, [gated(gate)]) as engine:
         eid = await engine.workflows.start("gated")
         await gate.entered.wait()
@@ -245,15 +350,59 @@ async def test_a_renewal_the_store_cannot_answer_is_recorded_and_retried(clock: 
     assert gate.calls == 1
 
 
-async def test_a_confirmation_the_store_cannot_answer_leaves_the_row(clock: ManualClock) -> None:
-    store, gate = FlakyRenewals(clock, fail_at=1), Gate()
+async def test_a_stale_claim_is_confirmed_before_its_attempt(jumpy: JumpyClock) -> None:
+    clock = jumpy
+    store, gate = FlakyRenewals(clock, fail_at=0, stale_by=RENEW.total_seconds()), Gate()
+    async with make_engine(store, clock, [gated(gate)]) as engine:
+        eid = await engine.workflows.start("gated")
+        await gate.entered.wait()
+        # confirmed: the claim now expires a lease after the confirmation, not after the claim
+        assert (await store.get_execution(eid)).claim_expiry == clock.now() + LEASE
+        assert engine.health().store_failures == 0
+        gate.opened.set()
+        assert (await until(store, eid)).status == spi.Completed()
+
+
+async def test_a_confirmation_the_store_cannot_answer_leaves_the_row(jumpy: JumpyClock) -> None:
+    clock = jumpy
+    store, gate = FlakyRenewals(clock, fail_at=1, stale_by=RENEW.total_seconds()), Gate()
     async with make_engine(store, clock, [gated(gate)]) as engine:
         eid = await engine.workflows.start("gated")
         await until(store, eid, lambda s: s.executor is not None)
         await settle()
         assert (engine.health().store_failures, engine.health().claims_held, gate.calls) == (1, (), 0)
-        store.fail_at = 0
+        store.fail_at, store.stale_by = 0, 0.0
         await advance(clock, LEASE)  # the unconfirmed claim lapses and the row is offered again
         await gate.entered.wait()
         gate.opened.set()
         assert (await until(store, eid)).status == spi.Completed()
+
+
+async def test_a_stale_claim_lost_before_its_attempt_writes_nothing(
+    jumpy: JumpyClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = jumpy
+    caplog.set_level(logging.INFO, logger="engine.worker")
+
+    class LosesOnConfirm(FlakyRenewals):
+        """Once: the wall clock passes the lease while the claim is handed over, so the confirmation is
+        refused; the row, lapsed, is claimed again on the next poll."""
+
+        async def claim_ready(self, *args: object, **kwargs: object):  # type: ignore[override]
+            handles = await super().claim_ready(*args, **kwargs)
+            if handles and self.stale_by:
+                self.stale_by = 0.0
+                clock.step_wall(LEASE + timedelta(seconds=1))  # after the claim, before its attempt
+            return handles
+
+    store, gate = LosesOnConfirm(clock, fail_at=0, stale_by=RENEW.total_seconds()), Gate()
+    async with make_engine(store, clock, [gated(gate)]) as engine:
+        eid = await engine.workflows.start("gated")
+        await gate.entered.wait()
+        gate.opened.set()
+        assert (await until(store, eid)).status == spi.Completed()
+        assert (engine.health().store_failures, gate.calls) == (0, 1)
+    # the lost claim wrote nothing: one ExecutionClaimed, the second claim's
+    assert (await kinds(store, eid)).count("ExecutionClaimed") == 1
+    lost = [r for r in caplog.records if getattr(r, "action", None) == "claim_lost"]
+    assert [r.getMessage() for r in lost] == [f"claim on {eid} was lost before it started; writing nothing"]
