@@ -332,10 +332,14 @@
   function workflowPage() {
     const target = document.getElementById("workflow-diagram");
     const ids = JSON.parse(document.getElementById("graph-ids").textContent || "{}");
-    let svg = null;
+    let svg = null, viewer = null, latest = {};
+    const NS = "http://www.w3.org/2000/svg";
 
-    function annotate(counts) {
-      if (!svg) return;
+    function mainStatus(by) {
+      return Object.entries(by).sort((a, b) => b[1] - a[1])[0][0];
+    }
+
+    function annotateSvg(counts) {
       svg.querySelectorAll(".fd-count").forEach((el) => el.remove());
       svg.querySelectorAll("g.node").forEach((g) => {
         const title = g.querySelector("title");
@@ -344,7 +348,6 @@
         if (!by) return;
         const total = Object.values(by).reduce((a, b) => a + b, 0);
         const box = g.getBBox();
-        const NS = "http://www.w3.org/2000/svg";
         const badge = document.createElementNS(NS, "g");
         badge.setAttribute("class", "fd-count");
         badge.dataset.path = path;
@@ -352,8 +355,7 @@
         circle.setAttribute("cx", box.x + box.width);
         circle.setAttribute("cy", box.y);
         circle.setAttribute("r", 10);
-        const main = Object.entries(by).sort((a, b) => b[1] - a[1])[0][0];
-        circle.setAttribute("fill", COLOURS[main] || "#ffd700");
+        circle.setAttribute("fill", COLOURS[mainStatus(by)] || "#ffd700");
         circle.setAttribute("stroke", "#333");
         const text = document.createElementNS(NS, "text");
         text.setAttribute("x", box.x + box.width);
@@ -365,6 +367,28 @@
         badge.append(circle, text, tip);
         g.appendChild(badge);
       });
+    }
+
+    function annotateBpmn(counts) {
+      const overlays = viewer.get("overlays");
+      const registry = viewer.get("elementRegistry");
+      overlays.remove({ type: "fd-count" });
+      Object.entries(ids).forEach(([id, path]) => {
+        const by = counts[path];
+        if (!by || !registry.get(id)) return;
+        const badge = document.createElement("span");
+        badge.className = `bpmn-count st-${mainStatus(by)}`;
+        badge.dataset.path = path;
+        badge.title = Object.entries(by).map(([s, n]) => `${s}: ${n}`).join(", ");
+        badge.textContent = String(Object.values(by).reduce((a, b) => a + b, 0));
+        overlays.add(id, "fd-count", { position: { top: -12, right: 12 }, html: badge });
+      });
+    }
+
+    function annotate(counts) {
+      latest = counts;
+      if (target.dataset.drawn === "dot" && svg) annotateSvg(counts);
+      if (target.dataset.drawn === "bpmn" && viewer) annotateBpmn(counts);
     }
 
     function table(counts) {
@@ -400,12 +424,35 @@
       } catch (e) { /* next event */ }
     }
 
-    fetchText(target.dataset.svg).then((text) => {
-      svg = svgFrom(text);
-      target.replaceChildren(svg);
-      target.dataset.drawn = "dot";
+    async function draw(format) {
+      const text = await fetchText(target.dataset.diagramBase.replace("FORMAT", format));
+      svg = null; viewer = null;
+      const holder = document.createElement("div");
+      holder.className = "drawing";
+      target.replaceChildren(holder);
+      if (format === "dot") {
+        svg = svgFrom(text);
+        holder.appendChild(svg);
+      } else {
+        await loadScript("vendor/bpmn-js/bpmn-navigated-viewer.production.min.js");
+        holder.classList.add("bpmn");
+        viewer = new window.BpmnJS({ container: holder });
+        await viewer.importXML(text);
+        viewer.get("canvas").zoom("fit-viewport");
+      }
+      target.dataset.drawn = format;
+      annotate(latest);
       counts();
-    }).catch((e) => showError(target, e));
+    }
+
+    const tabs = document.getElementById("workflow-formats");
+    tabs.addEventListener("click", (e) => {
+      const button = e.target.closest("button[data-format]");
+      if (!button) return;
+      tabs.querySelectorAll("button").forEach((b) => b.classList.toggle("active", b === button));
+      draw(button.dataset.format).catch((error) => showError(target, error));
+    });
+    draw("dot").catch((error) => showError(target, error));
     onLive(throttle(counts, 200));
     startLive({ workflow: document.body.dataset.workflowId });
   }

@@ -175,6 +175,9 @@ def test_bpmn_and_dot_draw_every_node(console_live: Console, page: Any) -> None:
     page.goto(f"{console_live.base}/workflows/fulfilment/")
     page.wait_for_selector("#workflow-diagram svg .fd-count")
     shot(page, "workflow")
+    page.click("#workflow-formats button[data-format=bpmn]")
+    page.wait_for_selector("#workflow-diagram[data-drawn=bpmn] .bpmn-count")
+    shot(page, "workflow-bpmn")
 
 
 def test_other_pages_render(console_live: Console, page: Any) -> None:
