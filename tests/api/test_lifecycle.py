@@ -151,7 +151,9 @@ def test_search(operator: ApiClient) -> None:
     for n in range(3):
         operator.until_waiting(f"{prefix}-{n}", "go")
 
-    found = operator.post("/executions/search", {"idPrefix": prefix, "status": "waiting:go"}).body
+    reply = operator.post("/executions/search", {"idPrefix": prefix, "status": "waiting:go"})
+    assert reply.status == 200, reply.text
+    found = reply.body
     assert found["total"] == 3
     assert [i["executionId"] for i in found["items"]] == [f"{prefix}-2", f"{prefix}-1", f"{prefix}-0"]
     assert found["items"][0] == {
