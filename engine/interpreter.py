@@ -586,10 +586,14 @@ class Attempt:
         self.completed.add(path)
         self.unflushed = True
 
-    def note_handlers(self, path: str, knobs: Knobs, compensate: Body | None, args: tuple[Any, ...]) -> None:
-        """Note a completed (or replayed) node's undos, then its compensate= handler."""
-        self.handlers.extend(compensation.undo_handlers(path, self.fields.get(f"{path}#undo"), knobs))
+    def note_handlers(self, path: str, knobs: Knobs, compensate: Body | None, scope: Scope) -> None:
+        """Note a completed (or replayed) node's undos, then its compensate= handler, which gets the ctx
+        as it stands now (built only then: most nodes have no handler, and a ctx copies the scope)."""
+        undo = self.fields.get(f"{path}#undo")
+        if undo is not None:
+            self.handlers.extend(compensation.undo_handlers(path, undo, knobs))
         if compensate is not None:
+            args = (self.context(scope, path),)
             self.handlers.append(compensation.Handler(path, path, knobs, body=compensate, args=args))
 
     def read(self, path: str, declared: Any) -> Any:
@@ -683,7 +687,7 @@ class Attempt:
         else:
             scope.values[node.name] = self.read(path, node.type)
             self.keep(path)
-        self.note_handlers(path, node.knobs, node.compensate, (self.context(scope, path),))
+        self.note_handlers(path, node.knobs, node.compensate, scope)
 
     async def visit_step(self, node: nodes.Step, scope: Scope) -> None:
         path = qualify(scope.prefix, node.name)
@@ -695,7 +699,7 @@ class Attempt:
                 self.defer_completion(path)
         else:
             self.keep(path)
-        self.note_handlers(path, node.knobs, node.compensate, (self.context(scope, path),))
+        self.note_handlers(path, node.knobs, node.compensate, scope)
 
     async def visit_sleep(self, node: nodes.Sleep, scope: Scope) -> None:
         path = qualify(scope.prefix, node.name)
@@ -763,7 +767,7 @@ class Attempt:
                 await self.progress(chosen_path, values.encode(chosen_path, arm.name), chosen)
             result, notes = await self.execute(path, node.knobs, scope, lambda ctx: self.call(arm.body, ctx))
             scope.values[node.name] = await self.record(path, result, node.type, notes)
-        self.note_handlers(path, node.knobs, node.compensate, (self.context(scope, path),))
+        self.note_handlers(path, node.knobs, node.compensate, scope)
 
     async def choose(self, arms: Sequence[nodes.Branch], scope: Scope, path: str) -> nodes.Branch:
         """The first arm whose condition holds (the default has none): a pure part, outside the guard."""
@@ -805,7 +809,7 @@ class Attempt:
                     raise mistake(path, error)
                 state = result.state if stateful else state
             scope.values[node.name] = await self.record(path, result.value, node.type, notes)
-        self.note_handlers(path, node.knobs, node.compensate, (self.context(scope, path),))
+        self.note_handlers(path, node.knobs, node.compensate, scope)
 
     async def visit_loop_on(self, node: nodes.LoopOn, scope: Scope) -> None:
         path = qualify(scope.prefix, node.name)
@@ -850,7 +854,7 @@ class Attempt:
         else:
             scope.values[node.name] = self.read(path, node.type)
             self.keep(path)
-        self.note_handlers(path, node.knobs, node.compensate, (self.context(scope, path),))
+        self.note_handlers(path, node.knobs, node.compensate, scope)
 
     async def visit_foreach(self, node: nodes.ForEach, scope: Scope) -> None:
         path = qualify(scope.prefix, node.name)
