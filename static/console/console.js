@@ -453,7 +453,7 @@
       draw(button.dataset.format).catch((error) => showError(target, error));
     });
     draw("dot").catch((error) => showError(target, error));
-    onLive(throttle(counts, 200));
+    onLive(throttle(counts, 1000)); // leading edge: the first change shows at once; a busy workflow costs one count a second
     startLive({ workflow: document.body.dataset.workflowId });
   }
 
