@@ -354,12 +354,13 @@ class Workflows:
         answers its id (a random one unless given). Every input is checked before anything is written."""
         engine = self._engine
         version = engine._registry.latest(workflow_id)
-        declared = declared_inputs(version.flow)
         fields: dict[str, spi.FieldData] = {}
-        for name, value in (inputs or {}).items():
-            if name not in declared:
-                raise _undeclared(name, declared)
-            fields[name] = _check_value(name, declared[name].type, value)
+        if inputs:  # the flow's inputs are walked only when some are handed in
+            declared = declared_inputs(version.flow)
+            for name, value in inputs.items():
+                if name not in declared:
+                    raise _undeclared(name, declared)
+                fields[name] = _check_value(name, declared[name].type, value)
         eid = execution_id or uuid.uuid4().hex
         created = spi.Event(spi.EventKind.CREATED, workflow_id, eid, engine.clock.now(), {})
         if not await engine.store.create_execution_if_absent(
