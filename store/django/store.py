@@ -833,7 +833,7 @@ def counted(
         if connections[using].vendor == "sqlite":
             waits = waits.filter(execution_id__gte=id_prefix, execution_id__lt=id_prefix + "\U0010ffff")
         else:
-            waits = waits.filter(execution_id__startswith=id_prefix)
+            waits = waits.filter(execution__id__startswith=id_prefix)
     return waits.values("execution_id").distinct()
 
 

@@ -368,6 +368,21 @@ async def test_an_id_prefix_search_is_case_sensitive(backend_alias: str) -> None
             "abc_": ["abc_4"],
         }
         assert {p: page.total for p, page in found.items()} == {"ab": 3, "AB": 1, "ab%": 1, "abc_": 1}
+        # the same prefixes on a wait-kind search, whose total is counted from the wait rows
+        for eid in ("ab1", "AB2"):
+            [handle] = await store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0))
+            assert handle.state.execution_id == eid  # oldest first (creation order at one instant)
+            await handle.record_wait("go", spi.WakeOnField("go"), _event(eid))
+            await handle.finish(spi.Suspended(frozenset({"go"})))
+        waiting = {
+            p: await store.list_executions(None, spi.ExecutionFilter.WaitingForInput("go"), id_prefix=p)
+            for p in ("ab", "AB", "b")
+        }
+        assert {p: (page.total, len(page.items)) for p, page in waiting.items()} == {
+            "ab": (1, 1),
+            "AB": (1, 1),
+            "b": (0, 0),
+        }
     finally:
         await store.aclose()
 
