@@ -224,3 +224,15 @@ def test_a_hostile_node_name_is_text_everywhere(console_live: Console, page: Any
     page.goto(f"{console_live.base}/workflows/hostile/")
     page.get_by_text(HOSTILE_NAME).first.wait_for()
     # the `page` fixture fails the test if any alert() ran
+
+
+def test_the_server_refuses_an_anonymous_websocket(console_live: Console, page: Any) -> None:
+    page.goto(f"{console_live.base}/login/")
+    outcome = page.evaluate(
+        """() => new Promise((resolve) => {
+             const socket = new WebSocket(`ws://${location.host}/ws/live/`);
+             socket.onopen = () => resolve('open');
+             socket.onclose = () => resolve('refused');
+           })"""
+    )
+    assert outcome == "refused"
