@@ -7,6 +7,7 @@ that Django's resolver, which takes the first pattern that matches, reaches them
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -57,6 +58,25 @@ async def cancel_all(request: HttpRequest, payload: schemas.CancelAllRequest) ->
 async def describe_execution(request: HttpRequest, execution_id: str) -> schemas.ExecutionDetailDto:
     engine = await runtime.engine()
     return schemas.execution_detail_of(await engine.executions.describe(execution_id))
+
+
+def _describe_named(name: str) -> Callable[[HttpRequest], Awaitable[schemas.ExecutionDetailDto]]:
+    async def describe(request: HttpRequest) -> schemas.ExecutionDetailDto:
+        return await describe_execution(request, name)
+
+    return describe
+
+
+# Django takes the first pattern that matches, so the literal paths above would answer 405 to a GET of an
+# execution named "search" or "cancel"; these (kept out of the document) describe it instead.
+for _literal in ("search", "cancel"):
+    router.get(
+        f"/executions/{_literal}",
+        response={200: schemas.ExecutionDetailDto, **errors(404)},
+        by_alias=True,
+        include_in_schema=False,
+        operation_id=f"describe_execution_named_{_literal}",
+    )(_describe_named(_literal))
 
 
 @router.get(

@@ -43,6 +43,9 @@ def test_unknown_execution_is_404(operator: ApiClient) -> None:
     refused(operator.post("/executions/never-was/resume", {}), 404, "execution_not_found")
     refused(operator.post("/executions/never-was/answer/boom", {}), 404, "execution_not_found")
     refused(operator.post("/executions/never-was/end", {"reason": "r"}), 404, "execution_not_found")
+    # The names of the literal routes are execution ids like any other when read.
+    refused(operator.get("/executions/search"), 404, "execution_not_found")
+    refused(operator.get("/executions/cancel"), 404, "execution_not_found")
 
 
 def test_duplicate_execution_id_is_409(operator: ApiClient) -> None:
