@@ -233,7 +233,7 @@ class StoreFixture:
         status: spi.Stopped | None = None,
         waits: Mapping[str, spi.Wake] | None = None,
     ) -> spi.Stopped:
-        """Claim, record the `waits` rows, then end the attempt with a Stop (keeping every wait row)."""
+        """Claim, record the `waits` rows, then end the attempt with a Stop (which retires them)."""
         status = status or spi.Stopped("F0001", "charge", "boom", "Traceback ...")
         handle = await self.claim(eid)
         for path, wake in (waits or {}).items():

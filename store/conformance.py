@@ -1088,14 +1088,14 @@ class FlowStoreConformance(_StoreCase):
         assert state.status == status
         assert (await fx.history("e1"))[-1].kind == K.STOPPED
 
-    async def test_flowdeck_finish_stop_keeps_rows_and_releases_claim(self, fx: StoreFixture) -> None:
+    async def test_flowdeck_finish_stop_retires_rows_and_releases_claim(self, fx: StoreFixture) -> None:
         await fx.mk_execution("e1")
         handle = await fx.claim("e1")
         await handle.record_wait("gate", spi.WakeOnField("gate"), fx.input_waiting("e1", "gate"))
         status = spi.Stopped("F0003", "charge", "no answer after 5 tries")
         assert await handle.finish(spi.Stop(status, fx.stopped("e1", status))) == APPLIED
         state = await fx.state("e1")
-        assert (state.status, dict(state.waits)) == (status, {"gate": spi.WakeOnField("gate")})
+        assert (state.status, dict(state.waits)) == (status, {})
         assert (state.executor, state.claim_expiry, state.claim_token) == (None, None, None)
         assert await handle.renew_claim(LEASE) is False
 
@@ -1193,7 +1193,7 @@ class FlowStoreConformance(_StoreCase):
             OP.APPLIED
         )
         assert await fx.store.get_field("e1", "charge") == field("ch_1", "str")
-        assert dict((await fx.state("e1")).waits) == {"gate": spi.WakeOnField("gate")}
+        assert dict((await fx.state("e1")).waits) == {}  # the stop retired them; the answer writes none
         assert (await fx.history("e1"))[-1].kind == K.ANSWERED
         before = await fx.snapshot("e1")
         assert await fx.store.answer("e1", "charge", field("ch_2", "str"), fx.answered("e1", "charge")) == (

@@ -548,7 +548,7 @@ class _MemoryClaimed(spi.Claimed):
                 case spi.Stop(status, event):
                     if not isinstance(status, spi.Stopped) or row.status.terminal:
                         return spi.StatusOutcome.WRONG_SIDE_OF_TERMINAL
-                    self._commit(_released(row, status=status, updated=now), [*preceding, event])
+                    self._commit(_released(row, status=status, waits={}, updated=now), [*preceding, event])
                 case _:
                     raise TypeError(f"not a claim outcome: {outcome!r}")
             return spi.StatusOutcome.APPLIED

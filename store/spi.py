@@ -722,8 +722,9 @@ class Suspended:
 
 @dataclass(frozen=True)
 class Stop:
-    """End the attempt by stopping the execution for a person: writes a `Stopped` status and its event,
-    keeps every wait row as it is."""
+    """End the attempt by stopping the execution for a person: writes a `Stopped` status and its event and
+    retires every wait row (a stopped execution waits for a person, not for inputs or sleeps; the replay
+    after a resume records again what it still waits for, a sleep keeping its first deadline)."""
 
     status: Stopped
     event: Event
@@ -859,7 +860,7 @@ class Claimed(abc.ABC):
 
         `Terminal` needs a terminal status (else WRONG_SIDE_OF_TERMINAL, nothing written, claim kept) and
         retires every wait row; `Suspended` writes no status and keeps exactly the named rows; `Stop` writes
-        a `Stopped` status and keeps every row."""
+        a `Stopped` status and retires every row."""
 
     async def prefetched_ledger(self) -> tuple[Mapping[str, FieldData], Sequence[Event]] | None:
         """The execution's fields and full history as they stood when the claim was granted, if the store

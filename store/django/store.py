@@ -1233,7 +1233,12 @@ class _DjangoClaimed(spi.Claimed):
                 )
             case spi.Stop(status, event) if isinstance(status, spi.Stopped):
                 done = await self._in_one_statement(
-                    "finish", [*preceding, event], rows.status_columns(status), set_status=True, release=True
+                    "finish",
+                    [*preceding, event],
+                    rows.status_columns(status),
+                    set_status=True,
+                    release=True,
+                    delete_waits="all",
                 )
             case _:
                 return None
@@ -1274,6 +1279,7 @@ class _DjangoClaimed(spi.Claimed):
                 )
                 if opened is None:
                     return spi.StatusOutcome.CLAIM_LOST, None
+                tx.execute(queries.DELETE_WAITS, key)
             case _:
                 raise TypeError(f"not a claim outcome: {outcome!r}")
         tx.insert_events(self._id, opened.first_seq, opened.events)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine import Flow, FlowDomainError, FlowRetry, Schedule
+from engine import Flow, FlowDomainError, FlowRetry, Schedule, values
 from engine.interpreter import AttemptReport, run_attempt
 from store import spi
 from tests.engine.interp_support import (  # noqa: F401
@@ -344,3 +344,45 @@ async def test_ctx_attempt_counts_retries_and_the_key_stays_the_same(world: Worl
     await world.clock.advance(timedelta(minutes=1))
     assert (await world.attempt(flow, eid)).outcome == "completed"
     assert seen == [(0, "x1/a"), (1, "x1/a"), (2, "x1/a")]
+
+
+async def test_a_stop_retires_the_waits_and_a_resumed_sleep_keeps_its_first_deadline(world: World) -> None:
+    calls = Calls()
+
+    def ship(ctx: object) -> None:
+        calls.hit("ship")
+        if calls["ship"] == 1:
+            raise RuntimeError("bug in the first version")
+
+    flow = (
+        Flow.init("f")
+        .sleep("cool-off", timedelta(hours=1))
+        .zip(Flow.init("f").input("go", bool).step("ship", ship))
+    )
+    eid = await world.start(flow)
+    first_deadline = world.clock.now() + timedelta(hours=1)
+    assert (await world.attempt(flow, eid)).outcome == "suspended"
+    assert dict((await world.state(eid)).waits) == {
+        "cool-off": spi.WakeAt(first_deadline),
+        "go": spi.WakeOnField("go"),
+    }
+    assert (
+        await world.store.signal(
+            eid,
+            "go",
+            values.encode("go", True, bool),
+            spi.Event(spi.EventKind.INPUT_RECEIVED, "f", eid, world.clock.now(), {"input_name": "go"}),
+        )
+        == spi.Delivered()
+    )
+    assert (await world.attempt(flow, eid)).outcome == "stopped"
+    state = await world.state(eid)
+    assert isinstance(state.status, spi.Stopped)
+    assert dict(state.waits) == {}  # a stopped execution waits for a person, not for its rows
+
+    await world.clock.advance(timedelta(minutes=30))
+    resumed = spi.Event(spi.EventKind.RESUMED, "f", eid, world.clock.now(), {"from_hash": "", "to_hash": ""})
+    assert await world.store.resume(eid, "", resumed) == spi.OperatorOutcome.APPLIED
+    assert (await world.attempt(flow, eid)).outcome == "suspended"
+    assert dict((await world.state(eid)).waits) == {"cool-off": spi.WakeAt(first_deadline)}
+    assert calls == {"ship": 2}
