@@ -188,3 +188,24 @@ class TokenCounter(models.Model):
 
     class Meta:
         db_table = "flowstore_token_counter"
+
+
+class ExecutorHeartbeat(models.Model):
+    """What one worker process last said of its engine (`FlowEngine.health()`), so that a web process,
+    which runs no workers, can show every executor's health. Not part of the SPI: the Django store's own."""
+
+    executor_id = models.CharField(primary_key=True, max_length=255)
+    host = models.CharField(max_length=255, default="", blank=True)
+    pid = models.IntegerField(default=0)
+    started = models.DateTimeField()
+    updated = models.DateTimeField(help_text="the store's clock at the latest heartbeat")
+    workers_alive = models.IntegerField(default=0)
+    workers_configured = models.IntegerField(default=0)
+    poll_failures = models.IntegerField(default=0)
+    last_poll_failure = models.TextField(null=True, blank=True)
+    last_poll_failure_at = models.DateTimeField(null=True, blank=True)
+    store_failures = models.IntegerField(default=0)
+    claims_held = models.TextField(default="[]", help_text="execution ids, as a JSON list")
+
+    class Meta:
+        db_table = "flowstore_heartbeat"

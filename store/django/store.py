@@ -782,6 +782,51 @@ class DjangoStore(spi.FlowStore):
 
         return await self._run("list_workflow_versions", work)
 
+    # ---------------------------------------------------------------------------------- heartbeats
+    # Not part of the SPI: worker processes publish their engine's health here, so that the console
+    # (a web process, which runs no workers) can show every executor's.
+
+    async def record_heartbeat(self, health: Mapping[str, Any]) -> None:
+        """Upsert the heartbeat of `health["executor_id"]`, stamped with the store's clock. `health` holds
+        `Health`'s fields (`claims_held` a sequence of ids) and optionally `host`, `pid`, `started`."""
+        now = self.clock.now()
+        executor_id = str(health["executor_id"])
+        values = {
+            "host": str(health.get("host") or ""),
+            "pid": int(health.get("pid") or 0),
+            "updated": now,
+            "workers_alive": int(health.get("workers_alive") or 0),
+            "workers_configured": int(health.get("workers_configured") or 0),
+            "poll_failures": int(health.get("poll_failures") or 0),
+            "last_poll_failure": health.get("last_poll_failure"),
+            "last_poll_failure_at": health.get("last_poll_failure_at"),
+            "store_failures": int(health.get("store_failures") or 0),
+            "claims_held": json.dumps(sorted(str(c) for c in health.get("claims_held") or ())),
+        }
+
+        def work(tx: Tx) -> None:
+            beats = models.ExecutorHeartbeat.objects.using(self.using)
+            if not beats.filter(executor_id=executor_id).update(**values):
+                beats.create(executor_id=executor_id, started=health.get("started") or now, **values)
+
+        await self._run("record_heartbeat", work)
+
+    async def list_heartbeats(self, fresh_within: timedelta) -> list[dict[str, Any]]:
+        """The heartbeats recorded within `fresh_within` of the store's clock, by executor id; each a dict
+        of the row's columns (`claims_held` a list)."""
+        since = self.clock.now() - fresh_within
+
+        def work(tx: Tx) -> list[dict[str, Any]]:
+            found = (
+                models.ExecutorHeartbeat.objects.using(self.using)
+                .filter(updated__gte=since)
+                .order_by("executor_id")
+                .values()
+            )
+            return [{**row, "claims_held": json.loads(row["claims_held"] or "[]")} for row in found]
+
+        return await self._run("list_heartbeats", work)
+
 
 def _json(value: Any) -> Any:
     """A JSON aggregate as the driver answers it (decoded, or text when Django registered a text loader)."""
