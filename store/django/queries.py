@@ -440,7 +440,8 @@ TRUNCATE_ALL = Query(
     "Tests: empty every flowstore table (the token source keeps counting).",
     "DELETE FROM flowstore_event; DELETE FROM flowstore_wait; DELETE FROM flowstore_field;"
     " DELETE FROM flowstore_progress; DELETE FROM flowstore_execution;"
-    " DELETE FROM flowstore_workflow_version; DELETE FROM flowstore_workflow; DELETE FROM flowstore_heartbeat",
+    " DELETE FROM flowstore_workflow_version; DELETE FROM flowstore_workflow;"
+    " DELETE FROM flowstore_heartbeat",
     postgresql="""
     TRUNCATE flowstore_event, flowstore_wait, flowstore_field, flowstore_progress, flowstore_execution,
         flowstore_workflow_version, flowstore_workflow, flowstore_heartbeat
