@@ -235,6 +235,12 @@ class FlowEngine:
     def health(self) -> Health:
         return self._pool.health()
 
+    def flow_of(self, state: spi.ExecutionState) -> Flow | None:
+        """The definition `state` runs under when this engine serves its version; None when it does not
+        (the execution is parked here)."""
+        version = self._registry.resolve(state.flow_id, state.hash)
+        return None if version is None else version.flow
+
     async def parked(self, workflow_id: str) -> list[spi.ExecutionState]:
         """Executions of `workflow_id` this engine holds back: not ended, started under a version it does
         not serve. A query about this engine, never a status: registering their version recovers them."""

@@ -20,8 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from console import forms, runtime
 from console.views import common
 from engine import errors, render, schema
-from engine.engine import FlowEngine, declared_inputs
-from engine.flow import Flow
+from engine.engine import declared_inputs
 
 __all__ = [
     "answer",
@@ -47,12 +46,6 @@ _CONTENT_TYPES = {
 }
 
 
-def flow_of(engine: FlowEngine, flow_id: str, digest: str) -> Flow | None:
-    """The definition an execution runs under, when this process serves it."""
-    version = engine._registry.resolve(flow_id, digest)  # the engine's own lookup (no public twin)
-    return None if version is None else version.flow
-
-
 async def _detail(execution_id: str) -> Any:
     engine = await runtime.engine()
     try:
@@ -64,7 +57,7 @@ async def _detail(execution_id: str) -> Any:
 async def _panel_context(request: HttpRequest, detail: Any) -> dict[str, Any]:
     engine = await runtime.engine()
     state = detail.state
-    flow = flow_of(engine, state.flow_id, state.hash)
+    flow = engine.flow_of(state)
     nodes = list(schema.durable_names(flow)) if flow is not None else []
     return {
         "detail": detail,
@@ -192,7 +185,7 @@ async def diagram(request: HttpRequest, execution_id: str, format: str) -> HttpR
         raise Http404(f"no diagram format {format!r}")
     engine = await runtime.engine()
     detail = await _detail(execution_id)
-    flow = flow_of(engine, detail.flow_id, detail.state.hash)
+    flow = engine.flow_of(detail.state)
     if flow is None:
         return HttpResponse(
             f"No diagram: version {detail.state.hash} of {detail.flow_id} is not served by this server "
@@ -230,7 +223,7 @@ async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
     engine = await runtime.engine()
     detail = await _detail(execution_id)
     item = next((i for i in detail.inputs if i.name == name), None)
-    flow = flow_of(engine, detail.flow_id, detail.state.hash)
+    flow = engine.flow_of(detail.state)
     if item is None or flow is None:
         return await _message(request, "error", f"input {name!r} is not declared by this version", 400)
     form = forms.signal_form(name, item.json_schema)
