@@ -3,8 +3,10 @@ cleanly on the first SIGTERM or SIGINT."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -51,13 +53,29 @@ def test_runs_work_logs_it_and_stops_on_a_signal(db: str, tmp_path: Path, sig: s
     try:
         workers.wait_for_output("2 worker(s) serving fulfilment, payment, follow_up")
         workers.wait_for(lambda: f"attempt on {eid} ended" in workers.stderr, "the attempt's outcome")
+        pid = workers.process.pid
+        workers.wait_for(lambda: _heartbeats(db, pid) != [], "a heartbeat row")
+        ((executor, alive, configured),) = _heartbeats(db, pid)
+        assert (alive, configured) == (2, 2)
         workers.signal(sig)
         assert workers.finish() == 0, workers.explain()
     finally:
         workers.close()
+    # the last heartbeat says the workers stopped
+    assert _heartbeats(db, pid) == [(executor, 0, 2)]
     log = workers.stderr
     assert f"claim          claimed {eid} (fulfilment@" in log
     assert f"received {sig.name}: finishing what is running, then stopping" in log
     assert workers.stdout.rstrip().endswith("stopped"), workers.explain()
     shown = ok(manage(db, "flow", "show", eid, "--json")).json()
     assert shown["status"] == {"type": "completed"}
+
+
+def _heartbeats(db: str, pid: int) -> list[tuple[str, int, int]]:
+    """The heartbeats of process `pid` the store holds (read straight from the SQLite file)."""
+    with contextlib.closing(sqlite3.connect(db.removeprefix("sqlite:///"))) as connection:
+        found = connection.execute(
+            "SELECT executor_id, workers_alive, workers_configured FROM flowstore_heartbeat WHERE pid = ?",
+            (pid,),
+        ).fetchall()
+    return [tuple(row) for row in found]

@@ -25,7 +25,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections
 
-from console import demo, runtime
+from console import demo, heartbeat, runtime
 from console.management.commands._common import engine_logging, usage_error
 from engine.engine import FlowEngine
 
@@ -174,7 +174,8 @@ class _Workers(threading.Thread):
                     return
                 finally:
                     self._settled.set()
-                await self._stopping.wait()
+                async with heartbeat.publishing(self.engine):
+                    await self._stopping.wait()
         except Exception as error:  # the engine could not start (database unusable)
             self.error = error
         finally:

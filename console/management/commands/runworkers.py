@@ -15,6 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
+from console import heartbeat
 from console.conf import flowdeck_settings
 from console.management.commands._common import (
     bounded_body_threads,
@@ -82,7 +83,8 @@ class Command(BaseCommand):
                     f"renew every {config.renew_every.total_seconds():g}s, batch {config.batch_size})"
                 )
                 self.stdout.flush()
-                await stop.wait()
+                async with heartbeat.publishing(engine):
+                    await stop.wait()
                 held = engine.health().claims_held
                 self.stdout.write(
                     f"stopping: {len(held)} attempt(s) running, "

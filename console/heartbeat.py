@@ -1,0 +1,82 @@
+"""Worker processes publish their engine's health to the store, for the console to show.
+
+`FlowEngine.health()` answers for one process; the web process runs no workers. So every process that
+does (`runworkers`, the demo) records a heartbeat every `FLOWDECK_HEARTBEAT_SECONDS` (default 5) through
+the Django store's `record_heartbeat`, and a last one with no worker alive when it stops. A heartbeat that
+cannot be written is logged and retried at the next beat: the workers never stop for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+
+from engine.engine import FlowEngine
+
+__all__ = ["heartbeat_interval", "publishing", "record"]
+
+logger = logging.getLogger("console.heartbeat")
+
+DEFAULT_SECONDS = 5.0
+
+
+def heartbeat_interval() -> timedelta:
+    return timedelta(seconds=float(getattr(settings, "FLOWDECK_HEARTBEAT_SECONDS", DEFAULT_SECONDS)))
+
+
+def _beat_of(engine: FlowEngine, started: datetime, *, stopped: bool) -> dict[str, Any]:
+    health = dataclasses.asdict(engine.health())
+    health.pop("last_store_failure", None)  # the table keeps the count; the poll failure is the one shown
+    if stopped:
+        health["workers_alive"] = 0
+    return {**health, "host": socket.gethostname(), "pid": os.getpid(), "started": started}
+
+
+async def record(engine: FlowEngine, started: datetime, *, stopped: bool = False) -> bool:
+    """One heartbeat of `engine`; answers whether it was written (a failure is logged, never raised)."""
+    try:
+        await engine.store.record_heartbeat(_beat_of(engine, started, stopped=stopped))  # type: ignore[attr-defined]
+    except Exception as error:  # any store trouble: the workers go on, the next beat tries again
+        logger.warning(
+            "could not record the heartbeat of %s: %s",
+            engine.executor_id,
+            error,
+            extra={"action": "heartbeat"},
+        )
+        return False
+    return True
+
+
+async def _beating(engine: FlowEngine, started: datetime, every: timedelta) -> None:
+    while True:
+        await asyncio.sleep(every.total_seconds())
+        await record(engine, started)
+
+
+@contextlib.asynccontextmanager
+async def publishing(engine: FlowEngine, every: timedelta | None = None) -> AsyncIterator[None]:
+    """Publish `engine`'s health while the block runs (enter it once the workers run): a beat at once,
+    one every `every`, and a last one with no worker alive on the way out. A store without heartbeats
+    (not the Django store) publishes nothing."""
+    if not hasattr(engine.store, "record_heartbeat"):
+        yield
+        return
+    started = engine.store.clock.now() if hasattr(engine.store, "clock") else engine.clock.now()
+    await record(engine, started)
+    beating = asyncio.create_task(_beating(engine, started, every or heartbeat_interval()))
+    try:
+        yield
+    finally:
+        beating.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beating
+        await record(engine, started, stopped=True)
