@@ -12,21 +12,21 @@ from collections.abc import Sequence
 
 __all__ = ["argv_for", "main"]
 
-FLOW_VERBS = frozenset(
-    {
-        "ls",
-        "show",
-        "start",
-        "signal",
-        "cancel",
-        "cancel-all",
-        "resume",
-        "answer",
-        "end",
-        "diagram",
-        "parked",
-        "token",
-    }
+# The verbs of `manage.py flow`, in the order its help lists them (the command takes them from here, so
+# this module stays importable before Django is set up).
+FLOW_VERBS = (
+    "ls",
+    "show",
+    "start",
+    "signal",
+    "cancel",
+    "cancel-all",
+    "resume",
+    "answer",
+    "end",
+    "diagram",
+    "parked",
+    "token",
 )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console import runtime
+from console.cli import FLOW_VERBS
 from console.management.commands._common import engine_logging
 from engine import errors, render
 from engine.engine import ExecutionDetail, FlowEngine
@@ -24,20 +25,7 @@ from store import spi
 
 __all__ = ["Command", "state_json"]
 
-VERBS = (
-    "ls",
-    "show",
-    "start",
-    "signal",
-    "cancel",
-    "cancel-all",
-    "resume",
-    "answer",
-    "end",
-    "diagram",
-    "parked",
-    "token",
-)
+VERBS = FLOW_VERBS
 
 
 def usage(message: str) -> CommandError:
