@@ -10,7 +10,8 @@ from engine.errors import STOP_CODES
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 DEMO_COMMAND = "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/python manage.py demo"
-TEST_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest"
+TEST_COMMAND = "bash .ci/run"
+CI_SCRIPT = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text()
 
 
 def test_every_stop_code_is_documented_with_its_advice() -> None:
@@ -23,6 +24,10 @@ def test_every_stop_code_is_documented_with_its_advice() -> None:
 def test_the_two_commands_a_newcomer_types() -> None:
     assert f"```sh\n{DEMO_COMMAND}\n```" in README
     assert f"```sh\n{TEST_COMMAND}\n```" in README
+    # .ci/run ends with the suite, run as the README says to re-run it once installed
+    assert "```sh\n.venv/bin/python -m pytest\n```" in README
+    assert CI_SCRIPT.rstrip().splitlines()[-1].startswith("bash .ci/readme-demo.sh")
+    assert ".venv/bin/python -m pytest\n" in CI_SCRIPT
 
 
 def test_every_cli_verb_and_command_is_documented() -> None:
