@@ -22,11 +22,14 @@ from django.conf import settings
 
 from engine.engine import FlowEngine
 
-__all__ = ["heartbeat_interval", "publishing", "record"]
+__all__ = ["ExecutorView", "executors", "heartbeat_interval", "publishing", "record"]
 
 logger = logging.getLogger("console.heartbeat")
 
 DEFAULT_SECONDS = 5.0
+# An executor shows when it was heard from this recently; it is stale after this many missed beats.
+HEARD_WITHIN = timedelta(minutes=1)
+STALE_AFTER_BEATS = 3
 
 
 def heartbeat_interval() -> timedelta:
@@ -80,3 +83,53 @@ async def publishing(engine: FlowEngine, every: timedelta | None = None) -> Asyn
         with contextlib.suppress(asyncio.CancelledError):
             await beating
         await record(engine, started, stopped=True)
+
+
+# ----------------------------------------------------------------------------------- reading them
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutorView:
+    """One executor's latest heartbeat, as the console and the API show it."""
+
+    executor_id: str
+    host: str
+    pid: int
+    started: datetime
+    updated: datetime
+    age_seconds: float
+    workers_alive: int
+    workers_configured: int
+    poll_failures: int
+    last_poll_failure: str | None
+    last_poll_failure_at: datetime | None
+    store_failures: int
+    claims_held: tuple[str, ...]
+    stale: bool
+
+    @property
+    def healthy(self) -> bool:
+        """Every configured worker alive, and heard from lately (`Health.is_healthy`, across processes)."""
+        return not self.stale and self.workers_alive == self.workers_configured
+
+    @property
+    def state(self) -> str:
+        if self.stale:
+            return "stale"
+        if self.workers_alive == 0:
+            return "stopped"
+        return "healthy" if self.healthy else "unhealthy"
+
+
+async def executors(store: object, within: timedelta = HEARD_WITHIN) -> list[ExecutorView]:
+    """The executors heard from within `within` (none for a store without heartbeats), by executor id."""
+    if not hasattr(store, "list_heartbeats"):
+        return []
+    now = store.clock.now()  # type: ignore[attr-defined]
+    stale_after = (heartbeat_interval() * STALE_AFTER_BEATS).total_seconds()
+    found = []
+    for beat in await store.list_heartbeats(within):
+        age = max((now - beat["updated"]).total_seconds(), 0.0)
+        fields = {**beat, "claims_held": tuple(beat["claims_held"])}
+        found.append(ExecutorView(**fields, age_seconds=age, stale=age > stale_after))
+    return found

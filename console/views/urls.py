@@ -50,4 +50,5 @@ urlpatterns: list[URLPattern] = [
         "parked/<str:workflow_id>/<str:digest>/cancel/", workflows.parked_cancel, name="console-parked-cancel"
     ),
     path("health/", workflows.health, name="console-health"),
+    path("health/executors/", workflows.health_executors, name="console-health-executors"),
 ]

@@ -1,6 +1,7 @@
 """Workflows (versions, nodes, inputs, outputs, counts per status, a diagram with live per-node counts and a
 start form), parked executions (grouped by version, resumed onto the newest version or cancelled), and
-engine health (claims per executor, from the store; this process's own engine)."""
+engine health (each worker process's heartbeat and the claims per executor, from the store; this
+process's own engine)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from console import runtime
+from console import heartbeat, runtime
 from console.discovery import registered_flows
 from console.views import common
 from engine import errors, render
@@ -26,6 +27,7 @@ from store.django.models import Event, Execution
 
 __all__ = [
     "health",
+    "health_executors",
     "parked",
     "parked_cancel",
     "parked_resume",
@@ -270,6 +272,33 @@ def _recent_executors() -> list[dict[str, Any]]:
     return sorted(seen.values(), key=lambda e: e["last"], reverse=True)
 
 
+async def _executors_context(store: object) -> dict[str, Any]:
+    """The executors' heartbeats (every process running workers), for the page and its refreshed part."""
+    try:
+        found = await heartbeat.executors(store)
+    except Exception as error:  # the page reports it rather than failing
+        return {"executors": [], "executors_error": str(error), **_heartbeat_terms()}
+    return {"executors": found, "executors_error": "", **_heartbeat_terms()}
+
+
+def _heartbeat_terms() -> dict[str, Any]:
+    every = heartbeat.heartbeat_interval().total_seconds()
+    return {
+        "heartbeat_seconds": f"{every:g}",
+        "heard_within_seconds": int(heartbeat.HEARD_WITHIN.total_seconds()),
+        "stale_after_seconds": f"{every * heartbeat.STALE_AFTER_BEATS:g}",
+    }
+
+
+@login_required
+@require_GET
+async def health_executors(request: HttpRequest) -> HttpResponse:
+    """The executors part of the health page alone (the page refreshes it every few seconds)."""
+    engine = await runtime.engine()
+    context = await _executors_context(engine.store)
+    return await common.fragment(request, "console/partials/executor_health.html", context)
+
+
 @login_required
 @require_GET
 async def health(request: HttpRequest) -> HttpResponse:
@@ -280,6 +309,7 @@ async def health(request: HttpRequest) -> HttpResponse:
     except Exception as error:  # the page reports it rather than failing
         store_error = str(error)
     context = {
+        **(await _executors_context(engine.store)),
         "nav": "health",
         "own": engine.health(),
         "claims": sorted((await sync_to_async(_claims)()).items()),
