@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from django.http import HttpRequest
 from ninja import Router
 
-from console import discovery, runtime, schemas
+from console import discovery, heartbeat, runtime, schemas
 from console.api.responses import errors
 from store import spi
 
@@ -17,7 +19,7 @@ router = Router(tags=["system"])
 @router.get("/health", response={**errors(), 200: schemas.HealthDto, 503: schemas.HealthDto}, by_alias=True)
 async def health(request: HttpRequest) -> tuple[int, schemas.HealthDto]:
     """200 when the store answers, 503 (same body) when it does not. Workers run in `runworkers`
-    processes; their health is theirs to report."""
+    processes; `executors` is what they last reported (their heartbeats, the last minute's)."""
     engine = await runtime.engine()
     try:
         await engine.store.list_workflows()
@@ -25,11 +27,23 @@ async def health(request: HttpRequest) -> tuple[int, schemas.HealthDto]:
         failure: str | None = str(error)
     else:
         failure = None
+    executors = [] if failure is not None else await _executors(engine.store)
     body = schemas.HealthDto(
         healthy=failure is None,
         store_ok=failure is None,
         store_error=failure,
         workflows=sorted(discovery.registered_flows()),
         executor_id=engine.executor_id,
+        executors=executors,
     )
     return (200 if failure is None else 503), body
+
+
+async def _executors(store: object) -> list[schemas.ExecutorHealthDto]:
+    """The worker processes' heartbeats; `state` says what `stale` does, and more."""
+    found = await heartbeat.executors(store)
+    return [schemas.ExecutorHealthDto(**_fields(e), state=e.state) for e in found]
+
+
+def _fields(executor: heartbeat.ExecutorView) -> dict[str, object]:
+    return {f.name: getattr(executor, f.name) for f in dataclasses.fields(executor) if f.name != "stale"}

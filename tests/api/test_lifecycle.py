@@ -142,6 +142,25 @@ def test_health(operator: ApiClient) -> None:
     assert reply.status == 200
     assert (body["healthy"], body["storeOk"], body["storeError"]) == (True, True, None)
     assert {"greet", "approval", "holdable", "parking", "crashy"} <= set(body["workflows"])
+    # the workers process publishes its heartbeat: two workers, both alive
+    workers = next(e for e in body["executors"] if e["state"] == "healthy")
+    assert (workers["workersAlive"], workers["workersConfigured"], workers["pollFailures"]) == (2, 2, 0)
+    assert set(workers) == {
+        "executorId",
+        "host",
+        "pid",
+        "state",
+        "started",
+        "updated",
+        "ageSeconds",
+        "workersAlive",
+        "workersConfigured",
+        "pollFailures",
+        "lastPollFailure",
+        "lastPollFailureAt",
+        "storeFailures",
+        "claimsHeld",
+    }
 
 
 def test_search(operator: ApiClient) -> None:

@@ -13,13 +13,13 @@ import django
 
 
 async def serve() -> None:
-    from console import runtime
+    from console import heartbeat, runtime
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop.set)
-    async with runtime.make_engine():
+    async with runtime.make_engine() as engine, heartbeat.publishing(engine):
         print("workers ready", flush=True)
         await stop.wait()
 
