@@ -362,15 +362,15 @@ _CREATE = """
         cancel_requested, cancel_reason, last_seq, serial, created, updated)
     VALUES (%(id)s, %(flow_id)s, %(hash)s, %(status)s, %(status_kind)s, %(failure_kind)s, %(stop_code)s,
         FALSE, '', 1, {serial}, %(now)s, %(now)s)
-    ON CONFLICT (id) DO NOTHING RETURNING 1
+    ON CONFLICT (id) DO NOTHING RETURNING {answer}
 """
 
 CREATE_EXECUTION = Query(
     "create_execution",
     """Create the row if the id is free; answers a row only when this call created it. `serial` orders rows
     created at the same instant (from the token source: PostgreSQL's sequence, SQLite's counter).""",
-    _CREATE.format(serial="%(serial)s"),
-    postgresql=_CREATE.format(serial="nextval('flowstore_claim_token')"),
+    _CREATE.format(serial="%(serial)s", answer="1"),
+    postgresql=_CREATE.format(serial="nextval('flowstore_claim_token')", answer="1"),
 )
 
 INSERT_SEED_FIELD = Query(
@@ -597,6 +597,38 @@ def claimed_write(
         )
     answer = "stamped.cancel_requested IS NOT NULL, stamped.cancel_requested, stamped.cancel_reason"
     return "WITH " + ",\n".join(parts) + f"\nSELECT {answer}{signal} FROM claim LEFT JOIN stamped ON TRUE"
+
+
+CREATE_AT_ONCE = Query(
+    "create_at_once",
+    """PostgreSQL: a whole `create_execution_if_absent` as ONE statement (run in autocommit: one round
+    trip, one transaction). Inserts the row if the id is free (CREATE_EXECUTION's row: last_seq 1, serial
+    from the sequence), and only through that insert the seed fields (`{seeds}`, see `seed_fields`) and
+    the Created event as seq 1 (`%(ev0f|k|t|d)s`), then NOTIFYs the other processes' pollers. Answers a
+    row only when this call created the execution; an existing id is left untouched (row, fields and
+    history), and a racing create of the same id waits for the first to commit, then finds it.""",
+    "",
+    postgresql=f"""
+    WITH created AS ({_CREATE.format(serial="nextval('flowstore_claim_token')", answer="id")}),
+    {{seeds}}
+    history AS (
+        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
+        SELECT id, 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s FROM created
+    )
+    SELECT id, pg_notify('{WAKE_CHANNEL}', %(origin)s) FROM created
+    """,
+)
+
+
+def seed_fields(count: int) -> str:
+    """CREATE_AT_ONCE's `{seeds}`: the CTE writing `count` seed fields through the created row."""
+    if not count:
+        return ""
+    rows = ", ".join(f"(%(s{i}n)s, %(s{i}v)s, %(s{i}t)s)" for i in range(count))
+    return (
+        "seeded AS (INSERT INTO flowstore_field (execution_id, name, value, tag) "
+        f"SELECT created.id, s.n, s.v, s.t FROM created CROSS JOIN (VALUES {rows}) AS s(n, v, t)),"
+    )
 
 
 DELIVER = Query(

@@ -277,6 +277,59 @@ async def test_a_signal_through_another_store_wakes_a_blocked_poll(backend_alias
         await writing.aclose()
 
 
+async def test_a_create_through_another_store_wakes_a_blocked_poll(backend_alias: str) -> None:
+    """Starting an execution is a write that makes a row ready: a poll blocked in another store (another
+    process's connections) claims it long before its timeout."""
+    waiting, writing = (
+        DjangoStore(backend_alias, SystemClock(), pool_size=2),
+        DjangoStore(backend_alias, SystemClock(), pool_size=2),
+    )
+    waiting.reset()
+    try:
+        poll = asyncio.ensure_future(waiting.claim_ready(SERVED, "ex", LEASE, 1, timedelta(seconds=30)))
+        await asyncio.sleep(0.3)  # let the poll ask once and block (real time: a real clock store)
+        assert not poll.done()
+        started = time.monotonic()
+        assert await writing.create_execution_if_absent("e1", WF1, "", spi.Running(), _event("e1")) is True
+        claimed = await asyncio.wait_for(poll, 10)
+        assert [c.state.execution_id for c in claimed] == ["e1"]
+        assert time.monotonic() - started < 2.0
+    finally:
+        await waiting.aclose()
+        await writing.aclose()
+
+
+async def test_racing_creates_of_one_id_leave_exactly_one_execution(backend_alias: str) -> None:
+    """Eight stores start the same id at once, each with its own seed field: one answers True, and the row,
+    fields and history are that one's alone; later writes number their events after its Created."""
+    clock = ManualClock()
+    stores = [DjangoStore(backend_alias, clock, pool_size=1) for _ in range(8)]
+    stores[0].reset()
+    try:
+        created = await asyncio.gather(
+            *(
+                s.create_execution_if_absent(
+                    "e1", WF1, "", spi.Running(), _event("e1"), {f"seed{i}": spi.FieldData.of(i, "int")}
+                )
+                for i, s in enumerate(stores)
+            )
+        )
+        assert sorted(created) == [False] * 7 + [True]
+        winner = created.index(True)
+        store = stores[0]
+        assert await store.get_all_fields("e1") == {f"seed{winner}": spi.FieldData.of(winner, "int")}
+        [handle] = await store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0))
+        assert await handle.append_event(_event("e1", spi.EventKind.STEP_STARTED)) is spi.WriteOutcome.APPLIED
+        history = (await store.get_history("e1")).events
+        assert [(e.seq, e.kind) for e in history] == [
+            (1, spi.EventKind.CREATED),
+            (2, spi.EventKind.STEP_STARTED),
+        ]
+    finally:
+        for s in stores:
+            await s.aclose()
+
+
 async def test_a_claim_whose_caller_stopped_waiting_is_given_back(backend_alias: str) -> None:
     """The claim runs on a database thread; a caller cancelled meanwhile never sees its rows, so the store
     hands them straight back instead of leaving them held until their lease lapses."""
