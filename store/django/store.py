@@ -184,6 +184,15 @@ class DjangoStore(spi.FlowStore):
                 cursor.execute(sql, Tx(cursor, connection)._adapt(params))
                 return cursor.fetchone()
 
+    def _lock_row(self, tx: Tx, execution_id: str) -> _Locked | None:
+        """Read and lock a row for a decision made in Python. A claim running meanwhile skips a locked row
+        (SKIP LOCKED) even when it was ready, and a refusal writes nothing that would wake it again: so
+        every lock wakes pollers at commit (on PostgreSQL one NOTIFY per transaction, deduplicated)."""
+        row = _Locked.read(tx, execution_id)
+        if row is not None:
+            self._wake_after_commit(tx)
+        return row
+
     def _wake_after_commit(self, tx: Tx, *, registration: bool = False) -> None:
         """This write can make a row ready: wake local callers at commit, NOTIFY the other processes."""
         if tx.vendor == "postgresql":
@@ -541,7 +550,7 @@ class DjangoStore(spi.FlowStore):
         def work(tx: Tx) -> spi.SignalOutcome:
             opened = tx.one(queries.OPEN_DELIVERY, {"id": execution_id, "now": now})
             if opened is None:
-                row = _Locked.read(tx, execution_id)
+                row = self._lock_row(tx, execution_id)
                 return spi.AlreadyTerminal(row.status if row is not None else spi.Cancelled())
             field = {"id": execution_id, "name": name, "value": value.value, "tag": value.tag}
             if tx.one(queries.INSERT_FIELD_IF_ABSENT, field) is None:
@@ -589,7 +598,7 @@ class DjangoStore(spi.FlowStore):
         now = self.clock.now()
 
         def work(tx: Tx) -> spi.CancelOutcome:
-            row = _Locked.read(tx, execution_id)
+            row = self._lock_row(tx, execution_id)
             if row is None:
                 return spi.AlreadyTerminal(spi.Cancelled())
             if row.status.terminal:
@@ -642,7 +651,7 @@ class DjangoStore(spi.FlowStore):
         now = self.clock.now()
 
         def work(tx: Tx) -> spi.OperatorOutcome:
-            row = _Locked.read(tx, execution_id)
+            row = self._lock_row(tx, execution_id)
             refused = _operator_refusal(row, now, claim_matters=True)
             if refused is not None or row is None:
                 return refused or spi.OperatorOutcome.NOT_FOUND
@@ -659,7 +668,7 @@ class DjangoStore(spi.FlowStore):
         now = self.clock.now()
 
         def work(tx: Tx) -> spi.OperatorOutcome:
-            row = _Locked.read(tx, execution_id)
+            row = self._lock_row(tx, execution_id)
             refused = _operator_refusal(row, now, claim_matters=False)
             if refused is not None or row is None:
                 return refused or spi.OperatorOutcome.NOT_FOUND
@@ -685,7 +694,7 @@ class DjangoStore(spi.FlowStore):
         now = self.clock.now()
 
         def work(tx: Tx) -> spi.OperatorOutcome:
-            row = _Locked.read(tx, execution_id)
+            row = self._lock_row(tx, execution_id)
             refused = _operator_refusal(row, now, claim_matters=True)
             if refused is not None or row is None:
                 return refused or spi.OperatorOutcome.NOT_FOUND

@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import connections
 
@@ -18,6 +19,7 @@ from store import spi
 from store.clock import ManualClock, SystemClock
 from store.django.store import DjangoStore, counted, executions_matching
 from tests.store.django_support import (
+    POSTGRES_URL,
     add_alias,
     backend_alias,
     database_access,
@@ -371,6 +373,40 @@ async def test_a_registration_through_another_store_ends_a_blocked_poll(
         started = time.monotonic()
         await writing.put_workflow(spi.WorkflowInfo(id=WF1, structural_hash="h1"))
         assert await asyncio.wait_for(poll, 10) == []
+        assert time.monotonic() - started < 2.0
+    finally:
+        await waiting.aclose()
+        await writing.aclose()
+
+
+@pytest.mark.postgres
+async def test_a_refusal_that_locked_a_ready_row_wakes_the_poll_that_skipped_it(
+    postgres_alias: str, database_access: None
+) -> None:
+    """A claim skips a locked row (SKIP LOCKED) even when it is ready. The lock's holder may end with a
+    refusal that writes nothing (here a repeated cancel request): it still wakes the pollers, or the
+    skipped row would wait out the whole poll timeout."""
+    waiting, writing = (
+        DjangoStore(postgres_alias, SystemClock(), pool_size=2),
+        DjangoStore(postgres_alias, SystemClock(), pool_size=2),
+    )
+    waiting.reset()
+    try:
+        await writing.create_execution_if_absent("e1", WF1, "", spi.Running(), _event("e1"))
+        [handle] = await writing.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0))
+        await handle.record_wait("x", spi.WakeOnField("x"), _event("e1", spi.EventKind.INPUT_WAITING))
+        await handle.finish(spi.Suspended(frozenset({"x"})))
+        assert await writing.request_cancel("e1", "first") == spi.Accepted()
+        with psycopg.connect(POSTGRES_URL, autocommit=False) as holder:
+            holder.execute("SELECT 1 FROM flowstore_execution WHERE id = 'e1' FOR UPDATE")
+            poll = asyncio.ensure_future(waiting.claim_ready(SERVED, "ex", LEASE, 1, timedelta(seconds=30)))
+            await asyncio.sleep(0.3)  # real time: the poll asks, skips the locked row and blocks
+            assert not poll.done()
+            holder.rollback()  # the lock goes; nothing was written, so nothing woke the poll
+        started = time.monotonic()
+        assert await writing.request_cancel("e1", "again") == spi.AlreadyRequested()
+        claimed = await asyncio.wait_for(poll, 10)
+        assert [c.state.execution_id for c in claimed] == ["e1"]
         assert time.monotonic() - started < 2.0
     finally:
         await waiting.aclose()
