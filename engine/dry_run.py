@@ -9,17 +9,17 @@ choose. A different answer is F0102. A recorded durable key that no node of the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from engine import interpreter, nodes
+from engine import interpreter, schema
 from engine.errors import FlowExecutionNotFound
 from engine.flow import Flow
-from engine.interpreter import Attempt, Halt, Question, Scope, StopFor, qualify
+from engine.interpreter import Attempt, Halt, Question, Scope, StopFor
 from store import spi
 from store.clock import Clock
 
-__all__ = ["Conflict", "ResumeReport", "dry_run", "node_paths", "owner"]
+__all__ = ["Conflict", "ResumeReport", "dry_run"]
 
 
 @dataclass(frozen=True)
@@ -77,35 +77,6 @@ async def dry_run(flow: Flow, store: spi.FlowStore, execution_id: str, *, clock:
 # ------------------------------------------------------------------------------------------- F0101
 
 
-def node_paths(flow: Flow) -> set[str]:
-    """Every durable node path the flow can write under (subflow children qualified)."""
-    found: set[str] = set()
-
-    def visit(items: Sequence[nodes.Node], prefix: str) -> None:
-        for node in items:
-            if isinstance(node, nodes.Parallel):
-                for branch in node.branches:
-                    visit(branch.nodes, prefix)
-                continue
-            path = qualify(prefix, node.name)
-            found.add(path)
-            if isinstance(node, nodes.Subflow):
-                visit(node.child.nodes, path)
-
-    visit(flow.nodes, "")
-    return found
-
-
-def owner(key: str, paths: set[str]) -> str | None:
-    """The node a recorded key belongs to: cut at the last `#` or `~` until a node path matches."""
-    while key not in paths:
-        cut = max(key.rfind("#"), key.rfind("~"))
-        if cut <= 0:
-            return None
-        key = key[:cut]
-    return key
-
-
 def recorded_keys(fields: Mapping[str, spi.FieldData], history: Iterable[spi.Event]) -> list[str]:
     keys = dict.fromkeys(fields)
     kind = spi.EventKind
@@ -119,9 +90,9 @@ def recorded_keys(fields: Mapping[str, spi.FieldData], history: Iterable[spi.Eve
 
 
 def unowned(flow: Flow, fields: Mapping[str, spi.FieldData], history: Iterable[spi.Event]) -> list[Conflict]:
-    paths = node_paths(flow)
+    paths = schema.durable_names(flow)
     return [
         Conflict("F0101", key, "recorded, but the new version has no node that asks for it")
         for key in recorded_keys(fields, history)
-        if owner(key, paths) is None
+        if schema.owner_of(key, paths) is None
     ]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from engine import nodes
+from engine import nodes, schema
 from store import spi
 
 if TYPE_CHECKING:
@@ -145,19 +145,6 @@ _COMPLETION_KEYS: dict[spi.EventKind, str] = {
 }
 
 
-def owner(path: str, known: frozenset[str]) -> str | None:
-    """The node a durable key belongs to: cut at the last `#` or `~` until a node's path matches
-    (`pay#retry` → `pay`, `poll##3` → `poll`, `items~4` → `items`)."""
-    while path:
-        if path in known:
-            return path
-        cut = max(path.rfind("#"), path.rfind("~"))
-        if cut < 0:
-            return None
-        path = path[:cut]
-    return None
-
-
 def _record(
     state: spi.ExecutionState,
     fields: Mapping[str, spi.FieldData],
@@ -178,11 +165,11 @@ def _record(
                 completed.add(path)
                 failed.pop(path, None)
         elif event.kind is spi.EventKind.STEP_FAILED:
-            path = owner(str(data.get("step_name", "")), known)
+            path = schema.owner_of(str(data.get("step_name", "")), known)
             if path is not None:
                 failed[path] = str(data.get("error", ""))
         elif event.kind is spi.EventKind.NODE_COMPENSATED:
-            path = owner(str(data.get("node_name", "")), known)
+            path = schema.owner_of(str(data.get("node_name", "")), known)
             if path is not None:
                 compensated.add(path)
         elif event.kind is spi.EventKind.BRANCH_CHOSEN:
@@ -196,14 +183,16 @@ def _record(
     status = state.status
     stopped_at, stop_detail = None, ""
     if isinstance(status, spi.Stopped):
-        stopped_at = owner(status.node, known) or ""
+        stopped_at = schema.owner_of(status.node, known) or ""
         stop_detail = f"{status.code}: {status.reason}" if status.reason else status.code
     return _Record(
         running=isinstance(status, spi.Running),
         completed=frozenset(completed),
         failed=failed,
         compensated=frozenset(compensated),
-        waits={path: wake for p, wake in state.waits.items() if (path := owner(p, known)) is not None},
+        waits={
+            path: wake for p, wake in state.waits.items() if (path := schema.owner_of(p, known)) is not None
+        },
         fields=fields,
         stopped_at=stopped_at,
         stop_detail=stop_detail,

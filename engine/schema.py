@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -205,10 +205,11 @@ def durable_names(flow: Flow) -> dict[str, Node]:
     return names
 
 
-def owner_of(key: str, names: dict[str, Node] | Flow) -> str | None:
+def owner_of(key: str, names: Collection[str] | Flow) -> str | None:
     """The durable path a recorded key belongs to (cutting at the last `#` or `~` until a node's path
-    matches), or None when no node of the flow owns it (F0101 on resume)."""
-    known = names if isinstance(names, dict) else durable_names(names)
+    matches: `pay#retry` → `pay`, `poll##3` → `poll`, `items~4` → `items`), or None when no node of the
+    flow owns it (F0101 on resume). `names` is the flow's known paths, or the flow itself."""
+    known = names if isinstance(names, Collection) else durable_names(names)
     candidate = key
     while candidate:
         if candidate in known:
