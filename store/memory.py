@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 from store import spi
 from store.clock import SYSTEM_CLOCK, Clock
+from store.held import HeldClaim
 
 __all__ = ["MemoryData", "MemoryStore"]
 
@@ -404,34 +405,14 @@ class MemoryStore(spi.FlowStore):
         return list(self.data.workflows.get(workflow_id, {}).values())
 
 
-class _MemoryClaimed(spi.Claimed):
+class _MemoryClaimed(HeldClaim):
     """A claim handle: every write re-reads the row and applies the token+expiry rule at write time."""
 
     def __init__(
         self, store: MemoryStore, state: spi.ExecutionState, satisfied: frozenset[str], token: int
     ) -> None:
+        super().__init__(state, satisfied, token)
         self._store = store
-        self._state = state
-        self._satisfied = satisfied
-        self._token = token
-        self._cancel_requested = state.cancel_requested
-        self._cancel_reason = state.cancel_reason
-
-    @property
-    def state(self) -> spi.ExecutionState:
-        return self._state
-
-    @property
-    def satisfied(self) -> frozenset[str]:
-        return self._satisfied
-
-    @property
-    def cancel_requested(self) -> bool:
-        return self._cancel_requested
-
-    @property
-    def cancel_reason(self) -> str:
-        return self._cancel_reason
 
     def _held(self) -> tuple[spi.ExecutionState, datetime] | None:
         """The row and the store's now, if this handle's claim still holds it (call under the lock)."""
@@ -447,7 +428,7 @@ class _MemoryClaimed(spi.Claimed):
         store = self._store
         store.data.executions[row.execution_id] = row
         store._append(row.execution_id, events)
-        self._cancel_requested, self._cancel_reason = row.cancel_requested, row.cancel_reason
+        self.heard_cancel(row.cancel_requested, row.cancel_reason)
         store._changed()
 
     async def append_event(

@@ -34,6 +34,7 @@ from store.clock import SYSTEM_CLOCK, Clock
 from store.django import models, queries, rows
 from store.django.errors import translated
 from store.django.wakeups import PostgresListener, WakeHub, listener_params, payload
+from store.held import HeldClaim
 
 __all__ = ["DjangoStore"]
 
@@ -1049,7 +1050,7 @@ def _lifted(status: spi.Status) -> spi.Status:
     return spi.Running()
 
 
-class _DjangoClaimed(spi.Claimed):
+class _DjangoClaimed(HeldClaim):
     """A claim handle. Each write is one transaction opened by an UPDATE that carries the acceptance rule
     and answers the cancel flag; a refused write rolls back, changing nothing."""
 
@@ -1061,29 +1062,9 @@ class _DjangoClaimed(spi.Claimed):
         token: int,
         ledger: tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]] | None = None,
     ) -> None:
+        super().__init__(state, satisfied, token)
         self._store = store
         self._ledger = ledger
-        self._state = state
-        self._satisfied = satisfied
-        self._token = token
-        self._cancel_requested = state.cancel_requested
-        self._cancel_reason = state.cancel_reason
-
-    @property
-    def state(self) -> spi.ExecutionState:
-        return self._state
-
-    @property
-    def satisfied(self) -> frozenset[str]:
-        return self._satisfied
-
-    @property
-    def cancel_requested(self) -> bool:
-        return self._cancel_requested
-
-    @property
-    def cancel_reason(self) -> str:
-        return self._cancel_reason
 
     async def prefetched_ledger(self) -> tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]] | None:
         return self._ledger
@@ -1130,7 +1111,7 @@ class _DjangoClaimed(spi.Claimed):
         went, cancel, reason = found[:3]
         if not went:
             return False
-        self._cancel_requested, self._cancel_reason = bool(cancel), reason or ""
+        self.heard_cancel(cancel, reason)
         if shape.get("notify") and found[3]:
             self._store.hub.changed()
         return True
@@ -1145,7 +1126,7 @@ class _DjangoClaimed(spi.Claimed):
         now = self._store.clock.now()
         outcome, cancel = await self._store._run(operation, lambda tx: work(tx, now))
         if cancel is not None:
-            self._cancel_requested, self._cancel_reason = cancel
+            self.heard_cancel(*cancel)
         return outcome
 
     async def append_event(
@@ -1193,7 +1174,7 @@ class _DjangoClaimed(spi.Claimed):
             )
             if found is None:
                 return False
-            self._cancel_requested, self._cancel_reason = bool(found[0]), found[1] or ""
+            self.heard_cancel(found[0], found[1])
             return True
 
         def work(tx: Tx, now: datetime) -> tuple[bool, tuple[bool, str] | None]:
