@@ -1,7 +1,10 @@
 """`DjangoStore`: the FlowStore on a Django database (PostgreSQL in production, SQLite embedded).
 
 Every SPI call is one `transaction.atomic` run on a dedicated thread pool (Django connections are per
-thread, so N threads hold N connections); the event loop never blocks on the database. Every time the
+thread, so N threads hold N connections); the event loop never blocks on the database. On PostgreSQL the
+hot writes (every write under a claim, starts, signals, renewals) are single statements instead, sent from
+the event loop by `group_commit.GroupCommit`, which commits the writes that arrive together as one
+transaction. Every time the
 store judges (lease expiry, sleep deadlines) comes from the injected clock and is passed into SQL, so a
 `ManualClock` drives the store exactly as it drives the memory store.
 
@@ -33,6 +36,7 @@ from store import spi
 from store.clock import SYSTEM_CLOCK, Clock
 from store.django import models, queries, rows
 from store.django.errors import translated
+from store.django.group_commit import GroupCommit
 from store.django.wakeups import PostgresListener, WakeHub, listener_params, payload
 from store.held import HeldClaim
 
@@ -151,6 +155,14 @@ class DjangoStore(spi.FlowStore):
         self._listen = listen and self.vendor == "postgresql"
         self._listener: PostgresListener | None = None
         self._listener_lock = threading.Lock()
+        # PostgreSQL's one-statement writes go out from the event loop (see group_commit.py), one
+        # GroupCommit per loop, since async connections belong to the loop that opened them.
+        self._write_params: dict[str, Any] = {}
+        if self.vendor == "postgresql":
+            params = listener_params(connections[using])
+            self._write_params = {"application_name": "flowdeck-writer", **params}
+        self._writers: dict[asyncio.AbstractEventLoop, GroupCommit] = {}
+        self._writers_lock = threading.Lock()
         self._closed = False
 
     # ------------------------------------------------------------------------------------ plumbing
@@ -175,8 +187,23 @@ class DjangoStore(spi.FlowStore):
                 return work(Tx(cursor, connection))
 
     async def _run_statement(self, operation: str, sql: str, params: Mapping[str, Any]) -> Any:
-        """One statement in autocommit (its own transaction, one round trip); its first row."""
-        return await self._submit(operation, self._statement, operation, sql, params)
+        """PostgreSQL: one statement, committed (alone or with the writes that came with it); its first
+        row. SQLite runs it on the store's thread in autocommit."""
+        if self._closed:
+            raise spi.FlowStoreError(f"{operation}: the store is closed")
+        if self.vendor != "postgresql":
+            return await self._submit(operation, self._statement, operation, sql, params)
+        return await self._group_commit().run(operation, sql, params)
+
+    def _group_commit(self) -> GroupCommit:
+        loop = asyncio.get_running_loop()
+        writer = self._writers.get(loop)
+        if writer is None:
+            with self._writers_lock:
+                for gone in [old for old in self._writers if old.is_closed()]:
+                    self._writers.pop(gone).abandon()
+                writer = self._writers[loop] = GroupCommit(self._write_params, connections=2)
+        return writer
 
     def _statement(self, operation: str, sql: str, params: Mapping[str, Any]) -> Any:
         with translated(operation, self.using):
@@ -208,6 +235,10 @@ class DjangoStore(spi.FlowStore):
         self.hub.changed()  # blocked callers ask again and learn that the store is closed
         if self._listener is not None:
             self._listener.stop()
+        with self._writers_lock:
+            for writer in self._writers.values():
+                writer.stop_soon()
+            self._writers.clear()
         barrier = threading.Barrier(self.pool_size, timeout=2)
 
         def close_connection() -> None:
@@ -220,6 +251,9 @@ class DjangoStore(spi.FlowStore):
         self._pool.shutdown(wait=True)
 
     async def aclose(self) -> None:
+        writer = self._writers.pop(asyncio.get_running_loop(), None)
+        if writer is not None:
+            await writer.aclose()
         await asyncio.get_running_loop().run_in_executor(None, self.close)
 
     def reset(self) -> None:

@@ -1,0 +1,218 @@
+"""Group commit: the PostgreSQL store's one-statement writes, committed together when they arrive together.
+
+Every write under a claim (and every start, signal and renewal) is one statement in autocommit
+(`queries.claimed_write` and friends). Sent one by one from the store's threads, each costs a thread hop, a
+round trip and a commit (a WAL flush on the server), and at the concurrency of a busy worker the commits, not
+the statements, are the limit. Here they go out from the event loop itself over a few async connections.
+A connection that is free takes every write queued meanwhile: one write goes alone, in autocommit, as
+before; several go as ONE transaction in pipeline mode, one round trip and one commit for all of them.
+
+Why that keeps each write's meaning. Each statement judges its own claim (token and expiry) and answers
+its own row; one refused write (a lost claim, a write-once gate) answers "no row" without an error and
+without affecting the others. The batch is ordered by execution id, and every statement locks at most its
+own execution's row, so two batches in flight lock rows in the same order and cannot deadlock each other.
+A batch that fails anyway (a statement error aborts the whole transaction) is retried one write at a
+time in autocommit, so each error reaches the write that caused it and the others still land.
+
+One `GroupCommit` serves one event loop: async connections belong to the loop that opened them. Its
+sender tasks close their connections when they are cancelled (the loop ending) or when `aclose` runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import weakref
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from store import spi
+from store.django.errors import is_retryable
+
+__all__ = ["GroupCommit"]
+
+log = logging.getLogger(__name__)
+
+# A batch's size bound: enough for every attempt slot of a busy worker, small enough to keep a batch's
+# row locks short.
+MAX_BATCH = 64
+
+
+@dataclass
+class _Write:
+    operation: str
+    sql: str
+    params: Mapping[str, Any]
+    answer: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+    @property
+    def order(self) -> str:
+        return str(self.params.get("id", ""))
+
+
+class GroupCommit:
+    """Sends statements for one event loop over `connections` async connections (see the module doc)."""
+
+    def __init__(self, connect_params: Mapping[str, Any], connections: int = 2) -> None:
+        self._params = dict(connect_params)
+        # Not an asyncio.Queue: a task blocked in Queue.get that is collected with its loop closed raises
+        # from Queue's own cleanup. Here an idle sender waits on a bare future nobody touches afterwards.
+        self._pending: deque[_Write] = deque()
+        self._idle: deque[asyncio.Future[None]] = deque()
+        self._senders = [
+            asyncio.get_running_loop().create_task(self._send(), name=f"flowdeck:group-commit:{i}")
+            for i in range(connections)
+        ]
+        self._open: set[psycopg.AsyncConnection[Any]] = set()
+        # A loop may end without cancelling our senders (their `finally` never runs) and a store may never
+        # be closed: the sockets still close when this writer is collected.
+        weakref.finalize(self, _finish, self._open)
+        # what went out: writes answered, and the transactions they took (alone or together, failed ones too)
+        self.writes = 0
+        self.transactions = 0
+
+    async def run(self, operation: str, sql: str, params: Mapping[str, Any]) -> Any:
+        """Run one statement, committed by the time this answers; its first row (None: no row)."""
+        write = _Write(operation, sql, params)
+        self._pending.append(write)
+        while self._idle:
+            waiter = self._idle.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                break
+        return await write.answer
+
+    async def aclose(self) -> None:
+        for sender in self._senders:
+            sender.cancel()
+        await asyncio.gather(*self._senders, return_exceptions=True)
+        closed = spi.FlowStoreError("the store is closed")
+        while self._pending:
+            _fail(self._pending.popleft(), closed)
+
+    def stop_soon(self) -> None:
+        """From another thread: cancel the senders on their loop (if it still runs) and close the sockets."""
+        loop = self._senders[0].get_loop()
+        if not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.aclose()))
+        self.abandon()
+
+    def abandon(self) -> None:
+        """Close the sockets without the loop (it may be gone): for a store closed from another thread."""
+        _finish(self._open)
+
+    # ------------------------------------------------------------------------------------ senders
+
+    async def _send(self) -> None:
+        conn: psycopg.AsyncConnection[Any] | None = None
+        batch: list[_Write] = []
+        try:
+            while True:
+                batch = await self._next_batch()
+                conn = await self._deliver(conn, batch)
+        finally:
+            closed = spi.FlowStoreError("the store's writer stopped (store closed or event loop ending)")
+            for write in batch:
+                if not write.answer.get_loop().is_closed():
+                    _fail(write, closed)
+            if conn is not None:
+                self._drop(conn)  # without awaiting: a collected task runs this with its loop gone
+
+    async def _next_batch(self) -> list[_Write]:
+        """Everything queued (up to MAX_BATCH), once there is something."""
+        while not self._pending:
+            waiter = asyncio.get_running_loop().create_future()
+            self._idle.append(waiter)
+            await waiter
+        return [self._pending.popleft() for _ in range(min(MAX_BATCH, len(self._pending)))]
+
+    async def _deliver(
+        self, conn: psycopg.AsyncConnection[Any] | None, batch: list[_Write]
+    ) -> psycopg.AsyncConnection[Any] | None:
+        """Answer every write of `batch`; the connection to use next (None: open a new one)."""
+        try:
+            if conn is None:
+                conn = await psycopg.AsyncConnection.connect(**self._params, autocommit=True)
+                self._open.add(conn)
+            if len(batch) == 1:
+                await self._alone(conn, batch[0])
+                return conn
+            self.writes += len(batch)
+            self.transactions += 1
+            try:
+                rows = await self._together(conn, sorted(batch, key=lambda w: w.order))
+            except psycopg.Error as error:
+                if conn.broken:
+                    raise
+                log.info("a batch of %d writes failed (%s); retrying them one by one", len(batch), error)
+                self.writes -= len(batch)
+                for write in batch:
+                    await self._alone(conn, write)
+            else:
+                for write, row in rows:
+                    _answer(write, row)
+            return conn
+        except Exception as error:
+            # The connection is gone, never came, or is in a state nobody knows: every write still waiting
+            # hears the failure (a driver error becomes a retryable FlowStoreError), and the next batch
+            # opens a new connection.
+            for write in batch:
+                _fail(write, error)
+            if conn is not None:
+                self._drop(conn)
+            return None
+
+    def _drop(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self._open.discard(conn)
+        _finish({conn})
+
+    async def _alone(self, conn: psycopg.AsyncConnection[Any], write: _Write) -> None:
+        self.writes += 1
+        self.transactions += 1
+        try:
+            cursor = await conn.execute(write.sql, write.params)
+            row = await cursor.fetchone() if cursor.description else None
+        except psycopg.Error as error:
+            if conn.broken:
+                raise
+            _fail(write, error)
+        else:
+            _answer(write, row)
+
+    async def _together(
+        self, conn: psycopg.AsyncConnection[Any], batch: list[_Write]
+    ) -> list[tuple[_Write, Any]]:
+        """One transaction for the whole batch, sent in pipeline mode: one round trip, one commit."""
+        cursors = []
+        async with conn.pipeline(), conn.transaction():
+            for write in batch:
+                cursors.append((write, await conn.execute(write.sql, write.params)))
+        return [(write, await cursor.fetchone() if cursor.description else None) for write, cursor in cursors]
+
+
+def _finish(conns: set[psycopg.AsyncConnection[Any]]) -> None:
+    for conn in list(conns):
+        with contextlib.suppress(Exception):
+            conn.pgconn.finish()
+    conns.clear()
+
+
+def _answer(write: _Write, row: Any) -> None:
+    if not write.answer.done():
+        write.answer.set_result(row)
+
+
+def _fail(write: _Write, error: BaseException) -> None:
+    if write.answer.done():
+        return
+    if isinstance(error, psycopg.Error):
+        failure = spi.FlowStoreError(f"{write.operation}: {error}", retryable=is_retryable(error))
+        failure.__cause__ = error
+        error = failure
+    write.answer.set_exception(error)

@@ -1,0 +1,221 @@
+"""Group commit on PostgreSQL: writes that arrive together are committed together, and each keeps its own
+meaning (its own claim judged, its own refusal, its own error)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import warnings
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from store import spi
+from store.clock import ManualClock
+from store.django.group_commit import GroupCommit
+from store.django.store import DjangoStore
+from tests.store.django_support import POSTGRES_URL, database_access, postgres_alias
+
+__all__ = ["database_access", "postgres_alias"]
+
+pytestmark = pytest.mark.postgres
+
+WF1 = "wf1"
+SERVED = frozenset({(WF1, "")})
+LEASE = timedelta(seconds=30)
+
+
+def _event(eid: str, kind: spi.EventKind = spi.EventKind.CREATED) -> spi.Event:
+    return spi.Event(kind, WF1, eid, ManualClock().now(), {})
+
+
+def _mark(eid: str, path: str) -> spi.Event:
+    return spi.Event(spi.EventKind.STEP_COMPLETED, WF1, eid, ManualClock().now(), {"step_name": path})
+
+
+@pytest.fixture
+def store(postgres_alias: str, database_access: None) -> Iterator[DjangoStore]:
+    store = DjangoStore(postgres_alias, ManualClock(), pool_size=2)
+    store.reset()
+    yield store
+    store.close()
+
+
+async def _claimed(store: DjangoStore, ids: list[str]) -> dict[str, spi.Claimed]:
+    for eid in ids:
+        assert await store.create_execution_if_absent(eid, WF1, "", spi.Running(), _event(eid))
+    handles = await store.claim_ready(SERVED, "ex", LEASE, len(ids), timedelta(0))
+    return {handle.state.execution_id: handle for handle in handles}
+
+
+def _writer(store: DjangoStore) -> GroupCommit:
+    return store._writers[asyncio.get_running_loop()]
+
+
+async def test_writes_that_arrive_together_share_one_transaction(store: DjangoStore) -> None:
+    ids = [f"e{i:02d}" for i in range(40)]
+    handles = await _claimed(store, ids)
+    writer = _writer(store)  # the creates went through it already
+    writes, transactions = writer.writes, writer.transactions
+
+    outcomes = await asyncio.gather(
+        *(handles[eid].record_progress("a", None, _mark(eid, "a")) for eid in ids)
+    )
+
+    assert outcomes == [spi.ProgressOutcome.RECORDED] * len(ids)
+    assert writer.writes - writes == len(ids)
+    # every write was queued before a sender ran: at most one transaction per sender
+    assert writer.transactions - transactions <= 2
+    for eid in ids:
+        history = await store.get_history(eid)
+        assert [e.kind for e in history.events] == [spi.EventKind.CREATED, spi.EventKind.STEP_COMPLETED]
+
+
+async def test_in_one_batch_a_lost_claim_and_a_refused_gate_change_only_themselves(
+    store: DjangoStore,
+) -> None:
+    first = await _claimed(store, ["a", "b"])
+    assert await first["b"].record_progress("done", None, _mark("b", "done")) is spi.ProgressOutcome.RECORDED
+    await store.clock.advance(LEASE.total_seconds() + 1)  # type: ignore[attr-defined]
+    again = {h.state.execution_id: h for h in await store.claim_ready(SERVED, "ex2", LEASE, 2, timedelta(0))}
+    writer = _writer(store)
+    transactions = writer.transactions
+
+    stale, fresh, gated = await asyncio.gather(
+        first["a"].record_progress("x", None, _mark("a", "x")),
+        again["a"].record_progress("y", None, _mark("a", "y")),
+        again["b"].record_progress("done", None, _mark("b", "done")),
+    )
+
+    assert (stale, fresh, gated) == (
+        spi.ProgressOutcome.CLAIM_LOST,
+        spi.ProgressOutcome.RECORDED,
+        spi.ProgressOutcome.ALREADY_RECORDED,
+    )
+    assert writer.transactions - transactions == 1
+    kinds = [(e.kind, e.data.get("step_name")) for e in (await store.get_history("a")).events]
+    assert kinds == [(spi.EventKind.CREATED, None), (spi.EventKind.STEP_COMPLETED, "y")]
+    assert len((await store.get_history("b")).events) == 2
+
+
+# ------------------------------------------------------------------------------------ the writer alone
+
+
+@pytest.fixture
+def probe_table(postgres_alias: str, database_access: None) -> Iterator[str]:
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS group_commit_probe")
+        conn.execute("CREATE TABLE group_commit_probe (id int PRIMARY KEY)")
+    yield "group_commit_probe"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute("DROP TABLE group_commit_probe")
+
+
+def _probe_ids() -> list[int]:
+    with psycopg.connect(POSTGRES_URL) as conn:
+        return [row[0] for row in conn.execute("SELECT id FROM group_commit_probe ORDER BY id")]
+
+
+def _params() -> dict[str, Any]:
+    return {"conninfo": POSTGRES_URL, "application_name": "flowdeck-writer-test"}
+
+
+INSERT = "INSERT INTO group_commit_probe (id) VALUES (%(id)s) RETURNING id"
+
+
+async def test_an_error_in_a_batch_reaches_its_own_write_and_the_others_land(probe_table: str) -> None:
+    writer = GroupCommit(_params(), connections=1)
+    try:
+        results = await asyncio.gather(
+            writer.run("one", INSERT, {"id": 1}),
+            writer.run("two", INSERT, {"id": 2}),
+            writer.run("broken", "SELECT 1 / %(zero)s", {"zero": 0}),
+            writer.run("three", INSERT, {"id": 3}),
+            return_exceptions=True,
+        )
+    finally:
+        await writer.aclose()
+
+    assert [results[0], results[1], results[3]] == [(1,), (2,), (3,)]
+    failure = results[2]
+    assert isinstance(failure, spi.FlowStoreError)
+    assert "broken" in str(failure)
+    assert not failure.retryable
+    assert isinstance(failure.__cause__, psycopg.errors.DivisionByZero)
+    assert _probe_ids() == [1, 2, 3]
+    assert writer.writes == 4
+
+
+async def test_a_lost_connection_fails_its_write_as_retryable_and_the_next_reconnects(
+    probe_table: str,
+) -> None:
+    writer = GroupCommit(_params(), connections=1)
+    try:
+        assert await writer.run("first", INSERT, {"id": 1}) == (1,)
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            killed = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = 'flowdeck-writer-test'"
+            ).fetchall()
+        assert killed == [(True,)]
+        with pytest.raises(spi.FlowStoreError) as lost:
+            await writer.run("second", INSERT, {"id": 2})
+        assert lost.value.retryable
+        assert await writer.run("third", INSERT, {"id": 3}) == (3,)
+    finally:
+        await writer.aclose()
+    assert _probe_ids() == [1, 3]
+
+
+async def test_a_closed_writer_fails_what_is_still_queued(probe_table: str) -> None:
+    writer = GroupCommit(_params(), connections=1)
+    await writer.aclose()
+    queued = asyncio.ensure_future(writer.run("late", INSERT, {"id": 9}))
+    await asyncio.sleep(0)
+    await writer.aclose()
+    with pytest.raises(spi.FlowStoreError):
+        await queued
+    assert _probe_ids() == []
+
+
+def test_each_event_loop_gets_its_own_writer(store: DjangoStore) -> None:
+    """A store outlives event loops (one `asyncio.run` after another): async connections belong to the
+    loop that opened them, so each loop writes through its own."""
+
+    async def start(eid: str) -> GroupCommit:
+        assert await store.create_execution_if_absent(eid, WF1, "", spi.Running(), _event(eid))
+        return _writer(store)
+
+    first = asyncio.run(start("one"))
+    second = asyncio.run(start("two"))
+    assert first is not second
+
+    async def states() -> list[str]:
+        return [s.execution_id for s in (await store.list_executions(None, None, 10)).items]
+
+    assert sorted(asyncio.run(states())) == ["one", "two"]
+    assert len(store._writers) == 1  # the first loop's writer was let go when the second began
+
+
+def test_a_writer_whose_loop_ended_without_cancelling_it_closes_its_connection_when_collected(
+    probe_table: str,
+) -> None:
+    """pytest-asyncio, for one, closes a loop with its tasks still pending: no `finally` runs."""
+    loop = asyncio.new_event_loop()
+
+    async def write() -> GroupCommit:
+        writer = GroupCommit(_params(), connections=1)
+        assert await writer.run("one", INSERT, {"id": 1}) == (1,)
+        return writer
+
+    writer = loop.run_until_complete(write())
+    conn = next(iter(writer._open))
+    loop.close()
+    del writer
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gc.collect()
+    assert conn.closed
