@@ -209,3 +209,38 @@ async def test_run_here_after_the_workers_stopped_is_a_plain_start(
         pass
     eid = await engine.workflows.start("chain", run_here=True)
     assert (await store.get_execution(eid)).executor is None
+
+
+class SlowCreate(MemoryStore):
+    """A real memory store whose created-claimed writes wait to be let through."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.entered, self.go = asyncio.Event(), asyncio.Event()
+
+    async def create_claimed_if_absent(self, *args: object, **kwargs: object):  # type: ignore[override]
+        self.entered.set()
+        await self.go.wait()
+        return await super().create_claimed_if_absent(*args, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_run_here_racing_the_workers_stopping_hands_the_claim_back(clock: ManualClock) -> None:
+    """The workers begin stopping while the claimed row is being written: the start hands the claim back
+    at once, so the execution need not wait out a lease to be run elsewhere."""
+    store = SlowCreate(clock)
+    engine = make_engine(store, clock, [chain()])
+    await engine.__aenter__()
+    start = asyncio.ensure_future(engine.workflows.start("chain", execution_id="late", run_here=True))
+    await store.entered.wait()
+    await engine.__aexit__(None, None, None)
+    store.go.set()
+    assert await start == "late"
+    state = await store.get_execution("late")
+    assert (state.status, state.executor, state.claim_token) == (spi.Running(), None, None)
+    assert engine.health().claims_held == ()
+    async with make_engine(store, clock, [chain()]) as worker:
+        assert (await until(store, "late")).status == spi.Completed()
+    claims = [
+        e.data["executor_id"] for e in store.history("late") if e.kind == spi.EventKind.EXECUTION_CLAIMED
+    ]
+    assert claims == [worker.executor_id]
