@@ -355,9 +355,18 @@ class Workflows:
         *,
         execution_id: str | None = None,
         inputs: Mapping[str, Any] | None = None,
+        run_here: bool = False,
     ) -> str:
         """Start an execution of the newest version of `workflow_id`, with `inputs` seeded as delivered;
-        answers its id (a random one unless given). Every input is checked before anything is written."""
+        answers its id (a random one unless given). Every input is checked before anything is written.
+
+        `run_here`: when this engine's workers are running (inside `async with engine`, on its event
+        loop), the execution is created already claimed by this engine, in the same one store write, and
+        its first attempt starts at once in this process, with no poll and no read (DBOS's local
+        `start_workflow`). Nothing is weakened: the claim is an ordinary lease, renewed while the attempt
+        runs; if this process dies, it lapses and any engine's workers take the execution up. Without
+        running workers (an API or console process) the start is the plain one, and the workers elsewhere
+        pick the execution up as usual. Either way the call returns once the row is written."""
         engine = self._engine
         version = engine._registry.latest(workflow_id)
         fields: dict[str, spi.FieldData] = {}
@@ -369,18 +378,44 @@ class Workflows:
                 fields[name] = _check_value(name, declared[name].type, value)
         eid = execution_id or uuid.uuid4().hex
         created = spi.Event(spi.EventKind.CREATED, workflow_id, eid, engine.clock.now(), {})
-        if not await engine.store.create_execution_if_absent(
+        here = run_here and engine._pool.running
+        if here:
+            await self._start_here(eid, version, created, fields)
+        elif not await engine.store.create_execution_if_absent(
             eid, workflow_id, version.hash, spi.Running(), created, fields
         ):
             raise errors.FlowDuplicateExecution(eid)
         logger.info(
-            "started %s of %s@%s",
+            "started %s of %s@%s%s",
             eid,
             workflow_id,
             version.hash,
-            extra={"action": "start", "execution_id": eid, "workflow_id": workflow_id},
+            " here" if here else "",
+            extra={"action": "start", "execution_id": eid, "workflow_id": workflow_id, "here": here},
         )
         return eid
+
+    async def _start_here(
+        self, eid: str, version: Version, created: spi.Event, fields: Mapping[str, spi.FieldData]
+    ) -> None:
+        """Create the execution claimed by this engine and hand the claim to its workers."""
+        engine = self._engine
+        claimed = await engine.store.create_claimed_if_absent(
+            eid,
+            version.workflow_id,
+            version.hash,
+            spi.Running(),
+            created,
+            fields,
+            executor_id=engine.executor_id,
+            lease=engine.config.lease,
+        )
+        if claimed is None:
+            raise errors.FlowDuplicateExecution(eid)
+        if not engine._pool.adopt(claimed):
+            # The workers began stopping during the write: hand the claim back at once (the execution is
+            # offered to every poll) rather than leave it to lapse after a lease.
+            await claimed.finish(spi.Suspended(frozenset()))
 
     async def list(self) -> list[spi.WorkflowInfo]:
         return list(await self._engine.store.list_workflows())

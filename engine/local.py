@@ -1,8 +1,9 @@
 """`run_local`: run one flow to its end in this process, for tests and scripts (kyo-flow's `Flow.runLocal`).
 
 It builds what production has, only smaller: a `MemoryStore`, a one-worker `FlowEngine` polling often,
-and an execution started with the given inputs seeded. It waits on the real clock, so a flow with a long
-`sleep` takes that long here: run such flows on an engine with a `ManualClock` instead.
+and an execution started with the given inputs seeded, run here at once (`run_here`: its first attempt
+needs no poll). It waits on the real clock, so a flow with a long `sleep` takes that long here: run such
+flows on an engine with a `ManualClock` instead.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ async def run_local(flow: Flow, /, **inputs: Any) -> Record:
     async with FlowEngine(store, workers=1, poll_timeout=_POLL, shutdown_grace=timedelta(0)) as engine:
         workflow_id = flow.name or "local"
         await engine.register(workflow_id, flow)
-        eid = await engine.workflows.start(workflow_id, inputs=inputs)
+        eid = await engine.workflows.start(workflow_id, inputs=inputs, run_here=True)
         state = await _until_settled(store, eid)
     status = state.status
     if not isinstance(status, spi.Completed):

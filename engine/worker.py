@@ -24,6 +24,10 @@ write through it is judged by token AND expiry, and the renewal task's first tic
 well inside the lease, so nothing is lost. An attempt that starts later than that (a loop too busy to start
 it) confirms first, as the seed did: refused, it writes nothing; unanswered, the failure is recorded and the
 row is left to lapse.
+
+Adopted claims. A start that runs here (`engine.workflows.start(..., run_here=True)`) creates its row
+already claimed by this engine and hands the claim to `adopt`, which runs it as it runs a claimed row: the
+attempt starts at once, from the record the store handed back, with no poll, no wake-up and no read.
 """
 
 from __future__ import annotations
@@ -98,6 +102,7 @@ class WorkerPool:
         self._executor_id = executor_id
         self._runner = runner
         self._stop = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop the pool runs on, once started
         self._claimer: asyncio.Task[None] | None = None
         self._attempts: dict[str, asyncio.Task[None]] = {}
         # set whenever an attempt ends: the claim loop, waiting with every slot busy, claims again
@@ -114,6 +119,7 @@ class WorkerPool:
 
     def start(self) -> None:
         self._stop.clear()
+        self._loop = asyncio.get_running_loop()
         self._claimer = asyncio.create_task(self._claim_loop(), name=f"flowdeck:claimer:{self._executor_id}")
         self._claimer.add_done_callback(self._claimer_ended)
         logger.info(
@@ -168,6 +174,26 @@ class WorkerPool:
 
     def _serving(self) -> bool:
         return self._claimer is not None and not self._claimer.done()
+
+    @property
+    def running(self) -> bool:
+        """Whether the pool takes work now, from the caller's event loop: its claim loop is alive, it is not
+        stopping, and the caller runs on the pool's loop (its attempts are tasks of that loop)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return self._serving() and not self._stop.is_set() and loop is self._loop
+
+    def adopt(self, claimed: Claimed) -> bool:
+        """Run a claim this engine made itself (`create_claimed_if_absent`) exactly as a claimed row: the
+        same attempt task, lease renewal, `claims_held` and shutdown grace. False, taking nothing, when the
+        pool is not `running`; the caller then hands the claim back.
+
+        Adopted attempts come on top of the `workers × batch_size` slots: the starter chose to run here, and
+        making it wait for a slot would only delay what a poll would not hand out anyway (the row is claimed
+        already). The claim loop asks for no more rows until the total is back under the slot count."""
+        return self.running and self._take(claimed, self._clock.monotonic())
 
     def _claimer_ended(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or task.exception() is None:
@@ -246,7 +272,7 @@ class WorkerPool:
 
     # ------------------------------------------------------------------------------ one claimed row
 
-    def _take(self, claimed: Claimed, handed_over: float) -> None:
+    def _take(self, claimed: Claimed, handed_over: float) -> bool:
         state = claimed.state
         eid = state.execution_id
         version = self._registry.resolve(state.flow_id, state.hash)
@@ -259,7 +285,7 @@ class WorkerPool:
                 state.hash,
                 extra={"action": "leave_claim", "execution_id": eid, "executor_id": self._executor_id},
             )
-            return
+            return False
         logger.info(
             "claimed %s (%s@%s)",
             eid,
@@ -272,6 +298,7 @@ class WorkerPool:
         )
         self._attempts[eid] = task
         task.add_done_callback(lambda done: self._attempt_ended(eid, done))
+        return True
 
     async def _confirmed(self, claimed: Claimed, handed_over: float) -> bool:
         """Whether the attempt may start: at once for a fresh claim, after a confirming renewal for one

@@ -157,6 +157,18 @@ class StoreFixture:
         )
         assert made, f"execution {eid} already existed"
 
+    async def create_claimed(
+        self,
+        eid: str,
+        executor: str = EX1,
+        lease: timedelta = LEASE,
+        fields: Mapping[str, spi.FieldData] | None = None,
+    ) -> spi.Claimed | None:
+        """createClaimedIfAbsent of a Running `wf1` row with its Created event (no fields unless given)."""
+        return await self.store.create_claimed_if_absent(
+            eid, WF1, "", spi.Running(), self.created(eid), fields, executor_id=executor, lease=lease
+        )
+
     async def poll(
         self,
         executor: str = EX1,

@@ -1485,6 +1485,109 @@ class FlowStoreConformance(_StoreCase):
         if ledger is not None:
             assert (dict(ledger[0]), [(e, e.seq) for e in ledger[1]]) == (fields, history)
 
+    # ------------------------------------------------------------------------ Flowdeck: created claimed
+
+    async def test_flowdeck_created_claimed_row_is_held_under_a_fresh_token(self, fx: StoreFixture) -> None:
+        await fx.mk_execution("before")
+        earlier = await fx.claim("before")
+        now = fx.clock.now()
+        handle = await fx.create_claimed("e1")
+        assert handle is not None
+        state = await fx.state("e1")
+        assert state == spi.ExecutionState(
+            execution_id="e1",
+            flow_id=WF1,
+            status=spi.Running(),
+            executor=EX1,
+            claim_expiry=now + LEASE,
+            hash="",
+            created=now,
+            updated=now,
+            waits={},
+            cancel_requested=False,
+            claim_token=state.claim_token,
+        )
+        assert handle.state == state
+        assert state.claim_token is not None
+        assert earlier.state.claim_token is not None
+        assert state.claim_token > earlier.state.claim_token
+        assert (handle.satisfied, handle.cancel_requested, handle.cancel_reason) == (frozenset(), False, "")
+
+    async def test_flowdeck_created_claimed_hands_its_record_over(self, fx: StoreFixture) -> None:
+        """The seed fields and the Created event are stored, and are the handle's prefetched ledger: the
+        attempt that runs it at once reads nothing."""
+        seeds = {"order": field({"id": 7}, "Order"), "n": field(1)}
+        handle = await fx.create_claimed("e1", fields=seeds)
+        assert handle is not None
+        assert dict(await fx.store.get_all_fields("e1")) == seeds
+        [created] = await fx.history("e1")
+        assert (created.kind, created.seq, created.execution_id) == (K.CREATED, 1, "e1")
+        ledger = await handle.prefetched_ledger()
+        assert ledger is not None, "a created-claimed handle answers its ledger"
+        assert (dict(ledger[0]), [(e, e.seq) for e in ledger[1]]) == (seeds, [(created, 1)])
+
+    async def test_flowdeck_created_claimed_not_offered_while_its_lease_holds(self, fx: StoreFixture) -> None:
+        await fx.create_claimed("e1")
+        assert await fx.poll(EX2) == []
+        await fx.clock.advance(LEASE - seconds(1))
+        assert await fx.poll(EX2) == []
+        assert await fx.poll(EX1) == []
+
+    async def test_flowdeck_created_claimed_offered_once_its_lease_lapses(self, fx: StoreFixture) -> None:
+        first = await fx.create_claimed("e1")
+        assert first is not None
+        assert first.state.claim_token is not None
+        await fx.clock.advance(LEASE)
+        [again] = await fx.poll(EX2)
+        assert (again.state.execution_id, again.state.executor) == ("e1", EX2)
+        assert again.state.claim_token is not None
+        assert again.state.claim_token > first.state.claim_token
+
+    async def test_flowdeck_created_claimed_handle_writes_and_finishes(self, fx: StoreFixture) -> None:
+        handle = await fx.create_claimed("e1")
+        assert handle is not None
+        assert await handle.record_progress("a", field(1), fx.step_completed("e1", "a")) == R
+        assert await handle.renew_claim(LEASE)
+        assert await handle.finish(spi.Terminal(spi.Completed(), fx.ending("e1", spi.Completed()))) == APPLIED
+        state = await fx.state("e1")
+        assert (state.status, state.executor, state.claim_expiry, state.claim_token) == (
+            spi.Completed(),
+            None,
+            None,
+            None,
+        )
+        assert [(e.kind, e.seq) for e in await fx.history("e1")] == [
+            (K.CREATED, 1),
+            (K.STEP_COMPLETED, 2),
+            (K.COMPLETED, 3),
+        ]
+        assert (await fx.store.get_field("e1", "a")) == field(1)
+
+    async def test_flowdeck_created_claimed_handle_refused_once_reclaimed(self, fx: StoreFixture) -> None:
+        handle = await fx.create_claimed("e1")
+        assert handle is not None
+        assert await handle.record_progress("a", field(1), fx.step_completed("e1", "a")) == R
+        await fx.clock.advance(LEASE)
+        await fx.claim("e1", EX2)
+        before = await fx.snapshot("e1")
+        lost = spi.ProgressOutcome.CLAIM_LOST
+        assert await handle.record_progress("b", field(2), fx.step_completed("e1", "b")) == lost
+        assert await handle.finish(spi.Terminal(spi.Completed(), fx.ending("e1", spi.Completed()))) == LOST
+        assert not await handle.renew_claim(LEASE)
+        assert await fx.snapshot("e1") == before
+
+    async def test_flowdeck_created_claimed_existing_id_is_left_alone(self, fx: StoreFixture) -> None:
+        await fx.mk_execution("e1", fields={"seed": field(1)})
+        await fx.claim("e1", EX2)
+        before = await fx.snapshot("e1")
+        assert await fx.create_claimed("e1", fields={"seed": field(2), "other": field(3)}) is None
+        assert await fx.snapshot("e1") == before
+        # and an id taken by a created-claimed row is taken for a plain create too
+        assert await fx.create_claimed("e2") is not None
+        before = await fx.snapshot("e2")
+        assert not await fx.store.create_execution_if_absent("e2", WF1, "", spi.Running(), fx.created("e2"))
+        assert await fx.snapshot("e2") == before
+
 
 class _Jumping(ManualClock):
     """A manual clock that jumps both times forward right after one chosen task next reads the wall clock,
@@ -1578,6 +1681,19 @@ class InProcessBlockingConformance(_StoreCase):
             assert clock.jump_after is None, "the poll never asked after its wake"
         finally:
             await self.close_store(store)
+
+    async def test_store_specific_07_created_claimed_row_wakes_no_poll(self, fx: StoreFixture) -> None:
+        """Flowdeck: nobody else may claim a created-claimed row, so its creation wakes nobody; the poll
+        reads the wall clock once more after it, at its deadline, and answers nothing."""
+        poll = fx.start_poll(served=SERVED, timeout=seconds(2))
+        await fx.blocked()
+        assert await fx.create_claimed("e1") is not None
+        reads = fx.clock.now_calls
+        await settle()  # a wake, had there been one, reaches the poll, which asks again and waits again
+        await fx.blocked()
+        [answer] = await fx.outlast([poll], 3)
+        assert answer == []
+        assert fx.clock.now_calls - reads == 1
 
     async def test_store_specific_06_registration_wakes_poll_which_asks_once(self, fx: StoreFixture) -> None:
         """A poll woken by a registration asks once and answers, so its caller polls with its newer set."""

@@ -2,7 +2,8 @@
 
 Every write is one transition on `MemoryData`, made synchronously (no await inside) under a lock, so no
 other caller ever sees half of it: the verb first judges the row, and either refuses (changing nothing and
-waking nobody) or applies all of its changes and bumps the change generation. Blocking polls wait on that
+waking nobody) or applies all of its changes and bumps the change generation (all but
+`create_claimed_if_absent`, whose row nobody else may claim yet). Blocking polls wait on that
 generation, so one write wakes every one of them, and a write made before a poll began never does.
 """
 
@@ -223,6 +224,47 @@ class MemoryStore(spi.FlowStore):
             self._changed()
             return True
 
+    async def create_claimed_if_absent(
+        self,
+        execution_id: str,
+        flow_id: str,
+        hash: str,
+        status: spi.Status,
+        event: spi.Event,
+        fields: Mapping[str, spi.FieldData] | None = None,
+        *,
+        executor_id: str,
+        lease: timedelta,
+    ) -> spi.Claimed | None:
+        with self._lock:
+            if execution_id in self.data.executions:
+                return None
+            now = self.clock.now()
+            token = self.data.next_token
+            self.data.next_token += 1
+            row = spi.ExecutionState(
+                execution_id=execution_id,
+                flow_id=flow_id,
+                status=status,
+                executor=executor_id,
+                claim_expiry=now + lease,
+                hash=hash,
+                created=now,
+                updated=now,
+                waits={},
+                cancel_requested=False,
+                claim_token=token,
+            )
+            self.data.executions[execution_id] = row
+            self.data.fields[execution_id] = dict(fields or {})
+            self.data.progress[execution_id] = set()
+            self.data.events[execution_id] = []
+            self._append(execution_id, [event])
+            # No `_changed()`: the row is not ready for anybody else until its lease lapses, and a write
+            # that can make nothing ready wakes nobody.
+            ledger = (dict(fields or {}), list(self.data.events[execution_id]))
+            return _MemoryClaimed(self, row, frozenset(), token, ledger)
+
     async def signal(
         self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event
     ) -> spi.SignalOutcome:
@@ -409,10 +451,20 @@ class _MemoryClaimed(HeldClaim):
     """A claim handle: every write re-reads the row and applies the token+expiry rule at write time."""
 
     def __init__(
-        self, store: MemoryStore, state: spi.ExecutionState, satisfied: frozenset[str], token: int
+        self,
+        store: MemoryStore,
+        state: spi.ExecutionState,
+        satisfied: frozenset[str],
+        token: int,
+        ledger: tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]] | None = None,
     ) -> None:
         super().__init__(state, satisfied, token)
         self._store = store
+        self._ledger = ledger
+
+    async def prefetched_ledger(self) -> tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]] | None:
+        """Only a created-claimed row's handle has one (the store wrote the whole record just then)."""
+        return self._ledger
 
     def _held(self) -> tuple[spi.ExecutionState, datetime] | None:
         """The row and the store's now, if this handle's claim still holds it (call under the lock)."""

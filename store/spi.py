@@ -905,6 +905,30 @@ class FlowStore(abc.ABC):
         untouched (history included) and answers False."""
 
     @abc.abstractmethod
+    async def create_claimed_if_absent(
+        self,
+        execution_id: str,
+        flow_id: str,
+        hash: str,
+        status: Status,
+        event: Event,
+        fields: Mapping[str, FieldData] | None = None,
+        *,
+        executor_id: str,
+        lease: timedelta,
+    ) -> Claimed | None:
+        """`create_execution_if_absent`, with the new row already claimed by `executor_id`: in the same one
+        transition the row carries a fresh token (I9) expiring at the store's now + lease. Answers the claim
+        handle, whose `prefetched_ledger()` is the seed fields and [the Created event, seq 1] (the store
+        knows them without a read), or None when the id exists (nothing touched, history included).
+
+        For a process that runs the execution itself at once (its own worker pool): no `claim_ready` poll
+        is needed, and none is woken, since nobody else may claim the row while the lease holds. Once the
+        lease lapses with no renewal the row is ready like any claim that died mid-flight (I8): a poll that
+        asks finds it, a blocked one when it next asks (its deadline, or its own wake-up at the earliest
+        lease expiry it knows of)."""
+
+    @abc.abstractmethod
     async def signal(self, execution_id: str, name: str, value: FieldData, event: Event) -> SignalOutcome:
         """Deliver an input (I3): Delivered once per name; AlreadyDelivered (value kept) after that;
         AlreadyTerminal(status) on an ended execution, writing nothing; a missing execution answers

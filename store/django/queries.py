@@ -381,6 +381,23 @@ INSERT_SEED_FIELD = Query(
     """,
 )
 
+_CREATE_CLAIMED = """
+    INSERT INTO flowstore_execution (id, flow_id, hash, status, status_kind, failure_kind, stop_code,
+        cancel_requested, cancel_reason, last_seq, serial, created, updated, executor, claim_expiry,
+        claim_token)
+    VALUES (%(id)s, %(flow_id)s, %(hash)s, %(status)s, %(status_kind)s, %(failure_kind)s, %(stop_code)s,
+        FALSE, '', 1, {serial}, %(now)s, %(now)s, %(executor)s, %(expiry)s, {token})
+    ON CONFLICT (id) DO NOTHING RETURNING {answer}
+"""
+
+CREATE_CLAIMED = Query(
+    "create_claimed",
+    """SQLite: CREATE_EXECUTION with the new row already claimed, by `executor` until `expiry` under
+    `token` (its `serial` and `token` both reserved with TAKE_TOKENS). Answers the row's columns (as
+    `rows.execution_state` decodes them) only when this call created it.""",
+    _CREATE_CLAIMED.format(serial="%(serial)s", token="%(token)s", answer=_EXEC_COLS_BARE),
+)
+
 OPEN_DELIVERY = Query(
     "open_delivery",
     """Open a signal (I3): lock a row that has not ended and reserve one seq. No row: missing or terminal
@@ -620,8 +637,31 @@ CREATE_AT_ONCE = Query(
 )
 
 
+_NEXTVAL = "nextval('flowstore_claim_token')"
+
+CREATE_CLAIMED_AT_ONCE = Query(
+    "create_claimed_at_once",
+    """PostgreSQL: a whole `create_claimed_if_absent` as ONE statement (run in autocommit: one round trip,
+    one transaction). CREATE_AT_ONCE with the new row already claimed by `executor` until `expiry`, under a
+    fresh token from the sequence (its serial is another value of it), and no NOTIFY: nobody else may claim
+    the row until that lease lapses. Answers the row's columns (as `rows.execution_state` decodes them) only
+    when this call created it; an existing id is left untouched (row, claim, fields and history).""",
+    "",
+    postgresql=f"""
+    WITH created AS ({_CREATE_CLAIMED.format(serial=_NEXTVAL, token=_NEXTVAL, answer=_EXEC_COLS_BARE)}),
+    {{seeds}}
+    history AS (
+        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
+        SELECT id, 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s FROM created
+    )
+    SELECT {_EXEC_COLS_BARE} FROM created
+    """,
+)
+
+
 def seed_fields(count: int) -> str:
-    """CREATE_AT_ONCE's `{seeds}`: the CTE writing `count` seed fields through the created row."""
+    """CREATE_AT_ONCE's and CREATE_CLAIMED_AT_ONCE's `{seeds}`: the CTE writing `count` seed fields
+    through the created row."""
     if not count:
         return ""
     rows = ", ".join(f"(%(s{i}n)s, %(s{i}v)s, %(s{i}t)s)" for i in range(count))

@@ -551,27 +551,66 @@ class DjangoStore(spi.FlowStore):
         now: datetime,
     ) -> bool:
         """PostgreSQL's one-round-trip `create_execution_if_absent` (`queries.CREATE_AT_ONCE`)."""
-        [(event_flow_id, kind, timestamp, data)] = rows.event_values([event])
-        params: dict[str, Any] = {
-            "id": execution_id,
-            "flow_id": flow_id,
-            "hash": hash,
-            "now": now,
-            "origin": self.origin,
-            "ev0f": event_flow_id,
-            "ev0k": kind,
-            "ev0t": timestamp,
-            "ev0d": data,
-            **rows.status_columns(status),
-        }
-        seeds = list((fields or {}).items())
-        for i, (name, seed) in enumerate(seeds):
-            params.update({f"s{i}n": name, f"s{i}v": seed.value, f"s{i}t": seed.tag})
-        sql = queries.CREATE_AT_ONCE.text("postgresql").format(seeds=queries.seed_fields(len(seeds)))
+        params = _creation_params(execution_id, flow_id, hash, status, event, fields, now)
+        params["origin"] = self.origin
+        sql = queries.CREATE_AT_ONCE.text("postgresql").format(seeds=queries.seed_fields(len(fields or {})))
         if await self._run_statement("create_execution_if_absent", sql, params) is None:
             return False
         self.hub.changed()  # the statement NOTIFYed the other processes; this one's pollers hear it here
         return True
+
+    async def create_claimed_if_absent(
+        self,
+        execution_id: str,
+        flow_id: str,
+        hash: str,
+        status: spi.Status,
+        event: spi.Event,
+        fields: Mapping[str, spi.FieldData] | None = None,
+        *,
+        executor_id: str,
+        lease: timedelta,
+    ) -> spi.Claimed | None:
+        # Wakes no poller, here or elsewhere: the row is nobody else's until its lease lapses, and then a
+        # poll finds it as any lapsed claim (NEXT_WAKE counts its expiry among a caller's wake-ups).
+        now = self.clock.now()
+        params = _creation_params(execution_id, flow_id, hash, status, event, fields, now)
+        params.update(executor=executor_id, expiry=now + lease)
+        if self.vendor == "postgresql":
+            sql = queries.CREATE_CLAIMED_AT_ONCE.text("postgresql").format(
+                seeds=queries.seed_fields(len(fields or {}))
+            )
+            found = await self._run_statement("create_claimed_if_absent", sql, params)
+        else:
+            found = await self._run(
+                "create_claimed_if_absent", lambda tx: self._create_claimed_in(tx, params, fields, event)
+            )
+        if found is None:
+            return None
+        ledger = (dict(fields or {}), [event.with_seq(1)])
+        return _DjangoClaimed(self, rows.execution_state(found, {}), frozenset(), int(found[6]), ledger)
+
+    def _create_claimed_in(
+        self,
+        tx: Tx,
+        params: dict[str, Any],
+        fields: Mapping[str, spi.FieldData] | None,
+        event: spi.Event,
+    ) -> Sequence[Any] | None:
+        """SQLite's `create_claimed_if_absent`: the claimed row (serial and token reserved together), its
+        seed fields and its Created event; the row's columns, or None (rolled back) when the id exists."""
+        (last,) = tx.one(queries.TAKE_TOKENS, {"n": 2})
+        found = tx.one(queries.CREATE_CLAIMED, {**params, "serial": last - 1, "token": last})
+        if found is None:
+            tx.rollback()
+            return None
+        eid = params["id"]
+        for name, data in (fields or {}).items():
+            tx.execute(
+                queries.INSERT_SEED_FIELD, {"id": eid, "name": name, "value": data.value, "tag": data.tag}
+            )
+        tx.insert_events(eid, 1, [event])
+        return found
 
     async def signal(
         self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event
@@ -912,6 +951,34 @@ class DjangoStore(spi.FlowStore):
 def _json(value: Any) -> Any:
     """A JSON aggregate as the driver answers it (decoded, or text when Django registered a text loader)."""
     return json.loads(value) if isinstance(value, str) else value
+
+
+def _creation_params(
+    execution_id: str,
+    flow_id: str,
+    hash: str,
+    status: spi.Status,
+    event: spi.Event,
+    fields: Mapping[str, spi.FieldData] | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The parameters a creating statement takes: the row, its Created event (`ev0…`), its seed fields
+    (`s{i}…`, as `queries.seed_fields` numbers them)."""
+    [(event_flow_id, kind, timestamp, data)] = rows.event_values([event])
+    params: dict[str, Any] = {
+        "id": execution_id,
+        "flow_id": flow_id,
+        "hash": hash,
+        "now": now,
+        "ev0f": event_flow_id,
+        "ev0k": kind,
+        "ev0t": timestamp,
+        "ev0d": data,
+        **rows.status_columns(status),
+    }
+    for i, (name, seed) in enumerate((fields or {}).items()):
+        params.update({f"s{i}n": name, f"s{i}v": seed.value, f"s{i}t": seed.tag})
+    return params
 
 
 def _claim_of(row: Sequence[Any]) -> _Claim:
