@@ -48,6 +48,7 @@ class _Write:
     operation: str
     sql: str
     params: Mapping[str, Any]
+    all_rows: bool = False
     answer: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
     @property
@@ -60,6 +61,10 @@ class GroupCommit:
 
     def __init__(self, connect_params: Mapping[str, Any], connections: int = 2) -> None:
         self._params = dict(connect_params)
+        # Every statement here finds its rows by primary key, and psycopg prepares a statement on its
+        # fifth run: a generic plan then skips planning, which costs more than executing these (0.6 of
+        # a 1 ms write). PostgreSQL's "auto" mode would keep re-planning them as custom plans.
+        self._params["options"] = f"{self._params.get('options', '')} -c plan_cache_mode=force_generic_plan"
         # Not an asyncio.Queue: a task blocked in Queue.get that is collected with its loop closed raises
         # from Queue's own cleanup. Here an idle sender waits on a bare future nobody touches afterwards.
         self._pending: deque[_Write] = deque()
@@ -76,9 +81,12 @@ class GroupCommit:
         self.writes = 0
         self.transactions = 0
 
-    async def run(self, operation: str, sql: str, params: Mapping[str, Any]) -> Any:
-        """Run one statement, committed by the time this answers; its first row (None: no row)."""
-        write = _Write(operation, sql, params)
+    async def run(
+        self, operation: str, sql: str, params: Mapping[str, Any], *, all_rows: bool = False
+    ) -> Any:
+        """Run one statement, committed by the time this answers; its first row (None: no row), or with
+        `all_rows` the list of its rows. A caller that stops waiting does not stop the statement."""
+        write = _Write(operation, sql, params, all_rows)
         self._pending.append(write)
         while self._idle:
             waiter = self._idle.popleft()
@@ -176,8 +184,7 @@ class GroupCommit:
         self.writes += 1
         self.transactions += 1
         try:
-            cursor = await conn.execute(write.sql, write.params)
-            row = await cursor.fetchone() if cursor.description else None
+            row = await _result(write, await conn.execute(write.sql, write.params))
         except psycopg.Error as error:
             if conn.broken:
                 raise
@@ -193,7 +200,13 @@ class GroupCommit:
         async with conn.pipeline(), conn.transaction():
             for write in batch:
                 cursors.append((write, await conn.execute(write.sql, write.params)))
-        return [(write, await cursor.fetchone() if cursor.description else None) for write, cursor in cursors]
+        return [(write, await _result(write, cursor)) for write, cursor in cursors]
+
+
+async def _result(write: _Write, cursor: psycopg.AsyncCursor[Any]) -> Any:
+    if write.all_rows:
+        return await cursor.fetchall() if cursor.description else []
+    return await cursor.fetchone() if cursor.description else None
 
 
 def _finish(conns: set[psycopg.AsyncConnection[Any]]) -> None:

@@ -154,6 +154,18 @@ CLAIM_WITH_LEDGER = Query(
     """,
 )
 
+EXECUTION_WITH_WAITS = Query(
+    "execution_with_waits",
+    """PostgreSQL: one execution's columns and its wait rows (as a JSON array), in one statement.""",
+    "",
+    postgresql=f"""
+    SELECT {_EXEC_COLS},
+        (SELECT json_agg(json_build_array(w.path, w.kind, w.at, w.field_name))
+         FROM flowstore_wait w WHERE w.execution_id = e.id)
+    FROM flowstore_execution e WHERE e.id = %(id)s
+    """,
+)
+
 TAKE_TOKENS = Query(
     "take_tokens",
     "SQLite: reserve `n` claim tokens from the counter row; answers the last one reserved.",

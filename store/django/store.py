@@ -186,14 +186,16 @@ class DjangoStore(spi.FlowStore):
             with connection.cursor() as cursor:
                 return work(Tx(cursor, connection))
 
-    async def _run_statement(self, operation: str, sql: str, params: Mapping[str, Any]) -> Any:
+    async def _run_statement(
+        self, operation: str, sql: str, params: Mapping[str, Any], *, all_rows: bool = False
+    ) -> Any:
         """PostgreSQL: one statement, committed (alone or with the writes that came with it); its first
-        row. SQLite runs it on the store's thread in autocommit."""
+        row, or all of them. SQLite runs it on the store's thread in autocommit."""
         if self._closed:
             raise spi.FlowStoreError(f"{operation}: the store is closed")
         if self.vendor != "postgresql":
-            return await self._submit(operation, self._statement, operation, sql, params)
-        return await self._group_commit().run(operation, sql, params)
+            return await self._submit(operation, self._statement, operation, sql, params, all_rows)
+        return await self._group_commit().run(operation, sql, params, all_rows=all_rows)
 
     def _group_commit(self) -> GroupCommit:
         loop = asyncio.get_running_loop()
@@ -205,12 +207,12 @@ class DjangoStore(spi.FlowStore):
                 writer = self._writers[loop] = GroupCommit(self._write_params, connections=2)
         return writer
 
-    def _statement(self, operation: str, sql: str, params: Mapping[str, Any]) -> Any:
+    def _statement(self, operation: str, sql: str, params: Mapping[str, Any], all_rows: bool) -> Any:
         with translated(operation, self.using):
             connection = connections[self.using]
             with connection.cursor() as cursor:
                 cursor.execute(sql, Tx(cursor, connection)._adapt(params))
-                return cursor.fetchone()
+                return cursor.fetchall() if all_rows else cursor.fetchone()
 
     def _lock_row(self, tx: Tx, execution_id: str) -> _Locked | None:
         """Read and lock a row for a decision made in Python. A claim running meanwhile skips a locked row
@@ -317,9 +319,10 @@ class DjangoStore(spi.FlowStore):
         now = self.clock.now()  # the one wall-clock read of an ask
         if self._closed:
             raise spi.FlowStoreError("claim_ready: the store is closed")
+        work: asyncio.Future[_Ask]
         try:
             if self.vendor == "postgresql":
-                args: tuple[Any, ...] = (self._claim_pg, served, executor_id, now + lease, limit, now)
+                work = asyncio.ensure_future(self._claim_pg(served, executor_id, now + lease, limit, now))
             else:
                 claim = functools.partial(
                     self._claim_in,
@@ -330,7 +333,7 @@ class DjangoStore(spi.FlowStore):
                     now=now,
                 )
                 args = (self._in_transaction, "claim_ready", claim)
-            work = asyncio.get_running_loop().run_in_executor(self._pool, *args)
+                work = asyncio.get_running_loop().run_in_executor(self._pool, *args)
         except RuntimeError as error:
             raise spi.FlowStoreError("claim_ready: the store is closed") from error
         try:
@@ -355,7 +358,7 @@ class DjangoStore(spi.FlowStore):
                 ),
             )
 
-    def _claim_pg(
+    async def _claim_pg(
         self,
         served: frozenset[tuple[str, str]],
         executor_id: str,
@@ -367,21 +370,14 @@ class DjangoStore(spi.FlowStore):
         next wake-up instant in a second (read-only) one."""
         if limit <= 0 or not served:
             return _Ask([], now)
-        with translated("claim_ready", self.using):
-            connection = connections[self.using]
-            with connection.cursor() as cursor:
-                tx = Tx(cursor, connection)
-                params: dict[str, Any] = {
-                    "now": now,
-                    "limit": limit,
-                    "executor": executor_id,
-                    "expiry": expiry,
-                }
-                served_sql = queries.served_predicate(sorted(served), params)
-                found = tx.all(queries.CLAIM_WITH_LEDGER, params, served=served_sql)
-                if not found:
-                    (next_wake,) = tx.one(queries.NEXT_WAKE, params, served=served_sql)
-                    return _Ask([], now, rows.to_datetime(next_wake))
+        params: dict[str, Any] = {"now": now, "limit": limit, "executor": executor_id, "expiry": expiry}
+        served_sql = queries.served_predicate(sorted(served), params)
+        claim = queries.CLAIM_WITH_LEDGER.text(self.vendor).format(served=served_sql)
+        found = await self._run_statement("claim_ready", claim, params, all_rows=True)
+        if not found:
+            wake = queries.NEXT_WAKE.text(self.vendor).format(served=served_sql)
+            (next_wake,) = await self._run_statement("claim_ready", wake, params)
+            return _Ask([], now, rows.to_datetime(next_wake))
         claims = [_claim_of(row) for row in found]
         claims.sort(key=lambda c: (c.state.created, c.token))
         return _Ask(claims, now)
@@ -500,7 +496,7 @@ class DjangoStore(spi.FlowStore):
             await asyncio.sleep(SQLITE_WATCH_INTERVAL)
             # outside a transaction: an IMMEDIATE one would take the write lock just to read a counter
             sql = queries.DATA_VERSION.text("sqlite")
-            (version,) = await self._submit("watch", self._statement, "watch", sql, {})
+            (version,) = await self._submit("watch", self._statement, "watch", sql, {}, False)
             if version != seen:
                 return
 
@@ -782,6 +778,14 @@ class DjangoStore(spi.FlowStore):
     # ------------------------------------------------------------------------------------ reads
 
     async def get_execution(self, execution_id: str) -> spi.ExecutionState | None:
+        if self.vendor == "postgresql":
+            sql = queries.EXECUTION_WITH_WAITS.text(self.vendor)
+            row = await self._run_statement("get_execution", sql, {"id": execution_id})
+            if row is None:
+                return None
+            waits = {path: rows.wake_of(kind, at, name) for path, kind, at, name in _json(row[-1]) or ()}
+            return rows.execution_state(row[:-1], waits)
+
         def work(tx: Tx) -> spi.ExecutionState | None:
             found = self._states_in([execution_id], models.Execution.objects.using(self.using))
             return found[0] if found else None
