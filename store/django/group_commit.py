@@ -195,12 +195,38 @@ class GroupCommit:
     async def _together(
         self, conn: psycopg.AsyncConnection[Any], batch: list[_Write]
     ) -> list[tuple[_Write, Any]]:
-        """One transaction for the whole batch, sent in pipeline mode: one round trip, one commit."""
-        cursors = []
+        """One transaction for the whole batch, sent in pipeline mode: one round trip, one commit.
+
+        Neighbours with the same text (most writes of a busy worker share a shape) go as one
+        `executemany`: one prepared statement, one result set per write, much less client work."""
+        sent: list[tuple[list[_Write], psycopg.AsyncCursor[Any]]] = []
         async with conn.pipeline(), conn.transaction():
-            for write in batch:
-                cursors.append((write, await conn.execute(write.sql, write.params)))
-        return [(write, await _result(write, cursor)) for write, cursor in cursors]
+            for run in _runs(batch):
+                cursor = conn.cursor()
+                if len(run) == 1:
+                    await cursor.execute(run[0].sql, run[0].params)
+                else:
+                    await cursor.executemany(run[0].sql, [w.params for w in run], returning=True)
+                sent.append((run, cursor))
+        answered = []
+        for run, cursor in sent:
+            for i, write in enumerate(run):
+                if i:
+                    cursor.nextset()
+                answered.append((write, await _result(write, cursor)))
+        return answered
+
+
+def _runs(batch: list[_Write]) -> list[list[_Write]]:
+    """The batch cut into runs of neighbouring writes with the same statement text, order kept (the
+    lock order of the batch)."""
+    runs: list[list[_Write]] = []
+    for write in batch:
+        if runs and runs[-1][0].sql == write.sql:
+            runs[-1].append(write)
+        else:
+            runs.append([write])
+    return runs
 
 
 async def _result(write: _Write, cursor: psycopg.AsyncCursor[Any]) -> Any:
