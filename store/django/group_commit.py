@@ -49,6 +49,7 @@ class _Write:
     sql: str
     params: Mapping[str, Any]
     all_rows: bool = False
+    prepare: bool = True
     answer: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
     @property
@@ -61,9 +62,10 @@ class GroupCommit:
 
     def __init__(self, connect_params: Mapping[str, Any], connections: int = 2) -> None:
         self._params = dict(connect_params)
-        # Every statement here finds its rows by primary key, and psycopg prepares a statement on its
-        # fifth run: a generic plan then skips planning, which costs more than executing these (0.6 of
-        # a 1 ms write). PostgreSQL's "auto" mode would keep re-planning them as custom plans.
+        # The writes find their rows by primary key, and psycopg prepares a statement on its fifth run: a
+        # generic plan then skips planning, which costs more than executing them (0.6 of a 1 ms write).
+        # PostgreSQL's "auto" mode kept re-planning them as custom plans. A statement that scans (a claim)
+        # is sent with prepare=False, so it is planned for its values every time.
         self._params["options"] = f"{self._params.get('options', '')} -c plan_cache_mode=force_generic_plan"
         # Not an asyncio.Queue: a task blocked in Queue.get that is collected with its loop closed raises
         # from Queue's own cleanup. Here an idle sender waits on a bare future nobody touches afterwards.
@@ -82,11 +84,20 @@ class GroupCommit:
         self.transactions = 0
 
     async def run(
-        self, operation: str, sql: str, params: Mapping[str, Any], *, all_rows: bool = False
+        self,
+        operation: str,
+        sql: str,
+        params: Mapping[str, Any],
+        *,
+        all_rows: bool = False,
+        prepare: bool = True,
     ) -> Any:
         """Run one statement, committed by the time this answers; its first row (None: no row), or with
-        `all_rows` the list of its rows. A caller that stops waiting does not stop the statement."""
-        write = _Write(operation, sql, params, all_rows)
+        `all_rows` the list of its rows. A caller that stops waiting does not stop the statement.
+
+        `prepare=False` for a statement whose best plan depends on its parameters' values (a claim's
+        LIMIT over many rows): it is never prepared, so never planned generically (see __init__)."""
+        write = _Write(operation, sql, params, all_rows, prepare)
         self._pending.append(write)
         while self._idle:
             waiter = self._idle.popleft()
@@ -184,7 +195,7 @@ class GroupCommit:
         self.writes += 1
         self.transactions += 1
         try:
-            row = await _result(write, await conn.execute(write.sql, write.params))
+            row = await _result(write, await conn.execute(write.sql, write.params, prepare=_prepare(write)))
         except psycopg.Error as error:
             if conn.broken:
                 raise
@@ -204,7 +215,7 @@ class GroupCommit:
             for run in _runs(batch):
                 cursor = conn.cursor()
                 if len(run) == 1:
-                    await cursor.execute(run[0].sql, run[0].params)
+                    await cursor.execute(run[0].sql, run[0].params, prepare=_prepare(run[0]))
                 else:
                     await cursor.executemany(run[0].sql, [w.params for w in run], returning=True)
                 sent.append((run, cursor))
@@ -219,14 +230,19 @@ class GroupCommit:
 
 def _runs(batch: list[_Write]) -> list[list[_Write]]:
     """The batch cut into runs of neighbouring writes with the same statement text, order kept (the
-    lock order of the batch)."""
+    lock order of the batch). `executemany` prepares its statement, so unpreparable ones go alone."""
     runs: list[list[_Write]] = []
     for write in batch:
-        if runs and runs[-1][0].sql == write.sql:
+        if runs and write.prepare and runs[-1][0].prepare and runs[-1][0].sql == write.sql:
             runs[-1].append(write)
         else:
             runs.append([write])
     return runs
+
+
+def _prepare(write: _Write) -> bool | None:
+    """psycopg's `prepare`: None lets it prepare on the fifth run, False never."""
+    return None if write.prepare else False
 
 
 async def _result(write: _Write, cursor: psycopg.AsyncCursor[Any]) -> Any:

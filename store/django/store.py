@@ -128,7 +128,10 @@ class DjangoStore(spi.FlowStore):
 
     `pool_size` is the number of threads (hence connections) serving it on PostgreSQL (default 8); SQLite
     always gets one (it serializes writers anyway, and the cross-process watch needs one connection).
-    `listen` (PostgreSQL) starts the LISTEN connection at the first blocking `claim_ready`. Call `close()`
+    `write_connections` (PostgreSQL) is the number of async connections per event loop that carry the
+    one-statement writes, claims and reads (`group_commit.GroupCommit`; default 2: one batch in flight
+    while the next gathers). `listen` (PostgreSQL) starts the LISTEN connection at the first blocking
+    `claim_ready`. Call `close()`
     (or `await aclose()`) when done.
     """
 
@@ -139,6 +142,7 @@ class DjangoStore(spi.FlowStore):
         *,
         pool_size: int | None = None,
         listen: bool = True,
+        write_connections: int = 2,
     ) -> None:
         self.using = using
         self.clock = clock
@@ -161,6 +165,7 @@ class DjangoStore(spi.FlowStore):
         if self.vendor == "postgresql":
             params = listener_params(connections[using])
             self._write_params = {"application_name": "flowdeck-writer", **params}
+        self.write_connections = write_connections
         self._writers: dict[asyncio.AbstractEventLoop, GroupCommit] = {}
         self._writers_lock = threading.Lock()
         self._closed = False
@@ -187,15 +192,23 @@ class DjangoStore(spi.FlowStore):
                 return work(Tx(cursor, connection))
 
     async def _run_statement(
-        self, operation: str, sql: str, params: Mapping[str, Any], *, all_rows: bool = False
+        self,
+        operation: str,
+        sql: str,
+        params: Mapping[str, Any],
+        *,
+        all_rows: bool = False,
+        prepare: bool = True,
     ) -> Any:
         """PostgreSQL: one statement, committed (alone or with the writes that came with it); its first
-        row, or all of them. SQLite runs it on the store's thread in autocommit."""
+        row, or all of them (`prepare`: see `GroupCommit.run`). SQLite runs it on the store's thread in
+        autocommit."""
         if self._closed:
             raise spi.FlowStoreError(f"{operation}: the store is closed")
         if self.vendor != "postgresql":
             return await self._submit(operation, self._statement, operation, sql, params, all_rows)
-        return await self._group_commit().run(operation, sql, params, all_rows=all_rows)
+        writer = self._group_commit()
+        return await writer.run(operation, sql, params, all_rows=all_rows, prepare=prepare)
 
     def _group_commit(self) -> GroupCommit:
         loop = asyncio.get_running_loop()
@@ -204,7 +217,7 @@ class DjangoStore(spi.FlowStore):
             with self._writers_lock:
                 for gone in [old for old in self._writers if old.is_closed()]:
                     self._writers.pop(gone).abandon()
-                writer = self._writers[loop] = GroupCommit(self._write_params, connections=2)
+                writer = self._writers[loop] = GroupCommit(self._write_params, self.write_connections)
         return writer
 
     def _statement(self, operation: str, sql: str, params: Mapping[str, Any], all_rows: bool) -> Any:
@@ -373,10 +386,10 @@ class DjangoStore(spi.FlowStore):
         params: dict[str, Any] = {"now": now, "limit": limit, "executor": executor_id, "expiry": expiry}
         served_sql = queries.served_predicate(sorted(served), params)
         claim = queries.CLAIM_WITH_LEDGER.text(self.vendor).format(served=served_sql)
-        found = await self._run_statement("claim_ready", claim, params, all_rows=True)
+        found = await self._run_statement("claim_ready", claim, params, all_rows=True, prepare=False)
         if not found:
             wake = queries.NEXT_WAKE.text(self.vendor).format(served=served_sql)
-            (next_wake,) = await self._run_statement("claim_ready", wake, params)
+            (next_wake,) = await self._run_statement("claim_ready", wake, params, prepare=False)
             return _Ask([], now, rows.to_datetime(next_wake))
         claims = [_claim_of(row) for row in found]
         claims.sort(key=lambda c: (c.state.created, c.token))

@@ -219,3 +219,37 @@ def test_a_writer_whose_loop_ended_without_cancelling_it_closes_its_connection_w
         warnings.simplefilter("error")
         gc.collect()
     assert conn.closed
+
+
+async def test_claims_are_never_prepared_so_never_planned_generically(store_one_writer: DjangoStore) -> None:
+    """The writer connections force generic plans for prepared statements (the writes are key lookups); a
+    claim's plan depends on its LIMIT and on how many rows are ready, so it must stay a custom plan."""
+    store = store_one_writer
+    ids = [f"e{i}" for i in range(8)]
+    for eid in ids:
+        assert await store.create_execution_if_absent(eid, WF1, "", spi.Running(), _event(eid))
+    handles = []
+    for _ in range(8):  # more than psycopg's prepare threshold (5), each claim and its NEXT_WAKE
+        handles += await store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0))
+    assert await store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0)) == []
+    for handle in handles:
+        assert await handle.record_progress("a", None, _mark(handle.state.execution_id, "a")) is (
+            spi.ProgressOutcome.RECORDED
+        )
+
+    prepared = await _writer(store).run(
+        "probe", "SELECT statement FROM pg_prepared_statements", {}, all_rows=True, prepare=False
+    )
+
+    texts = [text for (text,) in prepared]
+    assert any("WITH claim AS" in text for text in texts), texts  # the writes were prepared
+    assert not any("SKIP LOCKED" in text for text in texts), texts  # the claims were not
+    assert (await _writer(store).run("plan mode", "SHOW plan_cache_mode", {})) == ("force_generic_plan",)
+
+
+@pytest.fixture
+def store_one_writer(postgres_alias: str, database_access: None) -> Iterator[DjangoStore]:
+    store = DjangoStore(postgres_alias, ManualClock(), pool_size=2, write_connections=1)
+    store.reset()
+    yield store
+    store.close()
