@@ -477,7 +477,12 @@ class Executions:
     async def signal(self, execution_id: str, name: str, value: Any) -> None:
         """Deliver input `name`. Refused, with nothing written: an unknown execution, an ended one, an
         undeclared input (naming the declared ones), a value failing the input's type (pydantic's message),
-        an input already delivered."""
+        an input already delivered.
+
+        When this engine's workers are running (inside `async with engine`, on its event loop) and the input
+        makes the execution ready, the delivery also claims it for this engine and its next attempt starts
+        at once here (as `workflows.start(..., run_here=True)` does for a start). Otherwise the delivery is
+        the plain one, and whichever workers poll for the execution continue it."""
         engine = self._engine
         state = await engine._state(execution_id)
         if state.status.terminal:
@@ -487,11 +492,33 @@ class Executions:
             raise _undeclared(name, declared)
         field = _check_value(name, declared[name].type, value)
         event = engine._event(spi.EventKind.INPUT_RECEIVED, state, {"input_name": name})
-        match await engine.store.signal(execution_id, name, field, event):
+        # The version resolved above is registered here, so this engine's workers serve it.
+        if engine._pool.running:
+            outcome = await self._deliver_here(execution_id, name, field, event)
+        else:
+            outcome = await engine.store.signal(execution_id, name, field, event)
+        match outcome:
             case spi.AlreadyDelivered():
                 raise errors.FlowAlreadyDelivered(execution_id, name)
             case spi.AlreadyTerminal(status):
                 raise errors.FlowExecutionTerminal(execution_id, status.show())
+
+    async def _deliver_here(
+        self, execution_id: str, name: str, field: spi.FieldData, event: spi.Event
+    ) -> spi.SignalOutcome:
+        """Deliver, and when the input makes the execution ready, claim it for this engine in the same one
+        store write and hand the claim to its workers: the next attempt starts at once in this process,
+        with no wake-up, no poll and no read. Nothing is weakened: an ordinary lease, renewed while the
+        attempt runs, that lapses for any engine to take over if this process dies."""
+        engine = self._engine
+        outcome, claimed = await engine.store.signal_and_claim(
+            execution_id, name, field, event, executor_id=engine.executor_id, lease=engine.config.lease
+        )
+        if claimed is not None and not engine._pool.adopt(claimed):
+            # The workers began stopping during the write: hand the claim back at once, keeping every wait
+            # row (the execution is then offered to every poll) rather than leave it to lapse after a lease.
+            await claimed.finish(spi.Suspended(frozenset(claimed.state.waits)))
+        return outcome
 
     async def cancel(
         self, execution_id: str, reason: str = "", actor: str | None = None

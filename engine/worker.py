@@ -26,8 +26,9 @@ it) confirms first, as the seed did: refused, it writes nothing; unanswered, the
 row is left to lapse.
 
 Adopted claims. A start that runs here (`engine.workflows.start(..., run_here=True)`) creates its row
-already claimed by this engine and hands the claim to `adopt`, which runs it as it runs a claimed row: the
-attempt starts at once, from the record the store handed back, with no poll, no wake-up and no read.
+already claimed by this engine, and a signal sent in this process claims the execution it makes ready
+(`engine.executions.signal`); either hands the claim to `adopt`, which runs it as it runs a claimed row:
+the attempt starts at once, from the record the store handed back, with no poll, no wake-up and no read.
 """
 
 from __future__ import annotations
@@ -186,11 +187,11 @@ class WorkerPool:
         return self._serving() and not self._stop.is_set() and loop is self._loop
 
     def adopt(self, claimed: Claimed) -> bool:
-        """Run a claim this engine made itself (`create_claimed_if_absent`) exactly as a claimed row: the
-        same attempt task, lease renewal, `claims_held` and shutdown grace. False, taking nothing, when the
-        pool is not `running`; the caller then hands the claim back.
+        """Run a claim this engine made itself (`create_claimed_if_absent`, `signal_and_claim`) exactly as a
+        claimed row: the same attempt task, lease renewal, `claims_held` and shutdown grace. False, taking
+        nothing, when the pool is not `running`; the caller then hands the claim back.
 
-        Adopted attempts come on top of the `workers × batch_size` slots: the starter chose to run here, and
+        Adopted attempts come on top of the `workers × batch_size` slots: the caller chose to run here, and
         making it wait for a slot would only delay what a poll would not hand out anyway (the row is claimed
         already). The claim loop asks for no more rows until the total is back under the slot count."""
         return self.running and self._take(claimed, self._clock.monotonic())

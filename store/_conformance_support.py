@@ -169,6 +169,19 @@ class StoreFixture:
             eid, WF1, "", spi.Running(), self.created(eid), fields, executor_id=executor, lease=lease
         )
 
+    async def deliver_claiming(
+        self, eid: str, name: str, value: Any, tag: str = "str", executor: str = EX1, lease: timedelta = LEASE
+    ) -> tuple[spi.SignalOutcome, spi.Claimed | None]:
+        """signalAndClaim of input `name` of a `wf1` row with its InputReceived event."""
+        return await self.store.signal_and_claim(
+            eid,
+            name,
+            spi.FieldData.of(value, tag),
+            self.input_received(eid, name),
+            executor_id=executor,
+            lease=lease,
+        )
+
     async def poll(
         self,
         executor: str = EX1,

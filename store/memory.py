@@ -3,8 +3,9 @@
 Every write is one transition on `MemoryData`, made synchronously (no await inside) under a lock, so no
 other caller ever sees half of it: the verb first judges the row, and either refuses (changing nothing and
 waking nobody) or applies all of its changes and bumps the change generation (all but
-`create_claimed_if_absent`, whose row nobody else may claim yet). Blocking polls wait on that
-generation, so one write wakes every one of them, and a write made before a poll began never does.
+`create_claimed_if_absent` and a claiming `signal_and_claim`, whose row nobody else may claim yet).
+Blocking polls wait on that generation, so one write wakes every one of them, and a write made before a
+poll began never does.
 """
 
 from __future__ import annotations
@@ -269,19 +270,64 @@ class MemoryStore(spi.FlowStore):
         self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event
     ) -> spi.SignalOutcome:
         with self._lock:
-            row = self.data.executions.get(execution_id)
-            if row is None:
-                return spi.AlreadyTerminal(spi.Cancelled())
-            if row.status.terminal:
-                return spi.AlreadyTerminal(row.status)
-            fields = self.data.fields[execution_id]
-            if name in fields:
-                return spi.AlreadyDelivered()
-            fields[name] = value
-            self.data.executions[execution_id] = dataclasses.replace(row, updated=self.clock.now())
-            self._append(execution_id, [event])
-            self._changed()
-            return spi.Delivered()
+            outcome = self._deliver(execution_id, name, value, event)
+            if isinstance(outcome, spi.Delivered):
+                self._changed()
+            return outcome
+
+    async def signal_and_claim(
+        self,
+        execution_id: str,
+        name: str,
+        value: spi.FieldData,
+        event: spi.Event,
+        *,
+        executor_id: str,
+        lease: timedelta,
+    ) -> tuple[spi.SignalOutcome, spi.Claimed | None]:
+        with self._lock:
+            outcome = self._deliver(execution_id, name, value, event)
+            if not isinstance(outcome, spi.Delivered):
+                return outcome, None
+            row, now = self.data.executions[execution_id], self.clock.now()
+            if not self._ready_by_delivery(row, name, now):
+                self._changed()
+                return outcome, None
+            token = self.data.next_token
+            self.data.next_token += 1
+            stamped = dataclasses.replace(
+                row, executor=executor_id, claim_expiry=now + lease, claim_token=token, updated=now
+            )
+            self.data.executions[execution_id] = stamped
+            # No `_changed()`: the row is this caller's until its lease lapses, so no poll could take it.
+            ledger = (dict(self.data.fields[execution_id]), list(self.data.events[execution_id]))
+            return outcome, _MemoryClaimed(self, stamped, self._satisfied(stamped, now), token, ledger)
+
+    def _deliver(
+        self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event
+    ) -> spi.SignalOutcome:
+        """The delivery (I3) without its wake-up (call under the lock)."""
+        row = self.data.executions.get(execution_id)
+        if row is None:
+            return spi.AlreadyTerminal(spi.Cancelled())
+        if row.status.terminal:
+            return spi.AlreadyTerminal(row.status)
+        fields = self.data.fields[execution_id]
+        if name in fields:
+            return spi.AlreadyDelivered()
+        fields[name] = value
+        self.data.executions[execution_id] = dataclasses.replace(row, updated=self.clock.now())
+        self._append(execution_id, [event])
+        return spi.Delivered()
+
+    def _ready_by_delivery(self, row: spi.ExecutionState, name: str, now: datetime) -> bool:
+        """Whether a delivery of `name` just made the row ready for its deliverer: a claimable status, no
+        live claim, and a wait row on that field (`_ready`'s rule, narrowed to what this write changed)."""
+        if row.status.terminal or isinstance(row.status, spi.Stopped):
+            return False
+        if self._claim_live(row, now):
+            return False
+        return any(isinstance(w, spi.WakeOnField) and w.name == name for w in row.waits.values())
 
     async def request_cancel(
         self, execution_id: str, reason: str = "", actor: str | None = None
@@ -463,7 +509,8 @@ class _MemoryClaimed(HeldClaim):
         self._ledger = ledger
 
     async def prefetched_ledger(self) -> tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]] | None:
-        """Only a created-claimed row's handle has one (the store wrote the whole record just then)."""
+        """Only a created-claimed or delivery-claimed row's handle has one (the store held the whole record
+        just then)."""
         return self._ledger
 
     def _held(self) -> tuple[spi.ExecutionState, datetime] | None:

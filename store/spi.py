@@ -935,6 +935,30 @@ class FlowStore(abc.ABC):
         AlreadyTerminal(Cancelled())."""
 
     @abc.abstractmethod
+    async def signal_and_claim(
+        self,
+        execution_id: str,
+        name: str,
+        value: FieldData,
+        event: Event,
+        *,
+        executor_id: str,
+        lease: timedelta,
+    ) -> tuple[SignalOutcome, Claimed | None]:
+        """`signal`, with the row claimed by `executor_id` in the same one transition when the delivery
+        makes it ready for that executor: the answer is Delivered, a wait row of the execution waits on
+        field `name`, its status is claimable (running or compensating: never Stopped nor ended) and no
+        live claim holds it (none, or one expired at the store's now). The row then carries a fresh token
+        (I9) expiring at the store's now + lease, and the handle's `prefetched_ledger()` is the record as it
+        stands after the delivery (fields with the new one, full history with its event); `satisfied` is
+        judged as a claim judges it. Otherwise the claim is None and the call is exactly `signal` (same
+        outcome, same writes, nothing written when refused, pollers woken when delivered).
+
+        For a process that runs the execution itself at once: a claiming delivery wakes no poller, here or
+        elsewhere, since nobody else may claim the row while the lease holds; once it lapses with no
+        renewal the row is ready like any claim that died mid-flight (I8)."""
+
+    @abc.abstractmethod
     async def request_cancel(
         self, execution_id: str, reason: str = "", actor: str | None = None
     ) -> CancelOutcome:

@@ -715,3 +715,88 @@ DELIVER = Query(
         CASE WHEN EXISTS (SELECT 1 FROM go) THEN pg_notify('{WAKE_CHANNEL}', %(origin)s) END
     """,
 )
+
+_LEDGER_OF_CLAIMED = """
+        (SELECT json_agg(json_build_array(w.path, w.kind, w.at, w.field_name,
+                CASE WHEN w.kind = 'at' THEN w.at <= %(now)s
+                     ELSE w.field_name = %(name)s
+                          OR EXISTS (SELECT 1 FROM flowstore_field f
+                                     WHERE f.execution_id = w.execution_id AND f.name = w.field_name) END))
+         FROM flowstore_wait w WHERE w.execution_id = c.id),
+        (SELECT json_agg(json_build_array(f.name, f.value, f.tag)) FROM (
+            SELECT name, value, tag FROM flowstore_field WHERE execution_id = c.id
+            UNION ALL SELECT %(name)s, %(value)s, %(tag)s WHERE c.id IS NOT NULL) f),
+        (SELECT json_agg(json_build_array(v.seq, v.flow_id, v.kind, v.timestamp, v.data) ORDER BY v.seq)
+         FROM (SELECT seq, flow_id, kind, timestamp, data FROM flowstore_event WHERE execution_id = c.id
+               UNION ALL SELECT c.seq, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s
+               WHERE c.id IS NOT NULL) v)
+"""
+
+DELIVER_AND_CLAIM = Query(
+    "deliver_and_claim",
+    """PostgreSQL: a whole `signal_and_claim` as ONE statement (run in autocommit: one round trip, one
+    transaction). DELIVER, and when the delivery lands on a row that it makes ready for the deliverer
+    (claimable status, no live claim, a wait row on field `name`) the same UPDATE stamps the claim (holder
+    `executor`, expiry `expiry`, a fresh token from the sequence) and the statement NOTIFYs nobody;
+    otherwise it NOTIFYs as DELIVER does. Answers DELIVER's (locked, delivered, status), then the claimed
+    row as CLAIM_WITH_LEDGER answers one (columns, waits, fields, history), NULLs when it claimed nothing.
+
+    The statement's own writes are invisible to its other parts, so the ledger is the snapshot's record
+    with the new field and event added. The claim is taken only if the row is the version of the
+    snapshot (`xmin` unchanged while the lock was awaited): every write to an execution's waits, fields or
+    history also updates its row, so the snapshot's record is then the whole record. A row changed by a
+    write that committed meanwhile is delivered to without a claim (the pollers are woken as by DELIVER).""",
+    "",
+    postgresql=f"""
+    WITH locked AS (
+        SELECT id, last_seq, status_kind, claim_expiry, xmin AS version FROM flowstore_execution
+        WHERE id = %(id)s AND status_kind NOT IN {_TERMINAL} FOR UPDATE
+    ),
+    go AS (
+        INSERT INTO flowstore_field (execution_id, name, value, tag)
+        SELECT id, %(name)s, %(value)s, %(tag)s FROM locked
+        ON CONFLICT (execution_id, name) DO NOTHING RETURNING execution_id AS id
+    ),
+    history AS (
+        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
+        SELECT locked.id, locked.last_seq + 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s
+        FROM locked JOIN go ON go.id = locked.id
+    ),
+    take AS (
+        SELECT locked.id FROM locked JOIN go ON go.id = locked.id
+        WHERE locked.status_kind IN {_CLAIMABLE}
+          AND (locked.claim_expiry IS NULL OR locked.claim_expiry <= %(now)s)
+          AND locked.version = (SELECT xmin FROM flowstore_execution WHERE id = %(id)s)
+          AND EXISTS (SELECT 1 FROM flowstore_wait w
+                      WHERE w.execution_id = locked.id AND w.field_name = %(name)s)
+    ),
+    stamped AS (
+        UPDATE flowstore_execution e SET updated = %(now)s, last_seq = e.last_seq + 1,
+            executor = CASE WHEN take.id IS NULL THEN e.executor ELSE %(executor)s END,
+            claim_expiry = CASE WHEN take.id IS NULL THEN e.claim_expiry ELSE %(expiry)s END,
+            claim_token = CASE WHEN take.id IS NULL THEN e.claim_token ELSE {_NEXTVAL} END
+        FROM go LEFT JOIN take ON take.id = go.id WHERE e.id = go.id
+        RETURNING {_EXEC_COLS}, e.last_seq AS seq, take.id IS NOT NULL AS claimed
+    ),
+    c AS (SELECT * FROM stamped WHERE claimed)
+    SELECT EXISTS (SELECT 1 FROM locked), EXISTS (SELECT 1 FROM stamped),
+        (SELECT status FROM flowstore_execution WHERE id = %(id)s),
+        CASE WHEN EXISTS (SELECT 1 FROM go) AND NOT EXISTS (SELECT 1 FROM take)
+             THEN pg_notify('{WAKE_CHANNEL}', %(origin)s) END,
+        {", ".join(f"c.{col}" for col in EXECUTION_COLUMNS)},
+        {_LEDGER_OF_CLAIMED}
+    FROM (SELECT 1) AS one LEFT JOIN c ON TRUE
+    """,
+)
+
+DELIVERY_CLAIMABLE = Query(
+    "delivery_claimable",
+    """SQLite, after OPEN_DELIVERY and the field's insert: whether the delivery made the row ready for its
+    deliverer (claimable status, no live claim, a wait row on field `name`); then STAMP_CLAIM claims it.""",
+    f"""
+    SELECT 1 FROM flowstore_execution e
+    WHERE e.id = %(id)s AND e.status_kind IN {_CLAIMABLE}
+      AND (e.claim_expiry IS NULL OR e.claim_expiry <= %(now)s)
+      AND EXISTS (SELECT 1 FROM flowstore_wait w WHERE w.execution_id = e.id AND w.field_name = %(name)s)
+    """,
+)

@@ -675,6 +675,118 @@ class DjangoStore(spi.FlowStore):
         ended = rows.status_of(status)
         return spi.AlreadyTerminal(ended) if ended.terminal else None
 
+    async def signal_and_claim(
+        self,
+        execution_id: str,
+        name: str,
+        value: spi.FieldData,
+        event: spi.Event,
+        *,
+        executor_id: str,
+        lease: timedelta,
+    ) -> tuple[spi.SignalOutcome, spi.Claimed | None]:
+        now = self.clock.now()
+        if self.vendor == "postgresql":
+            answer = await self._deliver_and_claim_in_one_statement(
+                execution_id, name, value, event, now, executor_id, now + lease
+            )
+            if answer is not None:
+                return answer
+            return await self.signal(execution_id, name, value, event), None
+        claim = functools.partial(
+            self._deliver_and_claim_in,
+            execution_id=execution_id,
+            name=name,
+            value=value,
+            event=event,
+            now=now,
+            executor_id=executor_id,
+            expiry=now + lease,
+        )
+        outcome, found = await self._run("signal_and_claim", claim)
+        if found is None:
+            return outcome, None
+        return outcome, _DjangoClaimed(self, found.state, found.satisfied, found.token, found.ledger)
+
+    async def _deliver_and_claim_in_one_statement(
+        self,
+        execution_id: str,
+        name: str,
+        value: spi.FieldData,
+        event: spi.Event,
+        now: datetime,
+        executor_id: str,
+        expiry: datetime,
+    ) -> tuple[spi.SignalOutcome, spi.Claimed | None] | None:
+        """PostgreSQL's one-round-trip `signal_and_claim` (`queries.DELIVER_AND_CLAIM`); None when only the
+        transactional path can tell (then nothing was written)."""
+        [(flow_id, kind, timestamp, data)] = rows.event_values([event])
+        params = {
+            "id": execution_id,
+            "name": name,
+            "value": value.value,
+            "tag": value.tag,
+            "now": now,
+            "origin": self.origin,
+            "executor": executor_id,
+            "expiry": expiry,
+            "ev0f": flow_id,
+            "ev0k": kind,
+            "ev0t": timestamp,
+            "ev0d": data,
+        }
+        found = await self._run_statement(
+            "signal_and_claim", queries.DELIVER_AND_CLAIM.text("postgresql"), params
+        )
+        locked, delivered, status = found[:3]
+        if delivered:
+            if found[4] is None:  # delivered without a claim: the statement NOTIFYed, as DELIVER does
+                self.hub.changed()
+                return spi.Delivered(), None
+            c = _claim_of(found[4:])
+            return spi.Delivered(), _DjangoClaimed(self, c.state, c.satisfied, c.token, c.ledger)
+        if locked:
+            return spi.AlreadyDelivered(), None
+        if status is None:
+            return spi.AlreadyTerminal(spi.Cancelled()), None
+        ended = rows.status_of(status)
+        return (spi.AlreadyTerminal(ended), None) if ended.terminal else None
+
+    def _deliver_and_claim_in(
+        self,
+        tx: Tx,
+        execution_id: str,
+        name: str,
+        value: spi.FieldData,
+        event: spi.Event,
+        now: datetime,
+        executor_id: str,
+        expiry: datetime,
+    ) -> tuple[spi.SignalOutcome, _Claim | None]:
+        """SQLite's `signal_and_claim`: `signal`'s transaction, then the claim pieces of `_claim_in` for
+        the one row when the delivery made it ready for its deliverer (BEGIN IMMEDIATE already excludes
+        every other writer); pollers are woken only when it claimed nothing."""
+        opened = tx.one(queries.OPEN_DELIVERY, {"id": execution_id, "now": now})
+        if opened is None:
+            row = self._lock_row(tx, execution_id)
+            return spi.AlreadyTerminal(row.status if row is not None else spi.Cancelled()), None
+        field = {"id": execution_id, "name": name, "value": value.value, "tag": value.tag}
+        if tx.one(queries.INSERT_FIELD_IF_ABSENT, field) is None:
+            tx.rollback()
+            return spi.AlreadyDelivered(), None
+        tx.insert_events(execution_id, opened[0], [event])
+        if tx.one(queries.DELIVERY_CLAIMABLE, {"id": execution_id, "name": name, "now": now}) is None:
+            self._wake_after_commit(tx)
+            return spi.Delivered(), None
+        (token,) = tx.one(queries.TAKE_TOKENS, {"n": 1})
+        stamp = {"executor": executor_id, "expiry": expiry, "now": now, "id": execution_id, "token": token}
+        claimed = tx.one(queries.STAMP_CLAIM, stamp)
+        waits, satisfied = self._waits_in(tx, [execution_id], now)
+        fields, histories = self._ledgers_in([execution_id])
+        state = rows.execution_state(claimed, waits.get(execution_id, {}))
+        ledger = (fields.get(execution_id, {}), histories.get(execution_id, []))
+        return spi.Delivered(), _Claim(state, frozenset(satisfied.get(execution_id, ())), int(token), ledger)
+
     async def request_cancel(
         self, execution_id: str, reason: str = "", actor: str | None = None
     ) -> spi.CancelOutcome:

@@ -413,6 +413,38 @@ async def test_a_refusal_that_locked_a_ready_row_wakes_the_poll_that_skipped_it(
         await writing.aclose()
 
 
+@pytest.mark.postgres
+async def test_a_delivery_that_waited_out_another_write_claims_nothing(
+    postgres_alias: str, database_access: None
+) -> None:
+    """`signal_and_claim` in one statement reads the record from the statement's snapshot: a write that
+    committed while it waited for the row's lock is not in it, so it delivers without claiming (and wakes
+    the pollers, which claim the row with its whole record)."""
+    store = DjangoStore(postgres_alias, SystemClock(), pool_size=2)
+    store.reset()
+    try:
+        await store.create_execution_if_absent("e1", WF1, "", spi.Running(), _event("e1"))
+        [handle] = await store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0))
+        await handle.record_wait("go", spi.WakeOnField("go"), _event("e1", spi.EventKind.INPUT_WAITING))
+        await handle.finish(spi.Suspended(frozenset({"go"})))
+        received = _event("e1", spi.EventKind.INPUT_RECEIVED)
+        with psycopg.connect(POSTGRES_URL, autocommit=False) as holder:
+            holder.execute("UPDATE flowstore_execution SET updated = updated WHERE id = 'e1'")
+            delivery = asyncio.ensure_future(
+                store.signal_and_claim(
+                    "e1", "go", spi.FieldData.of(1, "int"), received, executor_id="here", lease=LEASE
+                )
+            )
+            await asyncio.sleep(0.3)  # real time: the statement took its snapshot and waits for the lock
+            assert not delivery.done()
+            holder.commit()
+        assert await asyncio.wait_for(delivery, 10) == (spi.Delivered(), None)
+        [claimed] = await store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0))
+        assert (claimed.state.execution_id, claimed.satisfied) == ("e1", {"go"})
+    finally:
+        await store.aclose()
+
+
 async def test_a_closed_store_answers_store_errors_and_frees_blocked_callers(
     sqlite_alias: str, database_access: None
 ) -> None:
