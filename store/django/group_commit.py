@@ -62,10 +62,10 @@ class GroupCommit:
 
     def __init__(self, connect_params: Mapping[str, Any], connections: int = 2) -> None:
         self._params = dict(connect_params)
-        # The writes find their rows by primary key, and psycopg prepares a statement on its fifth run: a
-        # generic plan then skips planning, which costs more than executing them (0.6 of a 1 ms write).
-        # PostgreSQL's "auto" mode kept re-planning them as custom plans. A statement that scans (a claim)
-        # is sent with prepare=False, so it is planned for its values every time.
+        # The writes find their rows by primary key, and psycopg prepares them (at their first run, see
+        # _deliver): a generic plan then skips planning, which costs more than executing them (0.6 of a
+        # 1 ms write). PostgreSQL's "auto" mode kept re-planning them as custom plans. A statement that
+        # scans (a claim) is sent with prepare=False, so it is planned for its values every time.
         self._params["options"] = f"{self._params.get('options', '')} -c plan_cache_mode=force_generic_plan"
         # Not an asyncio.Queue: a task blocked in Queue.get that is collected with its loop closed raises
         # from Queue's own cleanup. Here an idle sender waits on a bare future nobody touches afterwards.
@@ -157,7 +157,11 @@ class GroupCommit:
         """Answer every write of `batch`; the connection to use next (None: open a new one)."""
         try:
             if conn is None:
-                conn = await psycopg.AsyncConnection.connect(**self._params, autocommit=True)
+                # prepare_threshold 0: the statements here are a fixed set of shapes, run over and over;
+                # preparing each at its first run spares a fresh process five plannings per shape
+                conn = await psycopg.AsyncConnection.connect(
+                    **self._params, autocommit=True, prepare_threshold=0
+                )
                 self._open.add(conn)
             if len(batch) == 1:
                 await self._alone(conn, batch[0])
@@ -241,7 +245,7 @@ def _runs(batch: list[_Write]) -> list[list[_Write]]:
 
 
 def _prepare(write: _Write) -> bool | None:
-    """psycopg's `prepare`: None lets it prepare on the fifth run, False never."""
+    """psycopg's `prepare`: None lets it prepare (by the connection's threshold), False never."""
     return None if write.prepare else False
 
 

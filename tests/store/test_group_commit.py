@@ -229,7 +229,7 @@ async def test_claims_are_never_prepared_so_never_planned_generically(store_one_
     for eid in ids:
         assert await store.create_execution_if_absent(eid, WF1, "", spi.Running(), _event(eid))
     handles = []
-    for _ in range(8):  # more than psycopg's prepare threshold (5), each claim and its NEXT_WAKE
+    for _ in range(8):  # past any prepare threshold: each claim and its NEXT_WAKE, eight times
         handles += await store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0))
     assert await store.claim_ready(SERVED, "ex", LEASE, 1, timedelta(0)) == []
     for handle in handles:
