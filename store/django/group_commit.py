@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from store import spi
 from store.django.errors import is_retryable
@@ -71,6 +72,12 @@ class GroupCommit:
         # from Queue's own cleanup. Here an idle sender waits on a bare future nobody touches afterwards.
         self._pending: deque[_Write] = deque()
         self._idle: deque[asyncio.Future[None]] = deque()
+        # Connections belong to no sender: a sender takes one for a batch, and a caller finding nothing
+        # queued and a connection free sends its statement itself (no hop through a sender task).
+        self._size = connections
+        self._free: list[psycopg.AsyncConnection[Any]] = []
+        self._waiting_for_connection: deque[asyncio.Future[psycopg.AsyncConnection[Any] | None]] = deque()
+        self._opened = 0
         self._senders = [
             asyncio.get_running_loop().create_task(self._send(), name=f"flowdeck:group-commit:{i}")
             for i in range(connections)
@@ -93,11 +100,13 @@ class GroupCommit:
         prepare: bool = True,
     ) -> Any:
         """Run one statement, committed by the time this answers; its first row (None: no row), or with
-        `all_rows` the list of its rows. A caller that stops waiting does not stop the statement.
+        `all_rows` the list of its rows.
 
         `prepare=False` for a statement whose best plan depends on its parameters' values (a claim's
         LIMIT over many rows): it is never prepared, so never planned generically (see __init__)."""
         write = _Write(operation, sql, params, all_rows, prepare)
+        if not self._pending and self._free:
+            return await self._alone_here(self._free.pop(), write)
         self._pending.append(write)
         while self._idle:
             waiter = self._idle.popleft()
@@ -113,6 +122,8 @@ class GroupCommit:
         closed = spi.FlowStoreError("the store is closed")
         while self._pending:
             _fail(self._pending.popleft(), closed)
+        _finish(self._open)
+        self._free.clear()
 
     def stop_soon(self) -> None:
         """From another thread: cancel the senders on their loop (if it still runs) and close the sockets."""
@@ -126,15 +137,71 @@ class GroupCommit:
         """Close the sockets without the loop (it may be gone): for a store closed from another thread."""
         _finish(self._open)
 
+    # ---------------------------------------------------------------------------------- connections
+
+    async def _acquire(self) -> psycopg.AsyncConnection[Any]:
+        """A free connection, a new one while fewer than `connections` are open, else the next released."""
+        while True:
+            if self._free:
+                return self._free.pop()
+            if self._opened < self._size:
+                self._opened += 1
+                try:
+                    # prepare_threshold 0: the statements here are a fixed set of shapes, run over and
+                    # over; preparing each at its first run spares a fresh process five plannings each
+                    conn = await psycopg.AsyncConnection.connect(
+                        **self._params, autocommit=True, prepare_threshold=0
+                    )
+                except BaseException:
+                    self._release(None)
+                    raise
+                self._open.add(conn)
+                return conn
+            waiter: asyncio.Future[psycopg.AsyncConnection[Any] | None]
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiting_for_connection.append(waiter)
+            conn = await waiter
+            if conn is not None:
+                return conn
+
+    def _release(self, conn: psycopg.AsyncConnection[Any] | None) -> None:
+        """Give a connection back (None: it was dropped, a new one may be opened), first to a waiter."""
+        if conn is None:
+            self._opened -= 1
+        while self._waiting_for_connection:
+            waiter = self._waiting_for_connection.popleft()
+            if not waiter.done():
+                waiter.set_result(conn)  # None: the waiter opens one itself
+                return
+        if conn is not None:
+            self._free.append(conn)
+
+    def _usable(self, conn: psycopg.AsyncConnection[Any]) -> psycopg.AsyncConnection[Any] | None:
+        """The connection when it is idle and sound, else dropped (None)."""
+        if conn.broken or conn.closed or conn.pgconn.transaction_status != TransactionStatus.IDLE:
+            self._drop(conn)
+            return None
+        return conn
+
     # ------------------------------------------------------------------------------------ senders
 
     async def _send(self) -> None:
-        conn: psycopg.AsyncConnection[Any] | None = None
         batch: list[_Write] = []
+        conn: psycopg.AsyncConnection[Any] | None = None
         try:
             while True:
                 batch = await self._next_batch()
+                try:
+                    conn = await self._acquire()
+                except Exception as error:  # no connection could be opened: this batch hears why
+                    for write in batch:
+                        _fail(write, error)
+                    batch = []
+                    continue
                 conn = await self._deliver(conn, batch)
+                batch = []
+                self._release(conn)
+                conn = None
         finally:
             closed = spi.FlowStoreError("the store's writer stopped (store closed or event loop ending)")
             for write in batch:
@@ -151,18 +218,21 @@ class GroupCommit:
             await waiter
         return [self._pending.popleft() for _ in range(min(MAX_BATCH, len(self._pending)))]
 
-    async def _deliver(
-        self, conn: psycopg.AsyncConnection[Any] | None, batch: list[_Write]
-    ) -> psycopg.AsyncConnection[Any] | None:
-        """Answer every write of `batch`; the connection to use next (None: open a new one)."""
+    async def _alone_here(self, conn: psycopg.AsyncConnection[Any], write: _Write) -> Any:
+        """The fast path: the caller sends its own statement on a free connection, then gives it back."""
         try:
-            if conn is None:
-                # prepare_threshold 0: the statements here are a fixed set of shapes, run over and over;
-                # preparing each at its first run spares a fresh process five plannings per shape
-                conn = await psycopg.AsyncConnection.connect(
-                    **self._params, autocommit=True, prepare_threshold=0
-                )
-                self._open.add(conn)
+            await self._alone(conn, write)
+        except Exception as error:
+            _fail(write, error)
+        finally:
+            self._release(self._usable(conn))
+        return write.answer.result()
+
+    async def _deliver(
+        self, conn: psycopg.AsyncConnection[Any], batch: list[_Write]
+    ) -> psycopg.AsyncConnection[Any] | None:
+        """Answer every write of `batch`; the connection to use next (None: it was dropped)."""
+        try:
             if len(batch) == 1:
                 await self._alone(conn, batch[0])
                 return conn
@@ -182,13 +252,12 @@ class GroupCommit:
                     _answer(write, row)
             return conn
         except Exception as error:
-            # The connection is gone, never came, or is in a state nobody knows: every write still waiting
-            # hears the failure (a driver error becomes a retryable FlowStoreError), and the next batch
-            # opens a new connection.
+            # The connection is gone or in a state nobody knows: every write still waiting hears the
+            # failure (a driver error becomes a retryable FlowStoreError), and a new connection is opened
+            # for the next batch.
             for write in batch:
                 _fail(write, error)
-            if conn is not None:
-                self._drop(conn)
+            self._drop(conn)
             return None
 
     def _drop(self, conn: psycopg.AsyncConnection[Any]) -> None:
