@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ExecStatus, TransactionStatus
 
 from store import spi
 from store.django.errors import is_retryable
@@ -326,9 +326,11 @@ def _prepare(write: _Write) -> bool | None:
 
 
 async def _result(write: _Write, cursor: psycopg.AsyncCursor[Any]) -> Any:
-    if write.all_rows:
-        return await cursor.fetchall() if cursor.description else []
-    return await cursor.fetchone() if cursor.description else None
+    # the result's status, not `cursor.description`, which builds a Column per column every time
+    result = cursor.pgresult
+    if result is None or result.status != ExecStatus.TUPLES_OK:
+        return [] if write.all_rows else None
+    return await cursor.fetchall() if write.all_rows else await cursor.fetchone()
 
 
 def _finish(conns: set[psycopg.AsyncConnection[Any]]) -> None:

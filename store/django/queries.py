@@ -14,6 +14,7 @@ Conventions:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -511,6 +512,7 @@ __all__ = [name for name, value in globals().items() if isinstance(value, Query)
 # ------------------------------------------------------------------ PostgreSQL: one-statement writes
 
 
+@functools.cache  # one text per shape: built once, and psycopg's prepared-statement cache keys on it
 def claimed_write(
     *,
     events: int,
