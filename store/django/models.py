@@ -55,6 +55,10 @@ class Execution(models.Model):
             models.Index(fields=["-created", "-serial"], name="fs_exec_created"),
             models.Index(fields=["flow_id", "-created", "-serial"], name="fs_exec_flow_created"),
             models.Index(fields=["status_kind", "-created", "-serial"], name="fs_exec_kind_created"),
+            # A status arm's exact total: seven distinct keys deduplicate into a small index (7 MB per
+            # million rows against 80 MB for the one above), which an index-only count reads in a
+            # fraction of the time (the `completed` arm of W7 at 1,000,000 rows: 150 -> 65 ms)
+            models.Index(fields=["status_kind"], name="fs_exec_kind"),
             models.Index(
                 fields=["flow_id", "status_kind", "-created", "-serial"], name="fs_exec_flow_kind_created"
             ),

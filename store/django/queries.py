@@ -155,6 +155,18 @@ CLAIM_WITH_LEDGER = Query(
     """,
 )
 
+SORTED_PAGE = Query(
+    "sorted_page",
+    """PostgreSQL: one page, newest first, of a search's matches materialized first (`{matching}`: the
+    search's SELECT of id, created, serial, with its own positional parameters), then LIMIT and OFFSET
+    as two more positional parameters (a NULL limit: all).""",
+    "",
+    postgresql="""
+    WITH m AS MATERIALIZED ({matching})
+    SELECT id FROM m ORDER BY created DESC, serial DESC LIMIT %s OFFSET %s
+    """,
+)
+
 EXECUTION_WITH_WAITS = Query(
     "execution_with_waits",
     """PostgreSQL: one execution's columns and its wait rows (as a JSON array), in one statement.""",

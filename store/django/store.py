@@ -48,6 +48,9 @@ T = TypeVar("T")
 SQLITE_WATCH_INTERVAL = 0.025
 # A page bound that no database overflows on ("all of them").
 _ALL = 2**62
+# An id-prefix search matching at most this many executions sorts its matches for the page (see
+# `_page_of_few`); more matches are dense enough for the walk down the created index to find a page soon.
+FEW_TO_SORT = 20_000
 
 
 class Tx:
@@ -943,8 +946,11 @@ class DjangoStore(spi.FlowStore):
             total = counted(self.using, flow_id, filter, id_prefix, queryset).count()
             start = max(0, offset)
             stop = start + min(limit, _ALL) if limit is not None and limit >= 0 else None
-            page = queryset.order_by("-created", "-serial")[start:stop]
-            order = list(page.values_list("id", flat=True))
+            if id_prefix and tx.vendor == "postgresql" and total <= FEW_TO_SORT:
+                order = _page_of_few(tx, queryset, start, stop)
+            else:
+                page = queryset.order_by("-created", "-serial")[start:stop]
+                order = list(page.values_list("id", flat=True))
             states = {
                 s.execution_id: s for s in self._states_in(order, models.Execution.objects.using(self.using))
             }
@@ -1129,6 +1135,21 @@ def _claim_of(row: Sequence[Any]) -> _Claim:
     return _Claim(state, frozenset(satisfied), int(columns[6]), (fields, history))
 
 
+def _page_of_few(tx: Tx, matching: Any, start: int, stop: int | None) -> list[str]:
+    """PostgreSQL: a page of a search known to match few executions, taken by sorting the matches.
+
+    Asked for a page in created order, the planner walks the created index down from the newest row and
+    filters: cheap when matches are spread over time, but an id prefix often names old executions only,
+    and then the walk passes every newer row first (1.6 s for 10,000 matches under 990,000 newer rows).
+    Materializing the matches first (the id index's range) and sorting them costs what they number."""
+    inner, params = matching.values("id", "created", "serial").query.sql_with_params()
+    tx.cursor.execute(
+        queries.SORTED_PAGE.text(tx.vendor).format(matching=inner),
+        [*params, None if stop is None else stop - start, start],
+    )
+    return [row[0] for row in tx.cursor.fetchall()]
+
+
 def counted(
     using: str,
     flow_id: str | None,
@@ -1187,8 +1208,11 @@ def executions_matching(
         case Arm.Compensating():
             return queryset.filter(status_kind=models.COMPENSATING)
         case Arm.Failed(kind):
-            queryset = queryset.filter(status_kind=models.FAILED)
-            return queryset if kind is None else queryset.filter(failure_kind=kind)
+            if kind is not None:
+                # failure_kind is written for Failed rows only (rows.status_columns), so it selects them
+                # alone, and its partial index then counts them without visiting the table
+                return queryset.filter(failure_kind=kind)
+            return queryset.filter(status_kind=models.FAILED)
         case Arm.Sleeping():
             return queryset.filter(Exists(waits.filter(kind=models.Wait.AT)))
         case Arm.WaitingForInput(name):

@@ -132,6 +132,50 @@ def test_id_prefix_search_is_index_backed_on_postgres(seeded_postgres: str, data
 
 
 @pytest.mark.postgres
+def test_an_id_prefix_naming_old_executions_pages_from_its_matches(
+    seeded_postgres: str, database_access: None
+) -> None:
+    """ "x0001" names 100 of the oldest of 20,000 rows: a walk down the created index would pass the
+    19,800 newer ones first; the page is taken from the matches (the id index), then sorted."""
+    from store.django import queries
+
+    inner, params = (
+        executions_matching(seeded_postgres, None, None, "x0001")
+        .values("id", "created", "serial")
+        .query.sql_with_params()
+    )
+    with connections[seeded_postgres].cursor() as cursor:
+        sql = queries.SORTED_PAGE.text("postgresql").format(matching=inner)
+        cursor.execute("EXPLAIN " + sql, [*params, 25, 10])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute(sql, [*params, 25, 10])
+        page = [row[0] for row in cursor.fetchall()]
+    assert "fs_exec_created" not in plan, plan
+    assert "Index" in plan, plan
+    assert page == [f"x000{n}" for n in range(189, 164, -1)]
+
+
+@pytest.mark.postgres
+async def test_an_id_prefix_page_is_newest_first_with_its_offset_and_exact_total(
+    postgres_alias: str, database_access: None
+) -> None:
+    clock = ManualClock()
+    store = DjangoStore(postgres_alias, clock, pool_size=1, listen=False)
+    store.reset()
+    try:
+        for eid in [f"old-{i:02d}" for i in range(30)] + [f"new-{i:02d}" for i in range(10)]:
+            await clock.advance(1)
+            assert await store.create_execution_if_absent(eid, WF1, "", spi.Running(), _event(eid))
+        page = await store.list_executions(None, None, limit=5, offset=3, id_prefix="old-")
+        everything = await store.list_executions(None, None, limit=8)
+    finally:
+        await store.aclose()
+    assert page.total == 30
+    assert [s.execution_id for s in page.items] == ["old-26", "old-25", "old-24", "old-23", "old-22"]
+    assert [s.execution_id for s in everything.items][:3] == ["new-09", "new-08", "new-07"]
+
+
+@pytest.mark.postgres
 def test_claim_and_next_wake_are_index_backed_on_postgres(
     seeded_postgres: str, database_access: None
 ) -> None:
