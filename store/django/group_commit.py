@@ -68,7 +68,7 @@ class GroupCommit:
     def __init__(self, connect_params: Mapping[str, Any], connections: int = 2) -> None:
         self._params = dict(connect_params)
         # The writes find their rows by primary key, and psycopg prepares them (at their first run, see
-        # _deliver): a generic plan then skips planning, which costs more than executing them (0.6 of a
+        # _acquire): a generic plan then skips planning, which costs more than executing them (0.6 of a
         # 1 ms write). PostgreSQL's "auto" mode kept re-planning them as custom plans. A statement that
         # scans (a claim) is sent with prepare=False, so it is planned for its values every time.
         self._params["options"] = f"{self._params.get('options', '')} -c plan_cache_mode=force_generic_plan"
