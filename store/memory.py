@@ -155,15 +155,30 @@ class MemoryStore(spi.FlowStore):
                 return []  # an empty claim writes nothing, so it extends no deadline it does not hand out
             handles: list[spi.Claimed] = []
             for row in ready:
-                token = data.next_token
-                data.next_token += 1
-                stamped = dataclasses.replace(
-                    row, executor=executor_id, claim_expiry=now + lease, claim_token=token, updated=now
-                )
-                data.executions[row.execution_id] = stamped
-                handles.append(_MemoryClaimed(self, stamped, self._satisfied(row, now), token))
+                handles.append(self._claim_row(row, executor_id, now + lease, now))
             self._changed()
             return handles
+
+    def _take_token(self) -> int:
+        token = self.data.next_token
+        self.data.next_token += 1
+        return token
+
+    def _claim_row(
+        self,
+        row: spi.ExecutionState,
+        executor_id: str,
+        expiry: datetime,
+        now: datetime,
+        ledger: tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]] | None = None,
+    ) -> _MemoryClaimed:
+        """Claim `row` for `executor_id` under a fresh token (call under the lock); its handle."""
+        token = self._take_token()
+        stamped = dataclasses.replace(
+            row, executor=executor_id, claim_expiry=expiry, claim_token=token, updated=now
+        )
+        self.data.executions[row.execution_id] = stamped
+        return _MemoryClaimed(self, stamped, self._satisfied(stamped, now), token, ledger)
 
     def _ready(self, row: spi.ExecutionState, served: frozenset[tuple[str, str]], now: datetime) -> bool:
         """I8, with Flowdeck's rule that a Stopped execution is never ready."""
@@ -204,24 +219,7 @@ class MemoryStore(spi.FlowStore):
         with self._lock:
             if execution_id in self.data.executions:
                 return False
-            now = self.clock.now()
-            self.data.executions[execution_id] = spi.ExecutionState(
-                execution_id=execution_id,
-                flow_id=flow_id,
-                status=status,
-                executor=None,
-                claim_expiry=None,
-                hash=hash,
-                created=now,
-                updated=now,
-                waits={},
-                cancel_requested=False,
-                claim_token=None,
-            )
-            self.data.fields[execution_id] = dict(fields or {})
-            self.data.progress[execution_id] = set()
-            self.data.events[execution_id] = []
-            self._append(execution_id, [event])
+            self._create(execution_id, flow_id, hash, status, event, fields)
             self._changed()
             return True
 
@@ -241,30 +239,42 @@ class MemoryStore(spi.FlowStore):
             if execution_id in self.data.executions:
                 return None
             now = self.clock.now()
-            token = self.data.next_token
-            self.data.next_token += 1
-            row = spi.ExecutionState(
-                execution_id=execution_id,
-                flow_id=flow_id,
-                status=status,
-                executor=executor_id,
-                claim_expiry=now + lease,
-                hash=hash,
-                created=now,
-                updated=now,
-                waits={},
-                cancel_requested=False,
-                claim_token=token,
-            )
-            self.data.executions[execution_id] = row
-            self.data.fields[execution_id] = dict(fields or {})
-            self.data.progress[execution_id] = set()
-            self.data.events[execution_id] = []
-            self._append(execution_id, [event])
+            row = self._create(execution_id, flow_id, hash, status, event, fields)
             # No `_changed()`: the row is not ready for anybody else until its lease lapses, and a write
             # that can make nothing ready wakes nobody.
             ledger = (dict(fields or {}), list(self.data.events[execution_id]))
-            return _MemoryClaimed(self, row, frozenset(), token, ledger)
+            return self._claim_row(row, executor_id, now + lease, now, ledger)
+
+    def _create(
+        self,
+        execution_id: str,
+        flow_id: str,
+        hash: str,
+        status: spi.Status,
+        event: spi.Event,
+        fields: Mapping[str, spi.FieldData] | None,
+    ) -> spi.ExecutionState:
+        """The new row, its seed fields and its Created event (call under the lock, the id absent)."""
+        now = self.clock.now()
+        row = spi.ExecutionState(
+            execution_id=execution_id,
+            flow_id=flow_id,
+            status=status,
+            executor=None,
+            claim_expiry=None,
+            hash=hash,
+            created=now,
+            updated=now,
+            waits={},
+            cancel_requested=False,
+            claim_token=None,
+        )
+        self.data.executions[execution_id] = row
+        self.data.fields[execution_id] = dict(fields or {})
+        self.data.progress[execution_id] = set()
+        self.data.events[execution_id] = []
+        self._append(execution_id, [event])
+        return row
 
     async def signal(
         self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event
@@ -293,15 +303,9 @@ class MemoryStore(spi.FlowStore):
             if not self._ready_by_delivery(row, name, now):
                 self._changed()
                 return outcome, None
-            token = self.data.next_token
-            self.data.next_token += 1
-            stamped = dataclasses.replace(
-                row, executor=executor_id, claim_expiry=now + lease, claim_token=token, updated=now
-            )
-            self.data.executions[execution_id] = stamped
             # No `_changed()`: the row is this caller's until its lease lapses, so no poll could take it.
             ledger = (dict(self.data.fields[execution_id]), list(self.data.events[execution_id]))
-            return outcome, _MemoryClaimed(self, stamped, self._satisfied(stamped, now), token, ledger)
+            return outcome, self._claim_row(row, executor_id, now + lease, now, ledger)
 
     def _deliver(
         self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event

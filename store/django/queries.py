@@ -94,37 +94,22 @@ _READY_WHERE = f"""
 
 CLAIM_READY = Query(
     "claim_ready",
-    """Claim up to `limit` ready rows, oldest created first. PostgreSQL locks and stamps them in one
-    statement (SKIP LOCKED: concurrent claimers pass each other's rows by, I1) with tokens from the
-    sequence; SQLite only selects the ids here (BEGIN IMMEDIATE already excludes every other writer) and
-    stamps them with STAMP_CLAIM.""",
+    """SQLite: the ids of up to `limit` ready rows, oldest created first (BEGIN IMMEDIATE already
+    excludes every other writer); STAMP_CLAIM then stamps them. PostgreSQL claims with CLAIM_WITH_LEDGER.""",
     f"""
     SELECT e.id FROM flowstore_execution e
     WHERE {_READY_WHERE}
     ORDER BY e.created, e.serial
     LIMIT %(limit)s
     """,
-    postgresql=f"""
-    WITH ready AS (
-        SELECT e.id FROM flowstore_execution e
-        WHERE {_READY_WHERE}
-        ORDER BY e.created, e.serial
-        LIMIT %(limit)s
-        FOR UPDATE OF e SKIP LOCKED
-    )
-    UPDATE flowstore_execution e
-    SET executor = %(executor)s, claim_expiry = %(expiry)s,
-        claim_token = nextval('flowstore_claim_token'), updated = %(now)s
-    FROM ready WHERE e.id = ready.id
-    RETURNING {_EXEC_COLS}
-    """,
 )
 
 CLAIM_WITH_LEDGER = Query(
     "claim_with_ledger",
-    """PostgreSQL: CLAIM_READY and everything the claim hands over, in ONE statement (run in autocommit:
-    one round trip, one transaction): each claimed row with its wait rows (and whether each is satisfied
-    at `now`), its fields and its history, as JSON arrays.""",
+    """PostgreSQL: the claim (ready rows locked with SKIP LOCKED, so concurrent claimers pass each other's
+    rows by, I1; stamped with tokens from the sequence) and everything it hands over, in ONE statement (run
+    in autocommit: one round trip, one transaction): each claimed row with its wait rows (and whether each
+    is satisfied at `now`), its fields and its history, as JSON arrays.""",
     "",
     postgresql=f"""
     WITH ready AS (
@@ -697,6 +682,19 @@ def seed_fields(count: int) -> str:
     )
 
 
+# A delivery's writes after its `locked` CTE: the field only if absent (`go`: a row when it was written),
+# then its event numbered after the row's newest.
+_DELIVERY_WRITES = """go AS (
+        INSERT INTO flowstore_field (execution_id, name, value, tag)
+        SELECT id, %(name)s, %(value)s, %(tag)s FROM locked
+        ON CONFLICT (execution_id, name) DO NOTHING RETURNING execution_id AS id
+    ),
+    history AS (
+        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
+        SELECT locked.id, locked.last_seq + 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s
+        FROM locked JOIN go ON go.id = locked.id
+    ),"""
+
 DELIVER = Query(
     "deliver",
     """PostgreSQL: a whole `signal` as ONE statement (I3). Locks the row if it has not ended, writes the
@@ -710,16 +708,7 @@ DELIVER = Query(
         SELECT id, last_seq FROM flowstore_execution
         WHERE id = %(id)s AND status_kind NOT IN {_TERMINAL} FOR UPDATE
     ),
-    go AS (
-        INSERT INTO flowstore_field (execution_id, name, value, tag)
-        SELECT id, %(name)s, %(value)s, %(tag)s FROM locked
-        ON CONFLICT (execution_id, name) DO NOTHING RETURNING execution_id AS id
-    ),
-    history AS (
-        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
-        SELECT locked.id, locked.last_seq + 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s
-        FROM locked JOIN go ON go.id = locked.id
-    ),
+    {_DELIVERY_WRITES}
     stamped AS (
         UPDATE flowstore_execution e SET updated = %(now)s, last_seq = e.last_seq + 1
         FROM go WHERE e.id = go.id RETURNING e.id
@@ -766,16 +755,7 @@ DELIVER_AND_CLAIM = Query(
         SELECT id, last_seq, status_kind, claim_expiry, xmin AS version FROM flowstore_execution
         WHERE id = %(id)s AND status_kind NOT IN {_TERMINAL} FOR UPDATE
     ),
-    go AS (
-        INSERT INTO flowstore_field (execution_id, name, value, tag)
-        SELECT id, %(name)s, %(value)s, %(tag)s FROM locked
-        ON CONFLICT (execution_id, name) DO NOTHING RETURNING execution_id AS id
-    ),
-    history AS (
-        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
-        SELECT locked.id, locked.last_seq + 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s
-        FROM locked JOIN go ON go.id = locked.id
-    ),
+    {_DELIVERY_WRITES}
     take AS (
         SELECT locked.id FROM locked JOIN go ON go.id = locked.id
         WHERE locked.status_kind IN {_CLAIMABLE}

@@ -407,29 +407,39 @@ class DjangoStore(spi.FlowStore):
         limit: int,
         now: datetime,
     ) -> _Ask:
+        """SQLite: the claim in the store's IMMEDIATE transaction (PostgreSQL's is `_claim_pg`)."""
         if limit <= 0 or not served:
             return _Ask([], now)
-        params: dict[str, Any] = {"now": now, "limit": limit, "executor": executor_id, "expiry": expiry}
+        params: dict[str, Any] = {"now": now, "limit": limit}
         served_sql = queries.served_predicate(sorted(served), params)
-        if tx.vendor == "postgresql":
-            claimed = tx.all(queries.CLAIM_READY, params, served=served_sql)
-        else:
-            ids = [r[0] for r in tx.all(queries.CLAIM_READY, params, served=served_sql)]
-            claimed = []
-            if ids:
-                (last,) = tx.one(queries.TAKE_TOKENS, {"n": len(ids)})
-                for i, eid in enumerate(ids):
-                    stamp = {"executor": executor_id, "expiry": expiry, "now": now, "id": eid}
-                    stamp["token"] = last - len(ids) + 1 + i
-                    claimed.append(tx.one(queries.STAMP_CLAIM, stamp))
-        if not claimed:
+        ids = [r[0] for r in tx.all(queries.CLAIM_READY, params, served=served_sql)]
+        if not ids:
             (next_wake,) = tx.one(queries.NEXT_WAKE, params, served=served_sql)
-            version = tx.one(queries.DATA_VERSION)[0] if tx.vendor == "sqlite" else None
+            (version,) = tx.one(queries.DATA_VERSION)
             return _Ask([], now, rows.to_datetime(next_wake), version)
+        claims = self._handed_over(tx, self._stamp_claims(tx, ids, executor_id, expiry, now), now)
+        claims.sort(key=lambda c: (c.state.created, c.token))
+        return _Ask(claims, now)
+
+    def _stamp_claims(
+        self, tx: Tx, ids: Sequence[str], executor_id: str, expiry: datetime, now: datetime
+    ) -> list[Sequence[Any]]:
+        """SQLite: claim the rows `ids` for `executor_id`, each under a fresh token; their columns."""
+        (last,) = tx.one(queries.TAKE_TOKENS, {"n": len(ids)})
+        stamped = []
+        for i, eid in enumerate(ids):
+            stamp = {"executor": executor_id, "expiry": expiry, "now": now, "id": eid}
+            stamp["token"] = last - len(ids) + 1 + i
+            stamped.append(tx.one(queries.STAMP_CLAIM, stamp))
+        return stamped
+
+    def _handed_over(self, tx: Tx, claimed: Sequence[Sequence[Any]], now: datetime) -> list[_Claim]:
+        """SQLite: what a claim hands over for each claimed row: its waits (and which are satisfied at
+        `now`), its fields and its history, read in the claim's transaction."""
         ids = [r[0] for r in claimed]
         waits, satisfied = self._waits_in(tx, ids, now)
         fields, histories = self._ledgers_in(ids)
-        claims = [
+        return [
             _Claim(
                 rows.execution_state(r, waits.get(r[0], {})),
                 frozenset(satisfied.get(r[0], ())),
@@ -438,8 +448,6 @@ class DjangoStore(spi.FlowStore):
             )
             for r in claimed
         ]
-        claims.sort(key=lambda c: (c.state.created, c.token))
-        return _Ask(claims, now)
 
     def _ledgers_in(
         self, ids: Sequence[str]
@@ -634,26 +642,47 @@ class DjangoStore(spi.FlowStore):
                 return answer
 
         def work(tx: Tx) -> spi.SignalOutcome:
-            opened = tx.one(queries.OPEN_DELIVERY, {"id": execution_id, "now": now})
-            if opened is None:
-                row = self._lock_row(tx, execution_id)
-                return spi.AlreadyTerminal(row.status if row is not None else spi.Cancelled())
-            field = {"id": execution_id, "name": name, "value": value.value, "tag": value.tag}
-            if tx.one(queries.INSERT_FIELD_IF_ABSENT, field) is None:
-                tx.rollback()
-                return spi.AlreadyDelivered()
-            tx.insert_events(execution_id, opened[0], [event])
-            self._wake_after_commit(tx)
-            return spi.Delivered()
+            outcome = self._deliver_in(tx, execution_id, name, value, event, now)
+            if isinstance(outcome, spi.Delivered):
+                self._wake_after_commit(tx)
+            return outcome
 
         return await self._run("signal", work)
+
+    def _deliver_in(
+        self, tx: Tx, execution_id: str, name: str, value: spi.FieldData, event: spi.Event, now: datetime
+    ) -> spi.SignalOutcome:
+        """The transactional delivery (I3), without its wake-up; a refusal writes nothing."""
+        opened = tx.one(queries.OPEN_DELIVERY, {"id": execution_id, "now": now})
+        if opened is None:
+            row = self._lock_row(tx, execution_id)
+            return spi.AlreadyTerminal(row.status if row is not None else spi.Cancelled())
+        field = {"id": execution_id, "name": name, "value": value.value, "tag": value.tag}
+        if tx.one(queries.INSERT_FIELD_IF_ABSENT, field) is None:
+            tx.rollback()
+            return spi.AlreadyDelivered()
+        tx.insert_events(execution_id, opened[0], [event])
+        return spi.Delivered()
 
     async def _deliver_in_one_statement(
         self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event, now: datetime
     ) -> spi.SignalOutcome | None:
         """PostgreSQL's one-round-trip `signal`; None when only the transactional path can tell."""
+        params = self._delivery_params(execution_id, name, value, event, now)
+        locked, delivered, status = (
+            await self._run_statement("signal", queries.DELIVER.text("postgresql"), params)
+        )[:3]
+        if delivered:
+            self.hub.changed()
+            return spi.Delivered()
+        return _undelivered(locked, status)
+
+    def _delivery_params(
+        self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event, now: datetime
+    ) -> dict[str, Any]:
+        """DELIVER's parameters (DELIVER_AND_CLAIM adds the claim's)."""
         [(flow_id, kind, timestamp, data)] = rows.event_values([event])
-        params = {
+        return {
             "id": execution_id,
             "name": name,
             "value": value.value,
@@ -665,18 +694,6 @@ class DjangoStore(spi.FlowStore):
             "ev0t": timestamp,
             "ev0d": data,
         }
-        locked, delivered, status = (
-            await self._run_statement("signal", queries.DELIVER.text("postgresql"), params)
-        )[:3]
-        if delivered:
-            self.hub.changed()
-            return spi.Delivered()
-        if locked:
-            return spi.AlreadyDelivered()
-        if status is None:
-            return spi.AlreadyTerminal(spi.Cancelled())
-        ended = rows.status_of(status)
-        return spi.AlreadyTerminal(ended) if ended.terminal else None
 
     async def signal_and_claim(
         self,
@@ -723,21 +740,8 @@ class DjangoStore(spi.FlowStore):
     ) -> tuple[spi.SignalOutcome, spi.Claimed | None] | None:
         """PostgreSQL's one-round-trip `signal_and_claim` (`queries.DELIVER_AND_CLAIM`); None when only the
         transactional path can tell (then nothing was written)."""
-        [(flow_id, kind, timestamp, data)] = rows.event_values([event])
-        params = {
-            "id": execution_id,
-            "name": name,
-            "value": value.value,
-            "tag": value.tag,
-            "now": now,
-            "origin": self.origin,
-            "executor": executor_id,
-            "expiry": expiry,
-            "ev0f": flow_id,
-            "ev0k": kind,
-            "ev0t": timestamp,
-            "ev0d": data,
-        }
+        params = self._delivery_params(execution_id, name, value, event, now)
+        params.update(executor=executor_id, expiry=expiry)
         found = await self._run_statement(
             "signal_and_claim", queries.DELIVER_AND_CLAIM.text("postgresql"), params
         )
@@ -748,12 +752,8 @@ class DjangoStore(spi.FlowStore):
                 return spi.Delivered(), None
             c = _claim_of(found[4:])
             return spi.Delivered(), _DjangoClaimed(self, c.state, c.satisfied, c.token, c.ledger)
-        if locked:
-            return spi.AlreadyDelivered(), None
-        if status is None:
-            return spi.AlreadyTerminal(spi.Cancelled()), None
-        ended = rows.status_of(status)
-        return (spi.AlreadyTerminal(ended), None) if ended.terminal else None
+        outcome = _undelivered(locked, status)
+        return None if outcome is None else (outcome, None)
 
     def _deliver_and_claim_in(
         self,
@@ -766,29 +766,18 @@ class DjangoStore(spi.FlowStore):
         executor_id: str,
         expiry: datetime,
     ) -> tuple[spi.SignalOutcome, _Claim | None]:
-        """SQLite's `signal_and_claim`: `signal`'s transaction, then the claim pieces of `_claim_in` for
-        the one row when the delivery made it ready for its deliverer (BEGIN IMMEDIATE already excludes
-        every other writer); pollers are woken only when it claimed nothing."""
-        opened = tx.one(queries.OPEN_DELIVERY, {"id": execution_id, "now": now})
-        if opened is None:
-            row = self._lock_row(tx, execution_id)
-            return spi.AlreadyTerminal(row.status if row is not None else spi.Cancelled()), None
-        field = {"id": execution_id, "name": name, "value": value.value, "tag": value.tag}
-        if tx.one(queries.INSERT_FIELD_IF_ABSENT, field) is None:
-            tx.rollback()
-            return spi.AlreadyDelivered(), None
-        tx.insert_events(execution_id, opened[0], [event])
+        """SQLite's `signal_and_claim`: `signal`'s transaction, then the claim's pieces (`_stamp_claims`,
+        `_handed_over`) for the one row when the delivery made it ready for its deliverer (BEGIN IMMEDIATE
+        already excludes every other writer); pollers are woken only when it claimed nothing."""
+        outcome = self._deliver_in(tx, execution_id, name, value, event, now)
+        if not isinstance(outcome, spi.Delivered):
+            return outcome, None
         if tx.one(queries.DELIVERY_CLAIMABLE, {"id": execution_id, "name": name, "now": now}) is None:
             self._wake_after_commit(tx)
-            return spi.Delivered(), None
-        (token,) = tx.one(queries.TAKE_TOKENS, {"n": 1})
-        stamp = {"executor": executor_id, "expiry": expiry, "now": now, "id": execution_id, "token": token}
-        claimed = tx.one(queries.STAMP_CLAIM, stamp)
-        waits, satisfied = self._waits_in(tx, [execution_id], now)
-        fields, histories = self._ledgers_in([execution_id])
-        state = rows.execution_state(claimed, waits.get(execution_id, {}))
-        ledger = (fields.get(execution_id, {}), histories.get(execution_id, []))
-        return spi.Delivered(), _Claim(state, frozenset(satisfied.get(execution_id, ())), int(token), ledger)
+            return outcome, None
+        claimed = self._stamp_claims(tx, [execution_id], executor_id, expiry, now)
+        [claim] = self._handed_over(tx, claimed, now)
+        return outcome, claim
 
     async def request_cancel(
         self, execution_id: str, reason: str = "", actor: str | None = None
@@ -1114,6 +1103,17 @@ def _creation_params(
     for i, (name, seed) in enumerate((fields or {}).items()):
         params.update({f"s{i}n": name, f"s{i}v": seed.value, f"s{i}t": seed.tag})
     return params
+
+
+def _undelivered(locked: bool, status: str | None) -> spi.SignalOutcome | None:
+    """What a one-statement delivery that delivered nothing answers: already delivered (it locked the row),
+    missing or ended (its status says which); None when the row ended only while the statement waited."""
+    if locked:
+        return spi.AlreadyDelivered()
+    if status is None:
+        return spi.AlreadyTerminal(spi.Cancelled())
+    ended = rows.status_of(status)
+    return spi.AlreadyTerminal(ended) if ended.terminal else None
 
 
 def _claim_of(row: Sequence[Any]) -> _Claim:

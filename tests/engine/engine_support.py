@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -136,3 +136,29 @@ async def advance(clock: ManualClock, delta: timedelta | float, *, blocked: int 
             pytest.fail(f"only {clock.pending_sleeps()} of {blocked} callers ever waited on the clock")
         await asyncio.sleep(0.001)
     await clock.advance(delta)
+
+
+def shape(events: Sequence[spi.Event]) -> list[tuple[str, int | None, list[str]]]:
+    """A history with what differs between two runs of one flow left out (ids, times, executor ids)."""
+    return [(e.kind.value, e.seq, sorted(k for k in e.data if k != "executor_id")) for e in events]
+
+
+class _RemembersHandOuts:
+    """Mixed into a real store: remembers which executions its polls handed out (`handed`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.handed: list[str] = []
+
+    async def claim_ready(self, *args: Any, **kwargs: Any) -> Any:
+        claims = await super().claim_ready(*args, **kwargs)  # type: ignore[misc]
+        self.handed += [c.state.execution_id for c in claims]
+        return claims
+
+
+class MemoryHandOuts(_RemembersHandOuts, MemoryStore):
+    """A memory store that remembers which executions its polls handed out."""
+
+
+class DjangoHandOuts(_RemembersHandOuts, DjangoStore):
+    """A Django store that remembers which executions its polls handed out."""

@@ -5,7 +5,6 @@ engine without running workers starts it the plain way."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
@@ -15,7 +14,7 @@ from engine.flow import Flow
 from store import spi
 from store.clock import ManualClock, settle
 from store.memory import MemoryStore
-from tests.engine.engine_support import LEASE, advance, kinds, make_engine, until
+from tests.engine.engine_support import LEASE, MemoryHandOuts, advance, kinds, make_engine, shape, until
 
 
 def chain() -> Flow:
@@ -41,11 +40,6 @@ def hanging(entered: asyncio.Event, release: asyncio.Event) -> Flow:
     )
 
 
-def shape(events: Sequence[spi.Event]) -> list[tuple[str, int | None, list[str]]]:
-    """A history with what differs between two runs of one flow left out (ids, times, executor ids)."""
-    return [(e.kind.value, e.seq, sorted(k for k in e.data if k != "executor_id")) for e in events]
-
-
 async def test_run_here_runs_while_every_slot_is_busy(store: spi.FlowStore, clock: ManualClock) -> None:
     """The one slot holds a hanging attempt, so the claim loop asks for nothing: only the start itself can
     have handed the new execution to the workers."""
@@ -65,21 +59,8 @@ async def test_run_here_runs_while_every_slot_is_busy(store: spi.FlowStore, cloc
     assert (fields["a"].decode(), fields["c"].decode()) == (1, 2)
 
 
-class HandOuts(MemoryStore):
-    """A real memory store that remembers which executions its polls handed out."""
-
-    def __init__(self, clock: ManualClock) -> None:
-        super().__init__(clock)
-        self.handed: list[str] = []
-
-    async def claim_ready(self, *args: object, **kwargs: object):  # type: ignore[override]
-        claims = await super().claim_ready(*args, **kwargs)  # type: ignore[arg-type]
-        self.handed += [c.state.execution_id for c in claims]
-        return claims
-
-
 async def test_run_here_is_never_handed_out_by_a_poll(clock: ManualClock) -> None:
-    store = HandOuts(clock)
+    store = MemoryHandOuts(clock)
     async with make_engine(store, clock, [chain()]) as engine:
         here = await engine.workflows.start("chain", run_here=True)
         assert (await until(store, here)).status == spi.Completed()

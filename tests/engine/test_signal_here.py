@@ -14,9 +14,17 @@ from engine import errors
 from engine.flow import Flow
 from store import spi
 from store.clock import ManualClock, settle
-from store.django.store import DjangoStore
 from store.memory import MemoryStore
-from tests.engine.engine_support import LEASE, advance, make_engine, until, waiting_for
+from tests.engine.engine_support import (
+    LEASE,
+    DjangoHandOuts,
+    MemoryHandOuts,
+    advance,
+    make_engine,
+    shape,
+    until,
+    waiting_for,
+)
 
 
 def listener() -> Flow:
@@ -45,39 +53,8 @@ def busy(entered: asyncio.Event, release: asyncio.Event) -> Flow:
     return Flow.init("busy").step("hold", wait)
 
 
-def shape(events: Sequence[spi.Event]) -> list[tuple[str, int | None, list[str]]]:
-    """A history with what differs between two runs of one flow left out (ids, times, executor ids)."""
-    return [(e.kind.value, e.seq, sorted(k for k in e.data if k != "executor_id")) for e in events]
-
-
 def claimers(events: Sequence[spi.Event]) -> list[str]:
     return [e.data["executor_id"] for e in events if e.kind == spi.EventKind.EXECUTION_CLAIMED]
-
-
-class MemoryHandOuts(MemoryStore):
-    """A real memory store that remembers which executions its polls handed out."""
-
-    def __init__(self, clock: ManualClock) -> None:
-        super().__init__(clock)
-        self.handed: list[str] = []
-
-    async def claim_ready(self, *args: object, **kwargs: object):  # type: ignore[override]
-        claims = await super().claim_ready(*args, **kwargs)  # type: ignore[arg-type]
-        self.handed += [c.state.execution_id for c in claims]
-        return claims
-
-
-class DjangoHandOuts(DjangoStore):
-    """A real Django store that remembers which executions its polls handed out."""
-
-    def __init__(self, using: str, clock: ManualClock) -> None:
-        super().__init__(using, clock)
-        self.handed: list[str] = []
-
-    async def claim_ready(self, *args: object, **kwargs: object):  # type: ignore[override]
-        claims = await super().claim_ready(*args, **kwargs)  # type: ignore[arg-type]
-        self.handed += [c.state.execution_id for c in claims]
-        return claims
 
 
 @pytest.fixture
