@@ -12,6 +12,7 @@ import asyncio
 import heapq
 import itertools
 import time
+from collections.abc import Awaitable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -27,8 +28,9 @@ class Clock(Protocol):
         """Seconds on a clock that never steps; only differences mean anything."""
         ...
 
-    async def sleep(self, seconds: float) -> None:
-        """Wait until `seconds` of monotonic time have passed."""
+    def sleep(self, seconds: float) -> Awaitable[None]:
+        """Wait until `seconds` of monotonic time have passed, counted from the call (not from the first
+        time the awaitable runs: a sleep handed to `ensure_future` must not start late)."""
         ...
 
 
@@ -70,13 +72,15 @@ class ManualClock:
     def monotonic(self) -> float:
         return self._mono
 
-    async def sleep(self, seconds: float) -> None:
+    def sleep(self, seconds: float) -> Awaitable[None]:
+        # The deadline is taken now, not when the awaitable first runs: a caller that computed `seconds`
+        # from `monotonic()` and handed the sleep to `ensure_future` would otherwise, if an `advance`
+        # slipped in before the task started, sleep `seconds` past the advanced time and miss it.
         if seconds <= 0:
-            await asyncio.sleep(0)
-            return
+            return asyncio.sleep(0)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._sleepers, (self._mono + seconds, next(self._order), future))
-        await future
+        return future
 
     async def advance(self, seconds: float | timedelta) -> None:
         """Move both clocks forward, wake the sleepers that came due, and let them run."""

@@ -65,3 +65,23 @@ async def test_the_system_clock_is_the_default() -> None:
     store = MemoryStore()
     answer = await store.claim_ready(SERVED, "x", timedelta(seconds=30), 1, timedelta(milliseconds=5))
     assert list(answer) == []
+
+
+async def test_a_manual_sleep_counts_from_the_call_not_from_its_first_run() -> None:
+    """A poll computes its remaining time, hands `clock.sleep` to `ensure_future` and waits: an `advance`
+    landing before that task first runs must still wake it (it once slept 30 s past the advanced time)."""
+    clock = ManualClock()
+    sleeper = asyncio.ensure_future(clock.sleep(30))
+    await clock.advance(30)  # the sleeper's task has not run yet
+    assert sleeper.done()
+
+
+async def test_a_poll_sees_an_advance_that_lands_before_its_sleep_starts() -> None:
+    clock = ManualClock()
+    store = MemoryStore(clock)
+    poll = asyncio.ensure_future(
+        store.claim_ready(SERVED, "x", timedelta(seconds=30), 1, timedelta(seconds=30))
+    )
+    await asyncio.sleep(0)  # the poll asks, finds nothing, and hands its sleep over, not yet started
+    await clock.advance(31)
+    assert await asyncio.wait_for(poll, 5) == []
