@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine import dry_run, errors, interpreter, nodes, progress, render, schema, values
+from engine import dry_run, errors, ids, interpreter, nodes, progress, render, schema, values
 from engine.config import EngineConfig
 from engine.flow import Flow
 from engine.registry import Registry, Version
@@ -219,6 +219,7 @@ class FlowEngine:
         The newest registration of an id is what new starts use; every registered version stays served, so
         registering an old version again makes its parked executions claimable.
         """
+        ids.check_id(workflow_id, what="workflow id")
         schema.validate(flow)
         digest = schema.structural_hash(flow)
         # Serve first: put_workflow wakes the pollers, and they must find the version when they look.
@@ -368,6 +369,8 @@ class Workflows:
         running workers (an API or console process) the start is the plain one, and the workers elsewhere
         pick the execution up as usual. Either way the call returns once the row is written."""
         engine = self._engine
+        if execution_id is not None:
+            ids.check_id(execution_id)
         version = engine._registry.latest(workflow_id)
         fields: dict[str, spi.FieldData] = {}
         if inputs:  # the flow's inputs are walked only when some are handed in

@@ -25,6 +25,7 @@ __all__ = [
     "FlowExecutionNotFound",
     "FlowExecutionTerminal",
     "FlowInputError",
+    "FlowInvalidId",
     "FlowListenMismatch",
     "FlowLoopExhausted",
     "FlowNondeterministicCollection",
@@ -174,6 +175,16 @@ class FlowConfigError(FlowError):
 
 
 # ----------------------------------------------------------------------------------------- executions
+
+
+class FlowInvalidId(FlowError):
+    """An id broke the id rule (length, control characters, '/', '.' or '..'); nothing was recorded."""
+
+    def __init__(self, what: str, value: object, problem: str) -> None:
+        shown = value[:60] + "…" if isinstance(value, str) and len(value) > 60 else value
+        super().__init__(f"invalid {what} {shown!r}: {problem}")
+        self.what = what
+        self.problem = problem
 
 
 class FlowExecutionNotFound(FlowError):
