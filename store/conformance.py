@@ -1820,10 +1820,17 @@ class InProcessBlockingConformance(_StoreCase):
 
     async def test_store_specific_08_claiming_delivery_wakes_no_poll(self, fx: StoreFixture) -> None:
         """Flowdeck: a delivery that claims the row it made ready wakes nobody (the poll reads the wall clock
-        once more, at its deadline); one that claims nothing wakes the poll, which asks again (once more)."""
-        for eid, wait in (("e1", "go"), ("e2", "other")):
+        once more, at its deadline); one that claims nothing wakes the poll, which asks again (once more).
+
+        Clock reads are counted from before each delivery: a woken poll may ask again before the delivery's
+        caller resumes, so counting from after it would depend on scheduling. A non-claiming delivery's own
+        reads are measured first, with no poll running, and subtracted."""
+        for eid, wait in (("e1", "go"), ("e2", "other"), ("e3", "other")):
             await fx.mk_execution(eid)
             await fx.mk_waits(eid, {wait: spi.WakeOnField(wait)})
+        reads = fx.clock.now_calls
+        assert await fx.deliver_claiming("e3", "go", "yes") == (spi.Delivered(), None)
+        delivery_reads = fx.clock.now_calls - reads
         poll = fx.start_poll(served=SERVED, timeout=seconds(2))
         await fx.blocked()
         _, handle = await fx.deliver_claiming("e1", "go", "yes")
@@ -1832,13 +1839,13 @@ class InProcessBlockingConformance(_StoreCase):
         await settle()
         await fx.blocked()
         assert fx.clock.now_calls == reads, "a claiming delivery woke the poll"
-        assert await fx.deliver_claiming("e2", "go", "yes") == (spi.Delivered(), None)
         reads = fx.clock.now_calls
+        assert await fx.deliver_claiming("e2", "go", "yes") == (spi.Delivered(), None)
         await settle()
         await fx.blocked_or_done(poll)
         [answer] = await fx.outlast([poll], 3)
         assert answer == []
-        assert fx.clock.now_calls - reads == 2
+        assert fx.clock.now_calls - reads - delivery_reads == 2
 
     async def test_store_specific_06_registration_wakes_poll_which_asks_once(self, fx: StoreFixture) -> None:
         """A poll woken by a registration asks once and answers, so its caller polls with its newer set."""
