@@ -66,6 +66,19 @@ def migrate() -> None:
         cursor.execute("PRAGMA foreign_keys = ON")
 
 
+def fresh_database(backend: str, database: str) -> None:
+    """A fresh, migrated bench database, with Django started on it in this process.
+
+    The migration's connection is closed again, so a coordinator that measures commits holds no session
+    with unflushed counters."""
+    from django.db import connections
+
+    reset_database(backend, database)
+    start_django(backend, database)
+    migrate()
+    connections.close_all()
+
+
 def store_class() -> Any:
     """The Django store, wherever its module settles (`store.django` or a submodule of it)."""
     for module_name in ("store.django", "store.django.store", "store.django.backend"):

@@ -83,148 +83,143 @@ def _queued_row(workload: str, measure: str, f: Any, d: Any) -> Row:
 
 
 def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
-    out: list[Row] = []
     f1, d1 = get(runs, "W1/flowdeck/1p"), get(runs, "W1/dbos/1p")
-    f2, d2 = get(runs, "W1/flowdeck/2p"), get(runs, "W1/dbos/2p")
-    for run, procs in ((f1, 1), (f2, 2)):
+    f2w, d2w = get(runs, "W2/flowdeck"), get(runs, "W2/dbos")
+    return [
+        *_w1_rows(runs),
+        _latency_row("W2", "run here: ms per execution p50 / p95", f2w, d2w, 1 / 3),
+        _queued_row("W2", "queued (informational): ms per execution p50 / p95", f2w, d2w),
+        _w3_row(f1, d1),
+        _w4_row(f1, d1, limits),
+        _w5_row(get(runs, "W5/flowdeck"), get(runs, "W5/dbos")),
+        _w6_row(get(runs, "W6/flowdeck")),
+        _w7_row(get(runs, "W7/flowdeck")),
+        *_w8_rows(runs),
+        _w9_row(get(runs, "W9/flowdeck")),
+    ]
+
+
+def _w1_rows(runs: Mapping[str, Any]) -> list[Row]:
+    out = []
+    d1, d2 = get(runs, "W1/dbos/1p"), get(runs, "W1/dbos/2p")
+    for run, procs in ((get(runs, "W1/flowdeck/1p"), 1), (get(runs, "W1/flowdeck/2p"), 2)):
         workers = run.get("workers", "?") if run else "?"
         shape = f"{run.get('executions', '?')}×{run.get('steps', '?')}" if run else ""
         label = f"{shape} nodes/s, {workers} workers in {procs} process{'es' if procs > 1 else ''}"
         out.append(_rate_row("W1", label, run, d1 if procs == 1 else d2, 5))
-    f2w, d2w = get(runs, "W2/flowdeck"), get(runs, "W2/dbos")
-    out.append(_latency_row("W2", "run here: ms per execution p50 / p95", f2w, d2w, 1 / 3))
-    out.append(_queued_row("W2", "queued (informational): ms per execution p50 / p95", f2w, d2w))
+    return out
 
-    # W3: commits per node recorded, from W1's single-process run.
+
+def _w3_row(f1: Any, d1: Any) -> Row:
+    """Commits per node recorded, from W1's single-process run."""
     if failed(f1):
-        out.append(Row("W3", "commits per node (W1)", failed(f1) or "", target="≤ 1.05"))
-    else:
-        assert f1 is not None
-        per_node = f1.get("commits_per_node")
-        dbos = "n/a"
-        if d1 and not failed(d1) and d1.get("commits_per_node") is not None:
-            dbos = num(d1["commits_per_node"], 2)
-        out.append(
-            Row(
-                "W3",
-                "commits per node (W1, starts excluded; with starts)",
-                f"{num(per_node, 2)}; {num(f1.get('commits_per_node_with_starts'), 2)}",
-                dbos,
-                "",
-                "≤ 1.05",
-                None if per_node is None else per_node <= 1.05,
-            )
-        )
-
-    # W4: W1's nodes/s against the database's own limits at the same client count.
-    pgb, loop = limits.get("pgbench"), limits.get("psycopg_loop")
-    if failed(f1) or failed(pgb) or failed(loop):
-        out.append(Row("W4", "W1 ÷ pgbench; ÷ psycopg loop", failed(f1) or failed(pgb) or failed(loop) or ""))
-    else:
-        assert f1 is not None
-        assert pgb is not None
-        assert loop is not None
-        of_pgbench = f1["nodes_per_s"] / pgb["per_second"] * 100
-        of_loop = f1["nodes_per_s"] / loop["per_second"] * 100
-        dbos = "n/a"
-        if d1 and not failed(d1):
-            rate = d1["nodes_per_s"]
-            dbos = f"{rate / pgb['per_second'] * 100:.1f} %; {rate / loop['per_second'] * 100:.1f} %"
-        out.append(
-            Row(
-                "W4",
-                f"W1 ÷ pgbench ({num(pgb['per_second'])}/s); ÷ psycopg loop ({num(loop['per_second'])}/s)",
-                f"{of_pgbench:.1f} %; {of_loop:.1f} %",
-                dbos,
-                "",
-                "≥ 40 % of psycopg loop",
-                of_loop >= 40,
-            )
-        )
-
-    f5, d5 = get(runs, "W5/flowdeck"), get(runs, "W5/dbos")
-    w5 = _latency_row("W5", "signal → next node started, ms p50 / p95", f5, d5, None)
-    p50 = None if failed(f5) else f5["ms"]["p50"]  # type: ignore[index]
-    out.append(
-        Row(
-            w5.workload,
-            w5.measure,
-            w5.flowdeck,
-            w5.dbos,
-            w5.ratio,
-            "p50 ≤ 10 ms",
-            None if p50 is None else p50 <= 10,
-        )
+        return Row("W3", "commits per node (W1)", failed(f1) or "", target="≤ 1.05")
+    per_node = f1.get("commits_per_node")
+    dbos = "n/a"
+    if d1 and not failed(d1) and d1.get("commits_per_node") is not None:
+        dbos = num(d1["commits_per_node"], 2)
+    return Row(
+        "W3",
+        "commits per node (W1, starts excluded; with starts)",
+        f"{num(per_node, 2)}; {num(f1.get('commits_per_node_with_starts'), 2)}",
+        dbos,
+        "",
+        "≤ 1.05",
+        None if per_node is None else per_node <= 1.05,
     )
 
-    f6 = get(runs, "W6/flowdeck")
+
+def _w4_row(f1: Any, d1: Any, limits: Mapping[str, Any]) -> Row:
+    """W1's nodes/s against the database's own limits at the same client count."""
+    pgb, loop = limits.get("pgbench"), limits.get("psycopg_loop")
+    if failed(f1) or failed(pgb) or failed(loop):
+        return Row("W4", "W1 ÷ pgbench; ÷ psycopg loop", failed(f1) or failed(pgb) or failed(loop) or "")
+    assert pgb is not None
+    assert loop is not None
+    of_pgbench = f1["nodes_per_s"] / pgb["per_second"] * 100
+    of_loop = f1["nodes_per_s"] / loop["per_second"] * 100
+    dbos = "n/a"
+    if d1 and not failed(d1):
+        rate = d1["nodes_per_s"]
+        dbos = f"{rate / pgb['per_second'] * 100:.1f} %; {rate / loop['per_second'] * 100:.1f} %"
+    return Row(
+        "W4",
+        f"W1 ÷ pgbench ({num(pgb['per_second'])}/s); ÷ psycopg loop ({num(loop['per_second'])}/s)",
+        f"{of_pgbench:.1f} %; {of_loop:.1f} %",
+        dbos,
+        "",
+        "≥ 40 % of psycopg loop",
+        of_loop >= 40,
+    )
+
+
+def _w5_row(f5: Any, d5: Any) -> Row:
+    w5 = _latency_row("W5", "signal → next node started, ms p50 / p95", f5, d5, None)
+    p50 = None if failed(f5) else f5["ms"]["p50"]
+    return Row(
+        w5.workload,
+        w5.measure,
+        w5.flowdeck,
+        w5.dbos,
+        w5.ratio,
+        "p50 ≤ 10 ms",
+        None if p50 is None else p50 <= 10,
+    )
+
+
+def _w6_row(f6: Any) -> Row:
     if failed(f6):
-        out.append(
-            Row("W6", "SIGKILL with 50 claims → all resumed, s", failed(f6) or "", target="≤ lease + 1 s")
-        )
-    else:
-        assert f6 is not None
-        limit = f6["lease"] + 1
-        out.append(
-            Row(
-                "W6",
-                f"SIGKILL with {f6['claims']} claims (lease {f6['lease']:g} s) → all resumed, s",
-                f"{f6['seconds']:.2f}",
-                "n/a",
-                "",
-                f"≤ {limit:g} s",
-                f6["seconds"] <= limit,
-            )
-        )
+        return Row("W6", "SIGKILL with 50 claims → all resumed, s", failed(f6) or "", target="≤ lease + 1 s")
+    limit = f6["lease"] + 1
+    return Row(
+        "W6",
+        f"SIGKILL with {f6['claims']} claims (lease {f6['lease']:g} s) → all resumed, s",
+        f"{f6['seconds']:.2f}",
+        "n/a",
+        "",
+        f"≤ {limit:g} s",
+        f6["seconds"] <= limit,
+    )
 
-    f7 = get(runs, "W7/flowdeck")
+
+def _w7_row(f7: Any) -> Row:
+    target = "p95 ≤ 100 ms, exact totals"
     if failed(f7):
-        out.append(
-            Row(
-                "W7",
-                "search, limit 25: worst arm p95 ms",
-                failed(f7) or "",
-                target="p95 ≤ 100 ms, exact totals",
-            )
-        )
-    else:
-        assert f7 is not None
-        out.append(
-            Row(
-                "W7",
-                f"search {num(f7['rows'])} rows, limit 25: worst arm p95 ms; totals exact",
-                f"{f7['worst_p95_ms']:.1f}; {'all exact' if f7['all_exact'] else 'NOT exact'}",
-                "n/a",
-                "",
-                "p95 ≤ 100 ms, exact totals",
-                f7["worst_p95_ms"] <= 100 and f7["all_exact"],
-            )
-        )
+        return Row("W7", "search, limit 25: worst arm p95 ms", failed(f7) or "", target=target)
+    return Row(
+        "W7",
+        f"search {num(f7['rows'])} rows, limit 25: worst arm p95 ms; totals exact",
+        f"{f7['worst_p95_ms']:.1f}; {'all exact' if f7['all_exact'] else 'NOT exact'}",
+        "n/a",
+        "",
+        target,
+        f7["worst_p95_ms"] <= 100 and f7["all_exact"],
+    )
 
+
+def _w8_rows(runs: Mapping[str, Any]) -> list[Row]:
     f8 = get(runs, "W8/w1/flowdeck")
     shape = f"{f8.get('executions', '?')}×{f8.get('steps', '?')} " if f8 else ""
-    out.append(_rate_row("W8", f"SQLite: W1 {shape}nodes/s, 1 process", f8, get(runs, "W8/w1/dbos"), None))
     f8w, d8w = get(runs, "W8/w2/flowdeck"), get(runs, "W8/w2/dbos")
-    out.append(_latency_row("W8", "SQLite: W2 run here ms p50 / p95", f8w, d8w, None))
-    out.append(_queued_row("W8", "SQLite: W2 queued (informational) ms p50 / p95", f8w, d8w))
+    return [
+        _rate_row("W8", f"SQLite: W1 {shape}nodes/s, 1 process", f8, get(runs, "W8/w1/dbos"), None),
+        _latency_row("W8", "SQLite: W2 run here ms p50 / p95", f8w, d8w, None),
+        _queued_row("W8", "SQLite: W2 queued (informational) ms p50 / p95", f8w, d8w),
+    ]
 
-    f9 = get(runs, "W9/flowdeck")
+
+def _w9_row(f9: Any) -> Row:
     if failed(f9):
-        out.append(Row("W9", "RSS with sleepers parked", failed(f9) or "", target="growth ≤ 20 MB"))
-    else:
-        assert f9 is not None
-        out.append(
-            Row(
-                "W9",
-                f"worker RSS, {num(f9['sleepers'])} sleepers: before → after (growth) MB",
-                f"{f9['rss_before_mb']:.1f} → {f9['rss_after_mb']:.1f} ({f9['rss_growth_mb']:+.1f})",
-                "n/a",
-                "",
-                "growth ≤ 20 MB",
-                f9["rss_growth_mb"] <= 20,
-            )
-        )
-    return out
+        return Row("W9", "RSS with sleepers parked", failed(f9) or "", target="growth ≤ 20 MB")
+    return Row(
+        "W9",
+        f"worker RSS, {num(f9['sleepers'])} sleepers: before → after (growth) MB",
+        f"{f9['rss_before_mb']:.1f} → {f9['rss_after_mb']:.1f} ({f9['rss_growth_mb']:+.1f})",
+        "n/a",
+        "",
+        "growth ≤ 20 MB",
+        f9["rss_growth_mb"] <= 20,
+    )
 
 
 def table(lines: list[list[str]]) -> str:

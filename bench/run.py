@@ -141,72 +141,79 @@ def measure_limits(size: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def measure_workloads(size: dict[str, Any], only: set[str]) -> dict[str, Any]:
-    runs: dict[str, Any] = {}
-    s, c = size, size["clients"]
+# One measured run: the workloads that need it, its key in the results, its label, and how to run it.
+Planned = tuple[frozenset[str], str, str, Callable[[], dict[str, Any]]]
 
-    def want(workload: str) -> bool:
-        return not only or workload in only
 
-    def w1(system: str, backend: str, procs: int) -> Callable[[], dict[str, Any]]:
-        module = FLOWDECK if system == "flowdeck" else DBOS
-        executions = s["w1_executions"] if backend == "postgres" else s["w8_executions"]
-        args = ["w1", "--backend", backend, "--executions", executions, "--steps", s["w1_steps"]]
-        args += ["--workers", c, "--procs", procs]
-        return child(module, *args)
+def _w1_child(size: dict[str, Any], system: str, backend: str, procs: int) -> Callable[[], dict[str, Any]]:
+    module = FLOWDECK if system == "flowdeck" else DBOS
+    executions = size["w1_executions"] if backend == "postgres" else size["w8_executions"]
+    args = ["w1", "--backend", backend, "--executions", executions, "--steps", size["w1_steps"]]
+    return child(module, *args, "--workers", size["clients"], "--procs", procs)
 
-    def w2(system: str, backend: str) -> Callable[[], dict[str, Any]]:
-        module = FLOWDECK if system == "flowdeck" else DBOS
-        return child(
-            module, "w2", "--backend", backend, "--executions", s["w2_executions"], "--steps", s["w2_steps"]
-        )
 
-    if want("W1") or want("W3") or want("W4"):
-        for procs in (1, 2):
-            runs[f"W1/flowdeck/{procs}p"] = attempt(
-                f"W1 flowdeck {procs}p", w1("flowdeck", "postgres", procs)
-            )
-            runs[f"W1/dbos/{procs}p"] = attempt(f"W1 dbos {procs}p", w1("dbos", "postgres", procs))
-    if want("W2"):
-        runs["W2/flowdeck"] = attempt("W2 flowdeck", w2("flowdeck", "postgres"))
-        runs["W2/dbos"] = attempt("W2 dbos", w2("dbos", "postgres"))
-    if want("W5"):
-        runs["W5/flowdeck"] = attempt("W5 flowdeck", child(FLOWDECK, "w5", "--signals", s["w5_signals"]))
-        runs["W5/dbos"] = attempt("W5 dbos", child(DBOS, "w5", "--signals", s["w5_signals"]))
-    if want("W6"):
-        lease = s["w6_lease"]
-        runs["W6/flowdeck"] = attempt(
+def _w2_child(size: dict[str, Any], system: str, backend: str) -> Callable[[], dict[str, Any]]:
+    module = FLOWDECK if system == "flowdeck" else DBOS
+    args = ["w2", "--backend", backend, "--executions", size["w2_executions"], "--steps", size["w2_steps"]]
+    return child(module, *args)
+
+
+def plan(s: dict[str, Any]) -> list[Planned]:
+    """Every run, in the order they are measured."""
+    w134 = frozenset({"W1", "W3", "W4"})
+    lease = s["w6_lease"]
+    w6_args = ("w6", "--claims", s["w6_claims"], "--lease", lease, "--renew-every", lease / 3)
+    w9_args = ("w9", "--sleepers", s["w9_sleepers"], "--poll-timeout", 1, "--settle", s["w9_settle"])
+    return [
+        *(
+            (w134, f"W1/{system}/{procs}p", f"W1 {system} {procs}p", _w1_child(s, system, "postgres", procs))
+            for procs in (1, 2)
+            for system in ("flowdeck", "dbos")
+        ),
+        *(
+            (frozenset({"W2"}), f"W2/{system}", f"W2 {system}", _w2_child(s, system, "postgres"))
+            for system in ("flowdeck", "dbos")
+        ),
+        (
+            frozenset({"W5"}),
+            "W5/flowdeck",
+            "W5 flowdeck",
+            child(FLOWDECK, "w5", "--signals", s["w5_signals"]),
+        ),
+        (frozenset({"W5"}), "W5/dbos", "W5 dbos", child(DBOS, "w5", "--signals", s["w5_signals"])),
+        (
+            frozenset({"W6"}),
+            "W6/flowdeck",
             "W6 flowdeck",
-            child(
-                FLOWDECK,
-                *("w6", "--claims", s["w6_claims"], "--lease", lease, "--renew-every", lease / 3),
-                *("--poll-timeout", 1, "--batch-size", 8),
-            ),
-        )
-    if want("W7"):
-        runs["W7/flowdeck"] = attempt(
-            "W7 flowdeck", child(FLOWDECK, "w7", "--rows", s["w7_rows"], "--reps", s["w7_reps"])
-        )
-    if want("W8"):
-        runs["W8/w1/flowdeck"] = attempt("W8 W1 flowdeck sqlite", w1("flowdeck", "sqlite", 1))
-        runs["W8/w1/dbos"] = attempt("W8 W1 dbos sqlite", w1("dbos", "sqlite", 1))
-        runs["W8/w2/flowdeck"] = attempt("W8 W2 flowdeck sqlite", w2("flowdeck", "sqlite"))
-        runs["W8/w2/dbos"] = attempt("W8 W2 dbos sqlite", w2("dbos", "sqlite"))
-    if want("W9"):
-        runs["W9/flowdeck"] = attempt(
-            "W9 flowdeck",
-            child(
-                FLOWDECK,
-                "w9",
-                "--sleepers",
-                s["w9_sleepers"],
-                "--poll-timeout",
-                1,
-                "--settle",
-                s["w9_settle"],
-            ),
-        )
-    return runs
+            child(FLOWDECK, *w6_args, "--poll-timeout", 1, "--batch-size", 8),
+        ),
+        (
+            frozenset({"W7"}),
+            "W7/flowdeck",
+            "W7 flowdeck",
+            child(FLOWDECK, "w7", "--rows", s["w7_rows"], "--reps", s["w7_reps"]),
+        ),
+        *(
+            (
+                frozenset({"W8"}),
+                f"W8/w1/{system}",
+                f"W8 W1 {system} sqlite",
+                _w1_child(s, system, "sqlite", 1),
+            )
+            for system in ("flowdeck", "dbos")
+        ),
+        *(
+            (frozenset({"W8"}), f"W8/w2/{system}", f"W8 W2 {system} sqlite", _w2_child(s, system, "sqlite"))
+            for system in ("flowdeck", "dbos")
+        ),
+        (frozenset({"W9"}), "W9/flowdeck", "W9 flowdeck", child(FLOWDECK, *w9_args)),
+    ]
+
+
+def measure_workloads(size: dict[str, Any], only: set[str]) -> dict[str, Any]:
+    return {
+        key: attempt(label, run) for workloads, key, label, run in plan(size) if not only or workloads & only
+    }
 
 
 def git_commit() -> str:

@@ -176,9 +176,7 @@ def expected_totals(rows: int) -> Counter[str]:
 
 
 def run(rows: int, reps: int) -> dict[str, Any]:
-    from bench import workloads
-
-    workloads.setup("postgres", pg.SEARCH_DB)
+    flowdeck_env.fresh_database("postgres", pg.SEARCH_DB)
     load_seconds = load(rows)
     truth = expected_totals(rows)
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import flowdeck_env, pg, protocol, stats
+from bench import flowdeck_env, pg, protocol, search_load, stats
 from bench.worker import add_engine_arguments
 
 # ---------------------------------------------------------------------------------------- plumbing
@@ -109,19 +109,6 @@ def stop_all(children: list) -> None:
         protocol.stop_worker(child)
 
 
-def setup(backend: str, database: str) -> None:
-    """A fresh, migrated bench database, with Django started on it in this process.
-
-    The migration's connection is closed again, so a coordinator that measures commits holds no session
-    with unflushed counters."""
-    from django.db import connections
-
-    flowdeck_env.reset_database(backend, database)
-    flowdeck_env.start_django(backend, database)
-    flowdeck_env.migrate()
-    connections.close_all()
-
-
 def engine(store: Any, ns: argparse.Namespace, **overrides: Any) -> Any:
     from bench import worker
     from bench.flows import all_flows
@@ -152,7 +139,7 @@ def rss_kb(pid: int) -> dict[str, int]:
 
 
 def cmd_setup(ns: argparse.Namespace) -> dict[str, Any]:
-    setup(ns.backend, ns.database)
+    flowdeck_env.fresh_database(ns.backend, ns.database)
     return {"ok": True}
 
 
@@ -184,26 +171,9 @@ def go(child: Any) -> None:
     child.stdin.flush()
 
 
-def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
-    """W1 (and W3 on PostgreSQL): executions × steps, all started before the workers go.
-
-    This process creates every execution, then closes its store (its sessions end, which flushes their
-    commit counters); the worker processes set up (Django, imports) without touching the database and wait;
-    the clock starts when they are told to go and stops when the last execution is Completed. Commits are
-    counted from then until the workers exited, less the bench's own completion polls.
-    """
-    postgres = ns.backend == "postgres"
-    setup(ns.backend, ns.database)
-    workflow_id = f"chain{ns.steps}"
-
-    before_start = pg.settled_xact_commit(ns.database) if postgres else 0
-    start_seconds = asyncio.run(start_chains(workflow_id, ns.steps, ns.executions))
-    before = pg.settled_xact_commit(ns.database) if postgres else 0
-
-    if ns.log_statements and postgres:
-        # Analysis runs only: the server logs every statement of new sessions on this database.
-        with pg.connect() as conn:
-            conn.execute(f"alter database {ns.database} set log_statement = 'all'")
+def _run_w1_workers(ns: argparse.Namespace, workflow_id: str) -> tuple[float, float, int]:
+    """Start the worker processes, tell them to go, wait until every execution completed; answers when
+    they went, when the last completed, and how many completion polls the bench made meanwhile."""
     children = start_workers(ns, ns.procs, max(1, ns.workers // ns.procs), wait_go=True)
     profilers = (
         [profile(child.pid, f"{ns.profile}.{i}") for i, child in enumerate(children)] if ns.profile else []
@@ -216,12 +186,35 @@ def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
         ended = probe.wait_until(
             "W1", lambda: probe.completed(workflow_id), ns.executions, timeout=ns.timeout, every=0.02
         )
-        polls = probe.queries
+        return began, ended, probe.queries
     finally:
         probe.close()
         stop_all(children)
         for profiler in profilers:
             profiler.wait(timeout=60)
+
+
+def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
+    """W1 (and W3 on PostgreSQL): executions × steps, all started before the workers go.
+
+    This process creates every execution, then closes its store (its sessions end, which flushes their
+    commit counters); the worker processes set up (Django, imports) without touching the database and wait;
+    the clock starts when they are told to go and stops when the last execution is Completed. Commits are
+    counted from then until the workers exited, less the bench's own completion polls.
+    """
+    postgres = ns.backend == "postgres"
+    flowdeck_env.fresh_database(ns.backend, ns.database)
+    workflow_id = f"chain{ns.steps}"
+
+    before_start = pg.settled_xact_commit(ns.database) if postgres else 0
+    start_seconds = asyncio.run(start_chains(workflow_id, ns.steps, ns.executions))
+    before = pg.settled_xact_commit(ns.database) if postgres else 0
+
+    if ns.log_statements and postgres:
+        # Analysis runs only: the server logs every statement of new sessions on this database.
+        with pg.connect() as conn:
+            conn.execute(f"alter database {ns.database} set log_statement = 'all'")
+    began, ended, polls = _run_w1_workers(ns, workflow_id)
     elapsed = ended - began
     nodes = ns.executions * ns.steps
     result: dict[str, Any] = {
@@ -304,7 +297,7 @@ def cmd_w2(ns: argparse.Namespace) -> dict[str, Any]:
     woken and claims it), for information (`ms_queued`)."""
     from store import spi
 
-    setup(ns.backend, ns.database)
+    flowdeck_env.fresh_database(ns.backend, ns.database)
     heard = {"log": 0, "poll": 0}
 
     async def run() -> dict[str, list[float]]:
@@ -351,7 +344,7 @@ def cmd_w5(ns: argparse.Namespace) -> dict[str, Any]:
     """W5: workers idle in claim_ready; a signal → the next node's body starts."""
     from bench.flows import STAMPS
 
-    setup(ns.backend, ns.database)
+    flowdeck_env.fresh_database(ns.backend, ns.database)
 
     async def run() -> list[float]:
         store = flowdeck_env.make_store()
@@ -384,7 +377,7 @@ def cmd_w6(ns: argparse.Namespace) -> dict[str, Any]:
     """W6: SIGKILL a worker process holding `claims` claims → all resumed (completed) elsewhere."""
     from bench.flows import HOLD_ENV
 
-    setup(ns.backend, ns.database)
+    flowdeck_env.fresh_database(ns.backend, ns.database)
     # The victim must be able to hold every claim at once: workers × batch_size ≥ claims.
     workers = max(ns.workers, -(-ns.claims // ns.batch_size))
     # The rescuer starts beside the victim, and enters its engine only when told.
@@ -430,7 +423,7 @@ def cmd_w6(ns: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_w9(ns: argparse.Namespace) -> dict[str, Any]:
     """W9: `sleepers` executions parked in an hour-long sleep → the worker process's RSS before/after."""
-    setup(ns.backend, ns.database)
+    flowdeck_env.fresh_database(ns.backend, ns.database)
     worker = start_workers(ns, 1, ns.workers)[0]
     probe = Probe(ns.backend, ns.database)
     try:
@@ -468,8 +461,6 @@ def cmd_w9(ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_w7(ns: argparse.Namespace) -> dict[str, Any]:
-    from bench import search_load
-
     return search_load.run(ns.rows, ns.reps)
 
 
