@@ -48,6 +48,13 @@ class LintWarning:
 def lint(flow: Flow) -> list[LintWarning]:
     """Every registration refusal (unnamed, reserved character, duplicate durable name, F0006) with call
     sites, then advice: dispatches with only an otherwise, and `ctx` reads no earlier node satisfies."""
+    warnings = [*_refusals(flow), *_empty_dispatches(flow)]
+    _Fields(warnings).walk(flow, {}, "")
+    return warnings
+
+
+def _refusals(flow: Flow) -> list[LintWarning]:
+    """What registration would refuse, each with the call sites involved."""
     warnings: list[LintWarning] = []
     if not isinstance(flow.name, str) or not flow.name.strip():
         warnings.append(LintWarning("unnamed", 'the flow has no name: use Flow.init("name")', ""))
@@ -83,32 +90,37 @@ def lint(flow: Flow) -> list[LintWarning]:
                 sites,
             )
         )
+    return [*warnings, *_listen_mismatch(flow)]
+
+
+def _listen_mismatch(flow: Flow) -> list[LintWarning]:
     mismatch = schema.listen_mismatch(flow)
-    if mismatch:
-        listening, deaf = mismatch
-        warnings.append(
-            LintWarning(
-                "listen-mismatch",
-                f"F0006: on_cancel is given in {', '.join(map(repr, listening))} but not in "
-                f"{', '.join(map(repr, deaf))}; a flow that listens for cancellation in one wait must listen "
-                "in every wait, so registration refuses this",
-                deaf[0],
-            )
+    if not mismatch:
+        return []
+    listening, deaf = mismatch
+    return [
+        LintWarning(
+            "listen-mismatch",
+            f"F0006: on_cancel is given in {', '.join(map(repr, listening))} but not in "
+            f"{', '.join(map(repr, deaf))}; a flow that listens for cancellation in one wait must listen "
+            "in every wait, so registration refuses this",
+            deaf[0],
         )
-    for claim in schema.claims(flow):
-        node = claim.node
-        if isinstance(node, nodes.Dispatch) and not node.branches:
-            warnings.append(
-                LintWarning(
-                    "empty-dispatch",
-                    f"dispatch {claim.path!r} has no conditional arm (.when): it always takes its otherwise; "
-                    "an output would say the same more simply",
-                    claim.path,
-                    (node.location,),
-                )
-            )
-    _Fields(warnings).walk(flow, {}, "")
-    return warnings
+    ]
+
+
+def _empty_dispatches(flow: Flow) -> list[LintWarning]:
+    return [
+        LintWarning(
+            "empty-dispatch",
+            f"dispatch {claim.path!r} has no conditional arm (.when): it always takes its otherwise; "
+            "an output would say the same more simply",
+            claim.path,
+            (claim.node.location,),
+        )
+        for claim in schema.claims(flow)
+        if isinstance(claim.node, nodes.Dispatch) and not claim.node.branches
+    ]
 
 
 # ------------------------------------------------------------------------------------ ctx reads
