@@ -8,17 +8,13 @@ string, a negative concurrency, a timeout that is not a timedelta) fail at that 
 
 from __future__ import annotations
 
-import os
-import sys
-import types
-import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from engine import errors, nodes, values
-from engine.nodes import NO_STATE, Body, Knobs, Node
+from engine import arguments, errors, nodes
+from engine.nodes import NO_STATE, Knobs, Node
 from engine.schedule import Schedule
 
 __all__ = ["DispatchBuilder", "Flow", "Loop", "LoopAgain", "LoopDone", "Meta"]
@@ -38,9 +34,9 @@ class Meta:
     version: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tags", _tags(self.tags, "Meta"))
-        _timeout(self.timeout, "Meta")
-        _retry(self.retry, "Meta")
+        object.__setattr__(self, "tags", arguments.tags(self.tags, "Meta"))
+        arguments.timeout(self.timeout, "Meta")
+        arguments.retry(self.retry, "Meta")
 
 
 # ------------------------------------------------------------------------------------------ loops
@@ -73,142 +69,6 @@ class Loop:
 
 
 # ------------------------------------------------------------------------------ call-site checks
-
-_ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_KNOB_NAMES = ("description", "tags", "timeout", "retry", "retry_on", "at_most_once")
-
-
-def _call_site() -> str:
-    """The "file:line" of the first frame outside engine/: where the user declared the node."""
-    frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_ENGINE_DIR):
-        frame = frame.f_back
-    if frame is None:
-        return ""
-    return display_site(frame.f_code.co_filename, frame.f_lineno)
-
-
-def display_site(filename: str, line: int) -> str:
-    """ "file:line", the file relative to the working directory when it lies beneath it."""
-    try:
-        relative = os.path.relpath(filename)
-        if not relative.startswith(".."):
-            filename = relative
-    except ValueError:  # another drive on Windows
-        pass
-    return f"{filename}:{line}"
-
-
-def _node_name(name: Any, what: str) -> str:
-    if not isinstance(name, str):
-        raise TypeError(f"{what}: a node name must be a str, got {name!r}")
-    if not name:
-        raise ValueError(f"{what}: a node name must not be empty")
-    return name
-
-
-def _tags(tags: Any, what: str) -> tuple[str, ...]:
-    if isinstance(tags, str) or not isinstance(tags, Iterable):
-        raise TypeError(f"{what}: tags must be a list or tuple of str, got {tags!r}")
-    tags = tuple(tags)
-    if not all(isinstance(t, str) for t in tags):
-        raise TypeError(f"{what}: tags must be str, got {tags!r}")
-    return tags
-
-
-def _timeout(timeout: Any, what: str) -> timedelta | None:
-    if timeout is None:
-        return None
-    if not isinstance(timeout, timedelta):
-        raise TypeError(f"{what}: timeout must be a datetime.timedelta, got {timeout!r}")
-    if timeout <= timedelta(0):
-        raise ValueError(f"{what}: timeout must be positive, got {timeout}")
-    return timeout
-
-
-def _retry(retry: Any, what: str) -> Schedule | None:
-    if retry is not None and not isinstance(retry, Schedule):
-        raise TypeError(f"{what}: retry must be a Schedule (Schedule.fixed(...), ...), got {retry!r}")
-    return retry
-
-
-def _body(fn: Any, what: str, role: str = "body") -> Body:
-    if not callable(fn):
-        raise TypeError(f"{what}: the {role} must be a function, got {fn!r}")
-    return Body.of(fn)
-
-
-def _optional_body(fn: Any, what: str, role: str) -> Body | None:
-    return None if fn is None else _body(fn, what, role)
-
-
-def _knobs(what: str, knobs: dict[str, Any]) -> Knobs:
-    unknown = sorted(set(knobs) - set(_KNOB_NAMES))
-    if unknown:
-        raise TypeError(
-            f"{what}: unexpected keyword argument(s) {', '.join(unknown)} (knobs: {', '.join(_KNOB_NAMES)})"
-        )
-    description = knobs.get("description", "")
-    if not isinstance(description, str):
-        raise TypeError(f"{what}: description must be a str, got {description!r}")
-    retry_on = knobs.get("retry_on", ())
-    if isinstance(retry_on, type):
-        retry_on = (retry_on,)
-    retry_on = tuple(retry_on)
-    if not all(isinstance(e, type) and issubclass(e, BaseException) for e in retry_on):
-        raise TypeError(f"{what}: retry_on must be exception classes, got {retry_on!r}")
-    return Knobs(
-        description=description,
-        tags=_tags(knobs.get("tags", ()), what),
-        timeout=_timeout(knobs.get("timeout"), what),
-        retry=_retry(knobs.get("retry"), what),
-        retry_on=retry_on,
-        at_most_once=bool(knobs.get("at_most_once", False)),
-    )
-
-
-def declared_return(fn: Callable[..., Any]) -> Any:
-    """A body's return annotation, which counts as its declared type when `type=` is not given.
-
-    None when there is no annotation or it cannot be resolved (a forward reference to a name that does not
-    exist yet is not a reason to refuse the flow).
-    """
-    target = fn if isinstance(fn, types.FunctionType | types.MethodType) else getattr(fn, "__call__", None)  # noqa: B004
-    if target is None:
-        return None
-    try:
-        hints = typing.get_type_hints(target)
-    except Exception:
-        return None
-    return hints.get("return")
-
-
-def _declared(type_: Any, fn: Callable[..., Any] | None, what: str) -> Any:
-    """The node's declared type: `type=` if given (refused at the call if pydantic cannot validate it),
-    else the body's return annotation if pydantic can validate that, else None (undeclared)."""
-    if type_ is not None:
-        return _recordable(type_, what)
-    annotation = declared_return(fn) if fn is not None else None
-    if annotation is None:
-        return None
-    try:
-        values.adapter(annotation)
-    except Exception:  # an annotation is a hint, not a promise; the value will be checked when recorded
-        return None
-    return annotation
-
-
-def _recordable(type_: Any, what: str) -> Any:
-    if type_ is None:
-        return None
-    try:
-        values.adapter(type_)
-    except Exception as error:
-        raise TypeError(
-            f"{what}: values of type {type_!r} cannot be recorded ({type(error).__name__}: "
-            f"{str(error).splitlines()[0]}); use a pydantic model or another pydantic-validatable type"
-        ) from error
-    return type_
 
 
 def _flow(value: Any, what: str) -> Flow:
@@ -285,12 +145,12 @@ class Flow:
             )
         return self._add(
             nodes.Input(
-                name=_node_name(name, what),
-                type=_recordable(type, f"input {name!r}"),
+                name=arguments.node_name(name, what),
+                type=arguments.recordable(type, f"input {name!r}"),
                 description=_description(description, what),
-                tags=_tags(tags, what),
-                on_cancel=_optional_body(on_cancel, what, "on_cancel handler"),
-                location=_call_site(),
+                tags=arguments.tags(tags, what),
+                on_cancel=arguments.optional_body(on_cancel, what, "on_cancel handler"),
+                location=arguments.call_site(),
             )
         )
 
@@ -315,12 +175,14 @@ class Flow:
         what = f"output {name!r}"
         return self._add(
             nodes.Output(
-                name=_node_name(name, "output"),
-                body=_body(fn, what),
-                type=_declared(type, fn, what),
-                compensate=_optional_body(compensate, what, "compensate handler"),
-                knobs=_knobs(what, _given(description, tags, timeout, retry, retry_on, at_most_once)),
-                location=_call_site(),
+                name=arguments.node_name(name, "output"),
+                body=arguments.body(fn, what),
+                type=arguments.declared(type, fn, what),
+                compensate=arguments.optional_body(compensate, what, "compensate handler"),
+                knobs=arguments.knobs(
+                    what, _given(description, tags, timeout, retry, retry_on, at_most_once)
+                ),
+                location=arguments.call_site(),
             )
         )
 
@@ -341,11 +203,13 @@ class Flow:
         what = f"step {name!r}"
         return self._add(
             nodes.Step(
-                name=_node_name(name, "step"),
-                body=_body(fn, what),
-                compensate=_optional_body(compensate, what, "compensate handler"),
-                knobs=_knobs(what, _given(description, tags, timeout, retry, retry_on, at_most_once)),
-                location=_call_site(),
+                name=arguments.node_name(name, "step"),
+                body=arguments.body(fn, what),
+                compensate=arguments.optional_body(compensate, what, "compensate handler"),
+                knobs=arguments.knobs(
+                    what, _given(description, tags, timeout, retry, retry_on, at_most_once)
+                ),
+                location=arguments.call_site(),
             )
         )
 
@@ -364,12 +228,12 @@ class Flow:
             raise TypeError(f"{what}: the duration must be a datetime.timedelta, got {duration!r}")
         return self._add(
             nodes.Sleep(
-                name=_node_name(name, "sleep"),
+                name=arguments.node_name(name, "sleep"),
                 duration=duration,
                 description=_description(description, what),
-                tags=_tags(tags, what),
-                on_cancel=_optional_body(on_cancel, what, "on_cancel handler"),
-                location=_call_site(),
+                tags=arguments.tags(tags, what),
+                on_cancel=arguments.optional_body(on_cancel, what, "on_cancel handler"),
+                location=arguments.call_site(),
             )
         )
 
@@ -378,11 +242,11 @@ class Flow:
         what = f"dispatch {name!r}"
         return DispatchBuilder(
             flow=self,
-            name=_node_name(name, "dispatch"),
-            type=_recordable(type, what),
-            knobs=_knobs(what, knobs),
+            name=arguments.node_name(name, "dispatch"),
+            type=arguments.recordable(type, what),
+            knobs=arguments.knobs(what, knobs),
             branches=(),
-            location=_call_site(),
+            location=arguments.call_site(),
         )
 
     def loop(
@@ -402,13 +266,13 @@ class Flow:
         what = f"loop {name!r}"
         return self._add(
             nodes.Loop(
-                name=_node_name(name, "loop"),
-                body=_body(fn, what),
+                name=arguments.node_name(name, "loop"),
+                body=arguments.body(fn, what),
                 initial=initial,
-                type=_recordable(type, what),
-                compensate=_optional_body(compensate, what, "compensate handler"),
-                knobs=_knobs(what, knobs),
-                location=_call_site(),
+                type=arguments.recordable(type, what),
+                compensate=arguments.optional_body(compensate, what, "compensate handler"),
+                knobs=arguments.knobs(what, knobs),
+                location=arguments.call_site(),
             )
         )
 
@@ -431,14 +295,14 @@ class Flow:
             )
         return self._add(
             nodes.LoopOn(
-                name=_node_name(name, "loop_on"),
+                name=arguments.node_name(name, "loop_on"),
                 schedule=schedule,
-                body=_body(fn, what),
+                body=arguments.body(fn, what),
                 initial=initial,
-                type=_recordable(type, what),
-                compensate=_optional_body(compensate, what, "compensate handler"),
-                knobs=_knobs(what, knobs),
-                location=_call_site(),
+                type=arguments.recordable(type, what),
+                compensate=arguments.optional_body(compensate, what, "compensate handler"),
+                knobs=arguments.knobs(what, knobs),
+                location=arguments.call_site(),
             )
         )
 
@@ -466,14 +330,14 @@ class Flow:
                 raise ValueError(f"{what}: concurrency must be at least 1, got {concurrency}")
         return self._add(
             nodes.ForEach(
-                name=_node_name(name, "foreach"),
-                items=_body(items, what, "items function"),
-                body=_body(fn, what),
-                type=_declared(type, fn, what),
+                name=arguments.node_name(name, "foreach"),
+                items=arguments.body(items, what, "items function"),
+                body=arguments.body(fn, what),
+                type=arguments.declared(type, fn, what),
                 concurrency=concurrency,
-                compensate=_optional_body(compensate, what, "compensate handler"),
-                knobs=_knobs(what, knobs),
-                location=_call_site(),
+                compensate=arguments.optional_body(compensate, what, "compensate handler"),
+                knobs=arguments.knobs(what, knobs),
+                location=arguments.call_site(),
             )
         )
 
@@ -483,10 +347,10 @@ class Flow:
         what = f"subflow {name!r}"
         return self._add(
             nodes.Subflow(
-                name=_node_name(name, "subflow"),
+                name=arguments.node_name(name, "subflow"),
                 child=_flow(child, "subflow"),
-                mapper=_body(mapper, what, "input mapper"),
-                location=_call_site(),
+                mapper=arguments.body(mapper, what, "input mapper"),
+                location=arguments.call_site(),
             )
         )
 
@@ -500,7 +364,7 @@ class Flow:
     def zip(self, other: Flow) -> Flow:
         """This flow and `other` at the same time; both must finish, and their records merge."""
         other = _flow(other, "zip")
-        return Flow(self.name, (nodes.Parallel("zip", (self, other), _call_site()),), self.meta)
+        return Flow(self.name, (nodes.Parallel("zip", (self, other), arguments.call_site()),), self.meta)
 
     @classmethod
     def gather(cls, *flows: Flow) -> Flow:
@@ -508,13 +372,15 @@ class Flow:
         if not 2 <= len(flows) <= 5:
             raise ValueError(f"Flow.gather takes 2 to 5 flows, got {len(flows)}")
         branches = tuple(_flow(f, "gather") for f in flows)
-        return cls(branches[0].name, (nodes.Parallel("gather", branches, _call_site()),), branches[0].meta)
+        return cls(
+            branches[0].name, (nodes.Parallel("gather", branches, arguments.call_site()),), branches[0].meta
+        )
 
     @classmethod
     def race(cls, a: Flow, b: Flow) -> Flow:
         """Two flows at the same time; the first to produce a value wins. Named after the first."""
         a, b = _flow(a, "race"), _flow(b, "race")
-        return cls(a.name, (nodes.Parallel("race", (a, b), _call_site()),), a.meta)
+        return cls(a.name, (nodes.Parallel("race", (a, b), arguments.call_site()),), a.meta)
 
 
 def _description(description: Any, what: str) -> str:
@@ -562,10 +428,10 @@ class DispatchBuilder:
         """An arm: if `cond(ctx)` holds (arms are tried in order), the dispatch's value is `fn(ctx)`."""
         what = f"dispatch {self.name!r}"
         branch = nodes.Branch(
-            name=_node_name(name, f"{what} .when"),
-            condition=_body(cond, what, "condition"),
-            body=_body(fn, what),
-            location=_call_site(),
+            name=arguments.node_name(name, f"{what} .when"),
+            condition=arguments.body(cond, what, "condition"),
+            body=arguments.body(fn, what),
+            location=arguments.call_site(),
         )
         return replace(self, branches=(*self.branches, branch))
 
@@ -579,23 +445,23 @@ class DispatchBuilder:
         """The default arm; closes the dispatch and gives the flow back."""
         what = f"dispatch {self.name!r}"
         default = nodes.Branch(
-            name=_node_name(name, f"{what} .otherwise"),
+            name=arguments.node_name(name, f"{what} .otherwise"),
             condition=None,
-            body=_body(fn, what),
-            location=_call_site(),
+            body=arguments.body(fn, what),
+            location=arguments.call_site(),
         )
         type_ = self.type
         if type_ is None:
             # Every arm annotated alike counts as a declaration, as a single body's annotation does.
-            annotations = {repr(declared_return(b.body.fn)) for b in (*self.branches, default)}
-            type_ = _declared(None, default.body.fn, what) if len(annotations) == 1 else None
+            annotations = {repr(arguments.declared_return(b.body.fn)) for b in (*self.branches, default)}
+            type_ = arguments.declared(None, default.body.fn, what) if len(annotations) == 1 else None
         return self.flow._add(
             nodes.Dispatch(
                 name=self.name,
                 type=type_,
                 branches=self.branches,
                 default=default,
-                compensate=_optional_body(compensate, what, "compensate handler"),
+                compensate=arguments.optional_body(compensate, what, "compensate handler"),
                 knobs=self.knobs,
                 location=self.location,
             )

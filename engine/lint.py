@@ -18,8 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine import flow as flow_module
-from engine import nodes, schema
+from engine import arguments, nodes, schema
 from engine.nodes import NO_STATE, Body
 
 if TYPE_CHECKING:
@@ -307,11 +306,11 @@ class _ReadFinder(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if self._is_ctx(node.value) and isinstance(node.ctx, ast.Load):
-            self.reads.append(_Read(node.attr, None, flow_module.display_site(self.filename, node.lineno)))
+            self.reads.append(_Read(node.attr, None, arguments.display_site(self.filename, node.lineno)))
             return
         if isinstance(node.value, ast.Attribute) and self._is_ctx(node.value.value):
             self.reads.append(
-                _Read(node.value.attr, node.attr, flow_module.display_site(self.filename, node.lineno))
+                _Read(node.value.attr, node.attr, arguments.display_site(self.filename, node.lineno))
             )
             return
         self.generic_visit(node)

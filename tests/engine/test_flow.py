@@ -8,13 +8,12 @@ from datetime import timedelta
 
 import pytest
 
-from engine import Flow, FlowUnclosedDispatch, Loop, Meta, Schedule, nodes
-from engine import flow as flow_module
+from engine import Flow, FlowUnclosedDispatch, Loop, Meta, Schedule, arguments, nodes
 from engine.flow import LoopAgain, LoopDone
 from engine.nodes import NO_STATE, Body, Knobs
 from examples.seed import Order, payment
 
-FILE = flow_module.display_site(__file__, 0).rsplit(":", 1)[0]
+FILE = arguments.display_site(__file__, 0).rsplit(":", 1)[0]
 
 
 def here() -> str:

@@ -7,13 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from engine import Flow, Loop, lint
-from engine import flow as flow_module
+from engine import Flow, Loop, arguments, lint
 from engine.lint import LintWarning
 from examples import seed
 from examples.seed import Approval, Order
 
-FILE = flow_module.display_site(__file__, 0).rsplit(":", 1)[0]
+FILE = arguments.display_site(__file__, 0).rsplit(":", 1)[0]
 
 
 def here(offset: int = 0) -> str:

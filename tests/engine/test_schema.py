@@ -15,14 +15,14 @@ from engine import (
     FlowUnnamed,
     Meta,
     Schedule,
+    arguments,
     schema,
     values,
 )
-from engine import flow as flow_module
 from examples import seed
 from examples.seed import Approval, Order
 
-FILE = flow_module.display_site(__file__, 0).rsplit(":", 1)[0]
+FILE = arguments.display_site(__file__, 0).rsplit(":", 1)[0]
 
 
 def here() -> str:
