@@ -15,7 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from console import heartbeat
+from console import heartbeat, runtime
 from console.conf import flowdeck_settings
 from console.management.commands._common import (
     bounded_body_threads,
@@ -25,7 +25,6 @@ from console.management.commands._common import (
     stop_on_signals,
 )
 from engine.engine import FlowEngine
-from engine.flow import Flow
 from store.spi import FlowStoreError
 
 
@@ -69,10 +68,9 @@ class Command(BaseCommand):
                     "(`python manage.py migrate`)?"
                 ) from None
 
-    async def serve(self, engine: FlowEngine, flows: dict[str, Flow]) -> None:
+    async def serve(self, engine: FlowEngine, flows: list[str]) -> None:
         bounded_body_threads(engine.config.workers * engine.config.batch_size)
-        for workflow_id, flow in flows.items():
-            await engine.register(workflow_id, flow)
+        await runtime.serve(engine, flows)
         stop = asyncio.Event()
         with stop_on_signals(stop, on_second=lambda: self._stop_now(engine)):
             async with engine:
