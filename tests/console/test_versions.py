@@ -5,6 +5,7 @@ executions (a version nobody declares any more shows its unended ones as parked)
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from datetime import timedelta
@@ -13,13 +14,14 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.test import AsyncClient
 
 from console import discovery, live, runtime
 from engine import Flow, schema
 from engine.engine import FlowEngine
 from store import spi
-from tests.console.versioned_flows import V0, V1, V2
+from tests.console.versioned_flows import TYPED_V1, V0, V1, V2
 from tests.engine.engine_support import until
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -73,6 +75,36 @@ async def test_an_execution_started_under_v1_runs_on_v1_after_v2_is_declared_new
 
 def _viewer() -> Any:
     return get_user_model().objects.create_user("victor", password="x")
+
+
+def _operator() -> Any:
+    user = get_user_model().objects.create_user("olga", password="x")
+    user.user_permissions.add(Permission.objects.get(codename="operate_executions"))
+    return user
+
+
+async def test_an_api_signal_is_judged_by_the_version_its_execution_runs(deployed: None) -> None:
+    earlier = FlowEngine(runtime.store())
+    await earlier.register("typed", TYPED_V1)
+    for eid in ("t1-int", "t1-text"):
+        await earlier.workflows.start("typed", execution_id=eid)
+    web = await runtime.engine()
+    await web.workflows.start("typed", execution_id="t2-text")
+    client = AsyncClient()
+    await client.aforce_login(await sync_to_async(_operator)())
+
+    async def signal(eid: str, value: object) -> tuple[int, Any]:
+        reply = await client.post(
+            f"/api/v1/executions/{eid}/signal/qty", json.dumps(value), content_type="application/json"
+        )
+        return reply.status_code, reply.json()
+
+    assert await signal("t1-int", 3) == (200, {"ok": True})
+    assert await signal("t2-text", "3") == (200, {"ok": True})
+    status, body = await signal("t1-text", "3")
+    assert (status, body["code"]) == (400, "invalid_input")
+    assert body["error"].startswith("value for 'qty' is not a valid int")
+    assert await web.store.get_field("t1-text", "qty") is None
 
 
 def _cells(row: str) -> list[str]:
