@@ -38,6 +38,9 @@ def test_runworkers_runs_a_v1_execution_to_its_end_after_v2_is_declared_newest(t
         ok(manage(url, "flow", "signal", eid, "go", "true", env=during))
     workers = Background("runworkers", [PYTHON, MANAGE, "runworkers", "--workers", "1"], during, tmp_path)
     try:
+        workers.wait_for_output(
+            "serving fulfilment, payment, follow_up, versioned (2 versions), typed (2 versions)"
+        )
         for eid in ("old", "new"):
             ended = f"attempt on {eid} ended: AttemptReport(execution_id='{eid}', outcome='completed'"
             workers.wait_for(lambda ended=ended: ended in workers.stderr, f"{eid} completed")

@@ -15,7 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from console import heartbeat, runtime
+from console import discovery, heartbeat, runtime
 from console.conf import flowdeck_settings
 from console.management.commands._common import (
     bounded_body_threads,
@@ -77,7 +77,7 @@ class Command(BaseCommand):
                 config = engine.config
                 self.stdout.write(
                     f"flowdeck workers {engine.executor_id}: {config.workers} worker(s) serving "
-                    f"{', '.join(flows)} on {_database()} (lease {config.lease.total_seconds():g}s, "
+                    f"{_served(flows)} on {_database()} (lease {config.lease.total_seconds():g}s, "
                     f"renew every {config.renew_every.total_seconds():g}s, batch {config.batch_size})"
                 )
                 self.stdout.flush()
@@ -99,6 +99,13 @@ class Command(BaseCommand):
         )
         self.stderr.flush()
         os._exit(1)
+
+
+def _served(flows: list[str]) -> str:
+    """The workflow ids served, each with its number of versions when it serves more than one."""
+    versions = discovery.flow_versions()
+    counts = {w: len(versions.get(w, ())) for w in flows}
+    return ", ".join(w if counts[w] <= 1 else f"{w} ({counts[w]} versions)" for w in flows)
 
 
 def _database() -> str:
