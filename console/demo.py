@@ -21,6 +21,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
+from console import runtime
 from engine.engine import FlowEngine
 from examples.fulfilment import flows
 from store import spi
@@ -123,12 +124,11 @@ async def seed_parked(store: spi.FlowStore) -> None:
 
 
 async def seed(engine: FlowEngine, *, timeout: float = 60.0) -> Seeded:
-    """Start every demo execution not already there and wait until each settles; `engine` must be running
-    workers serving the current flows. Parked first: registering the current version afterwards makes it
-    the newest again."""
+    """Serve every discovered flow on `engine` (the set every process serves, `runtime.serve`), start every
+    demo execution not already there and wait until each settles; `engine` must be running its workers.
+    Parked first: registering the current version afterwards makes it the newest again."""
     await seed_parked(engine.store)
-    for workflow_id, flow in flows.FLOWS.items():
-        await engine.register(workflow_id, flow)
+    await runtime.serve(engine)
     fresh = [w for w in WANTED if await _start_absent(engine, w)]
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

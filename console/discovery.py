@@ -1,63 +1,107 @@
 """Finding flows: each installed app's `flows.py`, and the modules named by FLOWDECK_FLOW_MODULES.
 
-A flows module declares its workflows in `FLOWS`: a mapping of workflow id to `Flow`, or an iterable of
-`Flow` (each registered under its own name). Modules without `FLOWS` contribute nothing, so a module may
-hold helper flows (a subflow's child) without serving them as workflows of their own.
+A flows module declares its workflows in `FLOWS`, in one of two shapes:
+
+- a mapping of workflow id to a `Flow`, or to a list of `Flow` versions, oldest first: the last is the
+  newest, what new starts use; the earlier ones stay served so that executions started under them run to
+  their end (`FLOWS = {"fulfilment": [fulfilment_v1, fulfilment]}` during a migration);
+- an iterable of `Flow`, each served under its own `Flow.init` name; flows sharing a name are versions of
+  that workflow, oldest first.
+
+Every workflow id keeps the id rule (`engine.ids`); a declaration that is not a flow, an empty list of
+versions, or two versions of one id with the same structure is refused here, naming the module and the id.
+Modules without `FLOWS` contribute nothing, so a module may hold helper flows (a subflow's child) without
+serving them as workflows of their own. `served()` is the set every process registers (web, workers, CLI,
+demo), in the order they register it.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from django.utils.module_loading import autodiscover_modules
 
 from console.conf import flowdeck_settings
+from engine import ids, schema
 from engine.flow import Flow
 
-__all__ = ["FlowDiscoveryError", "discover", "flows_of", "registered_flows"]
+__all__ = ["FlowDiscoveryError", "discover", "flow_versions", "flows_of", "registered_flows", "served"]
 
-_flows: dict[str, Flow] = {}
+_flows: dict[str, tuple[Flow, ...]] = {}
 
 
 class FlowDiscoveryError(Exception):
-    """A flows module declared something that is not a flow, or two modules claimed one workflow id."""
+    """A flows module declared something that is not a flow (or a list of its versions), a workflow id
+    breaking the id rule, or two modules claimed one workflow id."""
 
 
-def flows_of(module_name: str) -> dict[str, Flow]:
-    """The workflows a module declares in FLOWS (empty when it declares none)."""
+def flows_of(module_name: str) -> dict[str, tuple[Flow, ...]]:
+    """The workflows a module declares in FLOWS, each with its versions oldest first (empty when it
+    declares none)."""
     module = importlib.import_module(module_name)
     declared = getattr(module, "FLOWS", None)
     if declared is None:
         return {}
-    items: Iterable[tuple[str, object]]
+    where = f"{module_name}.FLOWS"
     if isinstance(declared, Mapping):
-        items = declared.items()
-    else:
-        items = ((getattr(f, "name", ""), f) for f in declared)
-    found: dict[str, Flow] = {}
-    for workflow_id, flow in items:
+        return {workflow_id: _versions(where, workflow_id, entry) for workflow_id, entry in declared.items()}
+    if isinstance(declared, str | bytes) or not isinstance(declared, Iterable):
+        raise FlowDiscoveryError(f"{where} is neither a mapping nor an iterable of Flow: {declared!r}")
+    grouped: dict[str, list[Flow]] = {}
+    for position, flow in enumerate(declared):
         if not isinstance(flow, Flow):
-            raise FlowDiscoveryError(f"{module_name}.FLOWS[{workflow_id!r}] is not a Flow: {flow!r}")
-        found[str(workflow_id)] = flow
-    return found
+            raise FlowDiscoveryError(f"{where}[{position}] is not a Flow: {flow!r}")
+        grouped.setdefault(flow.name, []).append(flow)
+    return {workflow_id: _versions(where, workflow_id, flows) for workflow_id, flows in grouped.items()}
 
 
-def _add(source: str, flows: Mapping[str, Flow]) -> None:
-    for workflow_id, flow in flows.items():
+def _versions(where: str, workflow_id: object, entry: object) -> tuple[Flow, ...]:
+    """One declaration checked: a Flow, or a non-empty list of Flow versions of distinct structure."""
+    problem = ids.id_problem(workflow_id)
+    if problem is not None:
+        raise FlowDiscoveryError(f"{where}: invalid workflow id {workflow_id!r}: {problem}")
+    named = f"{where}[{workflow_id!r}]"
+    if isinstance(entry, Flow):
+        return (entry,)
+    if isinstance(entry, str | bytes) or not isinstance(entry, Sequence):
+        raise FlowDiscoveryError(f"{named} is neither a Flow nor a list of its versions: {entry!r}")
+    if not entry:
+        raise FlowDiscoveryError(f"{named} is an empty list: declare at least one version")
+    seen: dict[str, int] = {}
+    for position, flow in enumerate(entry):
+        if not isinstance(flow, Flow):
+            raise FlowDiscoveryError(f"{named}[{position}] is not a Flow: {flow!r}")
+        digest = schema.structural_hash(flow)
+        if digest in seen:
+            raise FlowDiscoveryError(
+                f"{named}: versions {seen[digest]} and {position} have the same structure (hash {digest}); "
+                "versions are told apart by structure, so declare one of them"
+            )
+        seen[digest] = position
+    return tuple(entry)
+
+
+def _add(source: str, flows: Mapping[str, tuple[Flow, ...]]) -> None:
+    for workflow_id, versions in flows.items():
         existing = _flows.get(workflow_id)
-        if existing is not None and existing is not flow:
+        if existing is not None and not _same(existing, versions):
             raise FlowDiscoveryError(f"workflow id {workflow_id!r} is declared twice (again in {source})")
-        _flows[workflow_id] = flow
+        _flows[workflow_id] = versions
+
+
+def _same(one: tuple[Flow, ...], other: tuple[Flow, ...]) -> bool:
+    return len(one) == len(other) and all(a is b for a, b in zip(one, other, strict=True))
 
 
 def discover(extra_modules: Iterable[str] = ()) -> dict[str, Flow]:
-    """Import every app's flows module and the configured ones; answer every workflow found so far."""
+    """Import every app's flows module and the configured ones; answer every workflow found so far (its
+    newest version)."""
     for module in autodiscover_modules_named("flows"):
         _add(module, flows_of(module))
     for module in (*flowdeck_settings().flow_modules, *extra_modules):
         _add(module, flows_of(module))
-    return dict(_flows)
+    return registered_flows()
 
 
 def autodiscover_modules_named(name: str) -> list[str]:
@@ -79,5 +123,22 @@ def autodiscover_modules_named(name: str) -> list[str]:
 
 
 def registered_flows() -> dict[str, Flow]:
-    """Every workflow discovered in this process, by id."""
+    """Every workflow discovered in this process, by id: its newest version (what new starts use)."""
+    return {workflow_id: versions[-1] for workflow_id, versions in _flows.items()}
+
+
+def flow_versions() -> dict[str, tuple[Flow, ...]]:
+    """Every workflow discovered in this process, by id: all its declared versions, oldest first."""
     return dict(_flows)
+
+
+def served(only: Iterable[str] | None = None) -> list[tuple[str, Flow]]:
+    """What a process registers, in order: each workflow's versions oldest first, so that the last one
+    registered (the newest) is what new starts use. `only` keeps those workflow ids (all when None)."""
+    kept = None if only is None else set(only)
+    return [
+        (workflow_id, flow)
+        for workflow_id, versions in _flows.items()
+        if kept is None or workflow_id in kept
+        for flow in versions
+    ]

@@ -2,21 +2,24 @@
 
 The web process needs the engine's surfaces (start, signal, describe, search, operator verbs) but runs no
 workers: `engine()` answers a `FlowEngine` whose flows are registered and whose worker pool is never started.
-`runworkers` builds its own engine with workers (see `make_engine`).
+Processes with workers (`runworkers`, `demo`) build their own engine. Every one registers the same set with
+`serve`: each discovered workflow's declared versions, oldest first, so the newest is what new starts use.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+from collections.abc import AsyncIterator, Iterable
 from datetime import timedelta
 
+from console import discovery
 from console.conf import flowdeck_settings
-from console.discovery import registered_flows
 from engine.engine import FlowEngine
 from store.django.store import DjangoStore
 
-__all__ = ["engine", "make_engine", "reset", "store"]
+__all__ = ["engine", "make_engine", "reset", "serve", "store"]
 
 _lock = threading.RLock()  # engine() builds the store under the same lock
 _store: DjangoStore | None = None
@@ -33,25 +36,41 @@ def store() -> DjangoStore:
         return _store
 
 
-def make_engine(
+async def serve(engine: FlowEngine, only: Iterable[str] | None = None) -> list[str]:
+    """Register on `engine` every discovered version (of the workflow ids in `only`, when given), oldest
+    first per id: the set every process serves. Answers the workflow ids served, in order."""
+    served: list[str] = []
+    for workflow_id, flow in discovery.served(only):
+        await engine.register(workflow_id, flow)
+        if workflow_id not in served:
+            served.append(workflow_id)
+    return served
+
+
+@contextlib.asynccontextmanager
+async def make_engine(
     *,
     workers: int | None = None,
     lease: timedelta | None = None,
     renew_every: timedelta | None = None,
     batch_size: int | None = None,
     poll_timeout: timedelta | None = None,
-) -> FlowEngine:
-    """A FlowEngine on this process's store serving every discovered flow; settings fill the rest."""
+) -> AsyncIterator[FlowEngine]:
+    """`async with make_engine() as engine`: a FlowEngine on this process's store serving every discovered
+    version (`serve`), its workers running inside the block; settings fill the knobs not given."""
     conf = flowdeck_settings()
-    return FlowEngine(
+    built = FlowEngine(
         store(),
-        tuple(registered_flows().values()),
+        (),
         workers=conf.workers if workers is None else workers,
         lease=conf.lease if lease is None else lease,
         renew_every=conf.renew_every if renew_every is None else renew_every,
         batch_size=conf.batch_size if batch_size is None else batch_size,
         poll_timeout=conf.poll_timeout if poll_timeout is None else poll_timeout,
     )
+    await serve(built)
+    async with built:
+        yield built
 
 
 async def engine() -> FlowEngine:
@@ -61,8 +80,7 @@ async def engine() -> FlowEngine:
         if _engine is None:
             _engine = FlowEngine(store(), ())
     if not _registered:
-        for workflow_id, flow in registered_flows().items():
-            await _engine.register(workflow_id, flow)
+        await serve(_engine)
         _registered = True
     return _engine
 

@@ -149,8 +149,8 @@ async def signal_execution(request: HttpRequest, execution_id: str, name: str) -
         await _signal_target(engine, execution_id)
         raise ApiError(400, "malformed_body", f"the body is not JSON: {error}") from error
     detail = await _signal_target(engine, execution_id)
-    if detail.progress is not None:  # a version this process serves: its discovered flow
-        inputs.check_input(detail.flow_id, name, value)
+    if detail.progress is not None:  # a version this process serves: checked against that version
+        inputs.check_input(detail.flow_id, name, value, engine.flow_of(detail.state))
     await engine.executions.signal(execution_id, name, value)
     return schemas.OkResponse()
 

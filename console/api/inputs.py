@@ -17,14 +17,17 @@ from pydantic import ValidationError
 from console import discovery
 from engine import errors, values
 from engine.engine import declared_inputs
+from engine.flow import Flow
 
 __all__ = ["check_input", "check_inputs"]
 
 
-def check_input(workflow_id: str, name: str, value: Any) -> None:
-    """Refuse `value` for input `name` of the served `workflow_id` unless it is valid JSON for its type.
-    Unknown workflows and undeclared names are left to the engine, which names them."""
-    flow = discovery.registered_flows().get(workflow_id)
+def check_input(workflow_id: str, name: str, value: Any, flow: Flow | None = None) -> None:
+    """Refuse `value` for input `name` of the served `workflow_id` unless it is valid JSON for its type in
+    `flow`, the version the value is for (default: the newest, what a start uses; a signal passes its
+    execution's version). Unknown workflows and undeclared names are left to the engine, which names them."""
+    if flow is None:
+        flow = discovery.registered_flows().get(workflow_id)
     node = declared_inputs(flow).get(name) if flow is not None else None
     declared = getattr(node, "type", None)
     if declared is None:

@@ -1,7 +1,7 @@
-"""Workflows (versions, nodes, inputs, outputs, counts per status, a diagram with live per-node counts and a
-start form), parked executions (grouped by version, resumed onto the newest version or cancelled), and
-engine health (each worker process's heartbeat and the claims per executor, from the store; this
-process's own engine)."""
+"""Workflows (versions with what this process serves and their executions, nodes, inputs, outputs, counts
+per status, a diagram with live per-node counts and a start form), parked executions (grouped by version,
+resumed onto the newest version or cancelled), and engine health (each worker process's heartbeat and the
+claims per executor, from the store; this process's own engine)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from console import heartbeat, runtime
-from console.discovery import registered_flows
+from console.discovery import flow_versions, registered_flows
 from console.views import common
-from engine import errors, render
+from engine import errors, render, schema
 from engine.graph import build_graph
 from engine.progress import NodeStatus
-from store.django.models import Event, Execution
+from store import spi
+from store.django.models import TERMINAL_KINDS, Event, Execution, WorkflowVersion
 
 __all__ = [
     "health",
@@ -95,16 +96,59 @@ def _graph_ids(workflow_id: str) -> dict[str, str]:
     return {n.id: n.path for n in build_graph(flow).nodes if n.path}
 
 
+def _execution_counts(workflow_id: str) -> dict[str, tuple[int, int]]:
+    """Per version hash: (unended, total) executions of `workflow_id`."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    rows = Execution.objects.filter(flow_id=workflow_id).values("hash", "status_kind").annotate(n=Count("id"))
+    for row in rows:
+        seen = counts[row["hash"]]
+        seen[1] += row["n"]
+        if row["status_kind"] not in TERMINAL_KINDS:
+            seen[0] += row["n"]
+    return {digest: (unended, total) for digest, (unended, total) in counts.items()}
+
+
+def _registered_at(workflow_id: str) -> dict[str, Any]:
+    return dict(WorkflowVersion.objects.filter(workflow_id=workflow_id).values_list("hash", "registered"))
+
+
+async def version_rows(workflow_id: str, stored: list[spi.WorkflowInfo]) -> list[dict[str, Any]]:
+    """Every version of `workflow_id` the store knows, oldest first, with whether this process serves it
+    (the versions its flows module declares; the last is the newest, what new starts use), when it was
+    first registered, and its unended and total executions. Unended executions of a version nobody serves
+    are parked."""
+    served = [schema.structural_hash(flow) for flow in flow_versions().get(workflow_id, ())]
+    counts = await sync_to_async(_execution_counts)(workflow_id)
+    registered = await sync_to_async(_registered_at)(workflow_id)
+    known = [info.structural_hash for info in stored]
+    labels = {info.structural_hash: info.meta.version for info in stored}
+    rows = []
+    for digest in [*known, *sorted(set(counts) - set(known))]:
+        unended, total = counts.get(digest, (0, 0))
+        rows.append(
+            {
+                "hash": digest,
+                "label": labels.get(digest, ""),
+                "served": digest in served,
+                "newest": bool(served) and digest == served[-1],
+                "registered": registered.get(digest),
+                "unended": unended,
+                "total": total,
+            }
+        )
+    return rows
+
+
 @login_required
 @require_GET
 async def workflow(request: HttpRequest, workflow_id: str) -> HttpResponse:
     info = await _info(workflow_id)
     engine = await runtime.engine()
-    versions = await engine.store.list_workflow_versions(workflow_id)
+    versions = list(await engine.store.list_workflow_versions(workflow_id))
     counts = await sync_to_async(_status_counts)()
     context = {
         "info": info,
-        "versions": versions,
+        "versions": await version_rows(workflow_id, versions),
         "status_counts": sorted(counts.get(workflow_id, {}).items()),
         "node_counts": sorted((await node_counts(workflow_id)).items()),
         "graph_ids": _graph_ids(workflow_id),

@@ -45,8 +45,8 @@ def environment(database_url: str, **extra: str) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="console.settings",
         PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",
-        **extra,
     )
+    env.update(extra)  # may name other settings (DJANGO_SETTINGS_MODULE)
     return env
 
 

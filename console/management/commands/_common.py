@@ -23,7 +23,6 @@ from console.conf import flowdeck_settings
 from console.discovery import registered_flows
 from engine.engine import FlowEngine
 from engine.errors import FlowConfigError
-from engine.flow import Flow
 from store.django.store import DjangoStore
 
 __all__ = [
@@ -119,8 +118,9 @@ def stop_on_signals(stop: asyncio.Event, *, on_second: Callable[[], None] | None
 # ---------------------------------------------------------------------------------------- engines
 
 
-def flows_to_serve(only: str | None) -> dict[str, Flow]:
-    """The discovered workflows, or the comma-separated subset `only` names (an unknown id is refused)."""
+def flows_to_serve(only: str | None) -> list[str]:
+    """The discovered workflow ids, or the comma-separated subset `only` names (an unknown id is refused);
+    `runtime.serve` registers every declared version of each."""
     found = registered_flows()
     if not found:
         raise usage_error(
@@ -128,7 +128,7 @@ def flows_to_serve(only: str | None) -> dict[str, Flow]:
             "FLOWDECK_FLOW_MODULES names none"
         )
     if not only:
-        return found
+        return list(found)
     wanted = [w.strip() for w in only.split(",") if w.strip()]
     unknown = [w for w in wanted if w not in found]
     if unknown or not wanted:
@@ -136,7 +136,7 @@ def flows_to_serve(only: str | None) -> dict[str, Flow]:
             f"--flows names unknown workflow(s): {', '.join(unknown) or '(none given)'}; "
             f"discovered: {', '.join(sorted(found))}"
         )
-    return {w: found[w] for w in wanted}
+    return wanted
 
 
 def _store(slots: int) -> DjangoStore:

@@ -1,9 +1,10 @@
 """`python manage.py demo`: Flowdeck with something to look at, on the embedded SQLite database.
 
 It migrates, makes an admin user (printing a fresh password), starts the example executions in every
-interesting state (see `console.demo`), then runs the engine's workers in this process and serves the
-console and the API (HTTP and websockets, with daphne) on 127.0.0.1:8000. Ctrl-C stops both: the web
-server first, then the workers, which finish or hand back what they hold.
+interesting state (see `console.demo`), then runs the engine's workers in this process (serving every
+discovered flow, the set every process serves) and serves the console and the API (HTTP and websockets,
+with daphne) on 127.0.0.1:8000. Ctrl-C stops both: the web server first, then the workers, which finish or
+hand back what they hold.
 
 `--database PATH` uses another SQLite file (the process restarts itself with DATABASE_URL pointing at it,
 so every part of Django sees the same database); `--port` picks the port; `--no-serve` seeds and exits.

@@ -15,7 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from console import heartbeat
+from console import discovery, heartbeat, runtime
 from console.conf import flowdeck_settings
 from console.management.commands._common import (
     bounded_body_threads,
@@ -25,7 +25,6 @@ from console.management.commands._common import (
     stop_on_signals,
 )
 from engine.engine import FlowEngine
-from engine.flow import Flow
 from store.spi import FlowStoreError
 
 
@@ -69,17 +68,16 @@ class Command(BaseCommand):
                     "(`python manage.py migrate`)?"
                 ) from None
 
-    async def serve(self, engine: FlowEngine, flows: dict[str, Flow]) -> None:
+    async def serve(self, engine: FlowEngine, flows: list[str]) -> None:
         bounded_body_threads(engine.config.workers * engine.config.batch_size)
-        for workflow_id, flow in flows.items():
-            await engine.register(workflow_id, flow)
+        await runtime.serve(engine, flows)
         stop = asyncio.Event()
         with stop_on_signals(stop, on_second=lambda: self._stop_now(engine)):
             async with engine:
                 config = engine.config
                 self.stdout.write(
                     f"flowdeck workers {engine.executor_id}: {config.workers} worker(s) serving "
-                    f"{', '.join(flows)} on {_database()} (lease {config.lease.total_seconds():g}s, "
+                    f"{_served(flows)} on {_database()} (lease {config.lease.total_seconds():g}s, "
                     f"renew every {config.renew_every.total_seconds():g}s, batch {config.batch_size})"
                 )
                 self.stdout.flush()
@@ -101,6 +99,13 @@ class Command(BaseCommand):
         )
         self.stderr.flush()
         os._exit(1)
+
+
+def _served(flows: list[str]) -> str:
+    """The workflow ids served, each with its number of versions when it serves more than one."""
+    versions = discovery.flow_versions()
+    counts = {w: len(versions.get(w, ())) for w in flows}
+    return ", ".join(w if counts[w] <= 1 else f"{w} ({counts[w]} versions)" for w in flows)
 
 
 def _database() -> str:
