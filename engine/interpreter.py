@@ -390,13 +390,16 @@ class Attempt:
             deferred, self.deferred = self.deferred, None
             await self._send(deferred, self._take())
 
-    async def flush(self) -> None:
-        """Make everything pending durable (a deferred record, events, the next node's start) in one
-        write. Inside a fork, first wait for the writes in flight: one of them may carry this start."""
-        while self.inflight:
-            await asyncio.wait(set(self.inflight))
-        if self.broken is not None:  # a write in flight was refused: this branch's start may be lost
-            raise self.broken
+    async def flush(self, start: spi.Event | None = None) -> None:
+        """Make everything pending durable (a deferred record, events, the next node's `start`) in one
+        write. Inside a fork another branch's write may have taken this start with it: then wait until the
+        writes in flight have landed instead."""
+        if start is not None and not any(event is start for event in self.pending):
+            while self.inflight:
+                await asyncio.wait(set(self.inflight))
+            if self.broken is not None:  # the write that carried this start was refused or failed
+                raise self.broken
+            return
         if self.deferred is None and not self.pending:
             return
         deferred, self.deferred = self.deferred, None
@@ -635,13 +638,14 @@ class Attempt:
                 "an at-most-once node was started and never finished: nobody knows whether it acted",
             )
         notes: list[Any] = [] if undos is None else undos
-        if announce or self.unflushed or self.deferred is not None:
-            if announce:
-                self.pending.append(self.started(path))
+        start = self.started(path) if announce else None
+        if start is not None or self.unflushed or self.deferred is not None:
+            if start is not None:
+                self.pending.append(start)
             # ONE write before the body: the previous node's record, what is pending, and this start. It
             # answers the cancel flag as of this start: a request recorded before it stops the body here,
             # one recorded after it is heard by the next start or refuses the Completed ending.
-            await self.flush()
+            await self.flush(start)
             self.guard(path)
 
         async def once(attempt: int) -> Any:

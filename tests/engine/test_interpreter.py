@@ -267,11 +267,14 @@ async def test_foreach_crash_at_item_k_resumes_at_k(world: World) -> None:
 
 async def test_foreach_concurrency_bounds_items_in_flight(world: World) -> None:
     in_flight = {"now": 0, "max": 0}
+    full = asyncio.Event()  # the first items hold on until the bound is reached, whatever the writes cost
 
     async def work(item: int) -> int:
         in_flight["now"] += 1
         in_flight["max"] = max(in_flight["max"], in_flight["now"])
-        await asyncio.sleep(0.001)
+        if in_flight["now"] == 3:
+            full.set()
+        await full.wait()
         in_flight["now"] -= 1
         return item
 
