@@ -2,18 +2,20 @@
 
 An attempt reads the record (fields and history) once, then walks the flow's nodes from the start. A node
 whose record it finds is skipped and its value read back (its compensations noted again); the first node
-without one runs, and is recorded before the next begins. Recording a node is ONE store write: the events
-that led up to it (its StepStarted, a consumed input, a woken sleep, the attempt's ExecutionClaimed) wait
-in `Attempt.pending` and ride as `preceding=` on the node's own write, together with its value, its undo
-notes and its wait-row change. A step has no value, so its completion is only an event: it waits in
-`pending` too and lands with the next write (the next node's start, a wait row, the attempt's end), flushed
-at the latest before another body runs. The cancellation check reads `Claimed.cancel_requested`, which
-every accepted write refreshes, so it costs no read; the record itself may come with the claim
-(`Claimed.prefetched_ledger`).
+without one runs, and is recorded before the next begins. Recording a node is ONE store write, and it is
+the write that starts the next node: before a body runs, one write carries the previous node's record
+(value, undo notes, completion: `Attempt.deferred`), the events pending since (the attempt's
+ExecutionClaimed, a consumed input, a woken sleep) and this node's StepStarted. So a start is durable before
+its body, and the cancel flag that same write answers (`Claimed.cancel_requested`, refreshed by every
+accepted write, so the check costs no read) decides whether the body runs: a node whose start is recorded
+after a cancel request never runs. The last record lands just before the attempt's end (a step's, which is
+only events, with it); the store refuses the Completed ending while a request is outstanding (I2), and the
+attempt then unwinds and ends Cancelled. The record may come with the claim (`Claimed.prefetched_ledger`).
 
 How an attempt ends (`run_attempt` answers an `AttemptReport`):
 
-* the walk reaches the end → Terminal(Completed);
+* the walk reaches the end → Terminal(Completed), or, when the store refuses it for a cancel request that
+  landed meanwhile, the unwind → Cancelled(reason);
 * a wait (input, sleep, a long retry back-off) → `Parked(paths)` → Suspended(paths), holding nothing;
 * a `FlowDomainError` or a cancellation → the unwind (engine/compensation.py) → Failed(error, kind) or
   Cancelled(reason);
