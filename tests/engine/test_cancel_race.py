@@ -294,3 +294,32 @@ async def test_the_claim_is_written_with_the_first_start(world: World) -> None:
     assert report.outcome == "cancelled"
     # the request landed right after the first write, which recorded a's start: a ran and is undone
     assert (calls, LOG) == ({"a": 1}, ["release a"])
+
+
+async def test_a_cancel_during_a_foreach_starts_no_further_item(world: World) -> None:
+    """Inside a fork too: the next item's start is the write that hears the request; what completed is
+    undone, the item still running is cancelled, and nothing else starts."""
+    calls = Calls()
+    entered = [asyncio.Event(), asyncio.Event()]
+    release = [asyncio.Event(), asyncio.Event()]
+
+    async def work(i: int) -> int:
+        calls.hit(f"item{i}")
+        if i < 2:
+            entered[i].set()
+            await release[i].wait()
+        return i
+
+    flow = Flow.init("f").foreach(
+        "w", lambda ctx: [0, 1, 2, 3], work, concurrency=2, compensate=lambda i, v: LOG.append(f"undo {i}")
+    )
+    eid = await world.start(flow)
+    attempt = asyncio.ensure_future(world.attempt(flow, eid))
+    await entered[0].wait()
+    await entered[1].wait()
+    assert await world.store.request_cancel(eid, "enough", "ops") == spi.Accepted()
+    release[1].set()
+    assert (await attempt).outcome == "cancelled"
+    assert (calls, LOG) == ({"item0": 1, "item1": 1}, ["undo 1"])
+    assert await world.status(eid) == spi.Cancelled("enough")
+    assert await started_after_cancel(world, eid) == ["w~2"]
