@@ -340,8 +340,9 @@ class Attempt:
 
     async def _io(self, write: Awaitable[Any]) -> Any:
         """Await one write. Inside a fork a branch can be cancelled (a race's loser, a failed sibling's)
-        while its write carries what other branches pending: the write then goes on in its own task, never
-        dropped half way, and a branch about to start a body waits for every write in flight (`flush`)."""
+        while its write carries what other branches left pending (a record, a start): the write then goes
+        on in its own task, never dropped half way, and is tracked in `inflight` so that a branch whose
+        start it took waits for it before running its body (`flush`)."""
         if not self.forks:
             return await write
         task = asyncio.ensure_future(write)
