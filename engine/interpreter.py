@@ -2,18 +2,20 @@
 
 An attempt reads the record (fields and history) once, then walks the flow's nodes from the start. A node
 whose record it finds is skipped and its value read back (its compensations noted again); the first node
-without one runs, and is recorded before the next begins. Recording a node is ONE store write: the events
-that led up to it (its StepStarted, a consumed input, a woken sleep, the attempt's ExecutionClaimed) wait
-in `Attempt.pending` and ride as `preceding=` on the node's own write, together with its value, its undo
-notes and its wait-row change. A step has no value, so its completion is only an event: it waits in
-`pending` too and lands with the next write (the next node's start, a wait row, the attempt's end), flushed
-at the latest before another body runs. The cancellation check reads `Claimed.cancel_requested`, which
-every accepted write refreshes, so it costs no read; the record itself may come with the claim
-(`Claimed.prefetched_ledger`).
+without one runs, and is recorded before the next begins. Recording a node is ONE store write, and it is
+the write that starts the next node: before a body runs, one write carries the previous node's record
+(value, undo notes, completion: `Attempt.deferred`), the events pending since (the attempt's
+ExecutionClaimed, a consumed input, a woken sleep) and this node's StepStarted. So a start is durable before
+its body, and the cancel flag that same write answers (`Claimed.cancel_requested`, refreshed by every
+accepted write, so the check costs no read) decides whether the body runs: a node whose start is recorded
+after a cancel request never runs. The last record lands just before the attempt's end (a step's, which is
+only events, with it); the store refuses the Completed ending while a request is outstanding (I2), and the
+attempt then unwinds and ends Cancelled. The record may come with the claim (`Claimed.prefetched_ledger`).
 
 How an attempt ends (`run_attempt` answers an `AttemptReport`):
 
-* the walk reaches the end → Terminal(Completed);
+* the walk reaches the end → Terminal(Completed), or, when the store refuses it for a cancel request that
+  landed meanwhile, the unwind → Cancelled(reason);
 * a wait (input, sleep, a long retry back-off) → `Parked(paths)` → Suspended(paths), holding nothing;
 * a `FlowDomainError` or a cancellation → the unwind (engine/compensation.py) → Failed(error, kind) or
   Cancelled(reason);
@@ -122,8 +124,22 @@ class Question(Exception):
         self.detail = detail
 
 
+_REFUSED = (spi.WriteOutcome.CLAIM_LOST, spi.ProgressOutcome.CLAIM_LOST)
+"""A write's answer saying this attempt no longer holds the execution."""
+
 _PASS_THROUGH = (Parked, StopFor, ClaimLost, ResumedUnwind, Halt, Question, spi.FlowStoreError, FlowCancelled)
 """Exceptions that are the interpreter's own verdicts or infrastructure: never a body's mistake."""
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A node's record waiting for the attempt's next write: its path, value, extra fields (undo notes, a
+    foreach's count) and the events up to its own completion, in order."""
+
+    path: str
+    value: spi.FieldData | None
+    events: list[spi.Event]
+    extra: dict[str, spi.FieldData]
 
 
 @dataclass(frozen=True)
@@ -284,6 +300,10 @@ class Attempt:
         # a step's completion waiting in `pending` that must be durable before the next body runs
         self.unflushed = False
         self.pending_fields: dict[str, spi.FieldData] = {}
+        self.deferred: Deferred | None = None  # a node's record riding on the next write
+        self.inflight: set[asyncio.Future[Any]] = set()  # a fork's writes in flight (see `_io`)
+        self.broken: BaseException | None = None  # the first of them that failed
+        self.forks = 0  # how many joins and races are running their branches side by side
         self.handlers: list[compensation.Handler] = []
         self.discharged: set[str] = set()
         self.kept: list[str] = []  # recorded paths the walk took as kept (the dry run reports them)
@@ -302,7 +322,11 @@ class Attempt:
             self.kept.append(path)
 
     # ------------------------------------------------------------------------------------- writes
-    # Every write takes the pending events (and pending fields) with it, in one transaction.
+    # Every write takes the pending events (and pending fields) with it, in one transaction. A node's
+    # record (value, undo notes, completion) does not go out on its own: it waits in `deferred` and rides on
+    # the next write, which before a body is the one that records that body's start. So a start is durable
+    # BEFORE its body runs, and the cancel flag that very write answers decides whether the body runs at all
+    # (a request recorded after it is seen by the next node's start, or refuses the Completed ending).
 
     def _claim(self) -> spi.Claimed:
         if self.claimed is None:  # a dry run reaching a write is a bug in the walk, not a user's
@@ -314,12 +338,94 @@ class Attempt:
         self.unflushed = False
         return taken
 
-    async def flush(self) -> None:
-        """Make a deferred step completion durable (with the next node's start) before a body runs."""
-        events = self._take()
-        outcome = await self._claim().append_event(events[-1], preceding=events[:-1])
-        if outcome is spi.WriteOutcome.CLAIM_LOST:
-            raise ClaimLost(events[-1].kind.value)
+    async def _io(self, write: Awaitable[Any]) -> Any:
+        """Await one write. Inside a fork a branch can be cancelled (a race's loser, a failed sibling's)
+        while its write carries what other branches left pending (a record, a start): the write then goes
+        on in its own task, never dropped half way, and is tracked in `inflight` so that a branch whose
+        start it took waits for it before running its body (`flush`)."""
+        if not self.forks:
+            return await write
+        task = asyncio.ensure_future(write)
+        task.add_done_callback(self._landed)
+        self.inflight.add(task)
+        return await asyncio.shield(task)
+
+    def _landed(self, task: asyncio.Future[Any]) -> None:
+        self.inflight.discard(task)
+        if task.cancelled() or self.broken is not None:
+            return
+        error = task.exception()
+        if error is None and task.result() in _REFUSED:
+            error = ClaimLost("a write in flight was refused")
+        self.broken = error
+
+    async def _send(self, deferred: Deferred | None, events: list[spi.Event]) -> None:
+        """One write: the deferred record (record_progress) with `events` after it, or the events alone."""
+        claimed = self._claim()
+        if deferred is None:
+            done = await self._io(claimed.append_event(events[-1], preceding=events[:-1]))
+            if done is spi.WriteOutcome.CLAIM_LOST:
+                raise ClaimLost(events[-1].kind.value)
+            return
+        events = [*deferred.events, *events]
+        write = claimed.record_progress(
+            deferred.path,
+            deferred.value,
+            events[-1],
+            preceding=events[:-1],
+            extra_fields=deferred.extra or None,
+        )
+        if await self._io(write) is spi.ProgressOutcome.CLAIM_LOST:
+            raise ClaimLost(deferred.path)
+
+    async def drain(self) -> None:
+        """A fork ends: wait for its branches' writes still in flight (a cancelled branch's goes on), and
+        give up the attempt if one of them failed (what it carried may be lost)."""
+        while self.inflight:
+            await asyncio.wait(set(self.inflight))
+        self.forks -= 1
+        if self.broken is not None:
+            raise self.broken
+
+    async def settle(self) -> None:
+        """Write a deferred record now, on its own, before a write that cannot carry it."""
+        while self.deferred is not None:
+            deferred, self.deferred = self.deferred, None
+            await self._send(deferred, self._take())
+
+    async def flush(self, start: spi.Event | None = None) -> None:
+        """Make everything pending durable (a deferred record, events, the next node's `start`) in one
+        write. Inside a fork another branch's write may have taken this start with it: then wait until the
+        writes in flight have landed instead."""
+        if start is not None and not any(event is start for event in self.pending):
+            while self.inflight:
+                await asyncio.wait(set(self.inflight))
+            if self.broken is not None:  # the write that carried this start was refused or failed
+                raise self.broken
+            return
+        if self.deferred is None and not self.pending:
+            return
+        deferred, self.deferred = self.deferred, None
+        await self._send(deferred, self._take())
+
+    async def defer(
+        self,
+        path: str,
+        value: spi.FieldData | None,
+        event: spi.Event,
+        extra: Mapping[str, spi.FieldData] | None = None,
+    ) -> None:
+        """Record progress at `path` with the attempt's next write (see above); the walk sees it at once."""
+        self._claim()
+        await self.settle()
+        extra_fields = {**self.pending_fields, **(extra or {})}
+        self.pending_fields = {}
+        self.deferred = Deferred(path, value, [*self._take(), event], extra_fields)
+        if value is not None:
+            self.fields[path] = value
+        for name, data in extra_fields.items():
+            self.fields.setdefault(name, data)
+        self.waits.pop(path, None)
 
     async def progress(
         self,
@@ -331,15 +437,18 @@ class Attempt:
         clear_cancel: bool = False,
     ) -> spi.ProgressOutcome:
         claimed = self._claim()
+        await self.settle()
         extra_fields = {**self.pending_fields, **(extra or {})}
         self.pending_fields = {}
-        outcome = await claimed.record_progress(
-            path,
-            value,
-            event,
-            preceding=self._take(),
-            extra_fields=extra_fields or None,
-            clear_cancel=clear_cancel,
+        outcome = await self._io(
+            claimed.record_progress(
+                path,
+                value,
+                event,
+                preceding=self._take(),
+                extra_fields=extra_fields or None,
+                clear_cancel=clear_cancel,
+            )
         )
         if outcome is spi.ProgressOutcome.CLAIM_LOST:
             raise ClaimLost(path)
@@ -351,25 +460,27 @@ class Attempt:
         return outcome
 
     async def wait(self, path: str, wake: spi.Wake, event: spi.Event) -> None:
-        outcome = await self._claim().record_wait(path, wake, event, preceding=self._take())
+        await self.settle()
+        outcome = await self._io(self._claim().record_wait(path, wake, event, preceding=self._take()))
         if outcome is spi.WriteOutcome.CLAIM_LOST:
             raise ClaimLost(path)
         self.waits.setdefault(path, wake)
 
-    async def append(self, event: spi.Event) -> None:
-        outcome = await self._claim().append_event(event, preceding=self._take())
-        if outcome is spi.WriteOutcome.CLAIM_LOST:
-            raise ClaimLost(event.kind.value)
-
     async def set_status(self, status: spi.Status, event: spi.Event) -> None:
+        await self.settle()
         outcome = await self._claim().update_status(status, event, preceding=self._take())
         if outcome is not spi.StatusOutcome.APPLIED:
             raise ClaimLost(status.show())
         self.status = status
 
     async def finish(self, outcome: spi.ClaimOutcome) -> spi.StatusOutcome:
+        await self.settle()
+        events = self._take()
         released = self.event(spi.EventKind.EXECUTION_RELEASED, executor_id=self.executor_id)
-        return await self._claim().finish(outcome, preceding=[*self._take(), released])
+        answer = await self._claim().finish(outcome, preceding=[*events, released])
+        if answer is spi.StatusOutcome.CANCEL_REQUESTED:
+            self.pending[:0] = events  # nothing was written: they ride on the unwind's first write
+        return answer
 
     # ------------------------------------------------------------------------------------- bodies
 
@@ -522,8 +633,6 @@ class Attempt:
         """Start a node at `path` and run its body under timeout and retry; answer (result, undo notes).
 
         `announce` False: a loop's later iteration, which passes the guard again but is not a new start."""
-        if self.unflushed:  # the previous step's completion lands first; the write refreshes the cancel flag
-            await self.flush()
         self.guard(path)  # first: a cancel request (or a resumed unwind) wins over an unknown outcome
         if knobs.at_most_once and path in self.unfinished and path not in self.completed:
             raise StopFor(
@@ -532,10 +641,15 @@ class Attempt:
                 "an at-most-once node was started and never finished: nobody knows whether it acted",
             )
         notes: list[Any] = [] if undos is None else undos
-        if announce and knobs.at_most_once:
-            await self.append(self.started(path))  # durable BEFORE the body: that is what makes F0004
-        elif announce:
-            self.pending.append(self.started(path))
+        start = self.started(path) if announce else None
+        if start is not None or self.unflushed or self.deferred is not None:
+            if start is not None:
+                self.pending.append(start)
+            # ONE write before the body: the previous node's record, what is pending, and this start. It
+            # answers the cancel flag as of this start: a request recorded before it stops the body here,
+            # one recorded after it is heard by the next start or refuses the Completed ending.
+            await self.flush(start)
+            self.guard(path)
 
         async def once(attempt: int) -> Any:
             return await body(self.context(scope, path, attempt, notes))
@@ -553,10 +667,18 @@ class Attempt:
         return result, notes
 
     async def record(
-        self, path: str, value: Any, declared: Any, notes: Sequence[Any], *, valued: bool = True
+        self,
+        path: str,
+        value: Any,
+        declared: Any,
+        notes: Sequence[Any],
+        *,
+        valued: bool = True,
+        at_once: bool = False,
     ) -> Any:
-        """Record a node's completion (value, undo notes, events) in one write; answer the value as the
-        store gives it back."""
+        """Record a node's completion (value, undo notes, events) with the attempt's next write; answer the
+        value as the store gives it back. `at_once`: in a write of its own, now (an at-most-once node,
+        whose completion must not wait for anything else)."""
         data: spi.FieldData | None = None
         if valued:
             try:
@@ -568,15 +690,16 @@ class Attempt:
             extra[f"{path}#undo"] = spi.FieldData.of([n.to_json() for n in notes], "undo")
             for note in notes:
                 self.pending.append(self.event(spi.EventKind.UNDO_NOTED, node=path, handler=note.handler))
-        outcome = await self.progress(
-            path, data, self.event(spi.EventKind.STEP_COMPLETED, step_name=path), extra=extra
-        )
+        completed = self.event(spi.EventKind.STEP_COMPLETED, step_name=path)
+        if at_once or (data is not None and path in self.fields):
+            # a race arm sharing the name may have written first: the store's answer says whose stands
+            outcome = await self.progress(path, data, completed, extra=extra)
+            if data is not None and outcome is spi.ProgressOutcome.ALREADY_RECORDED:
+                data = self.fields.get(path) or data
+        else:
+            await self.defer(path, data, completed, extra)
         self.completed.add(path)
-        if data is None:
-            return None
-        if outcome is spi.ProgressOutcome.ALREADY_RECORDED:
-            data = self.fields.get(path) or data  # a race arm sharing the name wrote first: theirs stands
-        return values.decode(data, declared)
+        return None if data is None else values.decode(data, declared)
 
     def defer_completion(self, path: str) -> None:
         """A step's completion is only an event: it rides on whatever write comes next (the next node's
@@ -683,7 +806,8 @@ class Attempt:
         path = qualify(scope.prefix, node.name)
         if path not in self.fields:
             result, notes = await self.execute(path, node.knobs, scope, lambda ctx: self.call(node.body, ctx))
-            scope.values[node.name] = await self.record(path, result, node.type, notes)
+            at_once = node.knobs.at_most_once
+            scope.values[node.name] = await self.record(path, result, node.type, notes, at_once=at_once)
         else:
             scope.values[node.name] = self.read(path, node.type)
             self.keep(path)
@@ -694,7 +818,7 @@ class Attempt:
         if path not in self.completed:
             _, notes = await self.execute(path, node.knobs, scope, lambda ctx: self.call(node.body, ctx))
             if notes or node.knobs.at_most_once:
-                await self.record(path, None, None, notes, valued=False)
+                await self.record(path, None, None, notes, valued=False, at_once=node.knobs.at_most_once)
             else:
                 self.defer_completion(path)
         else:
@@ -764,9 +888,10 @@ class Attempt:
                 arm = await self.choose(arms, scope, path)
                 self.guard(path)
                 chosen = self.event(spi.EventKind.BRANCH_CHOSEN, dispatch_name=path, branch_name=arm.name)
-                await self.progress(chosen_path, values.encode(chosen_path, arm.name), chosen)
+                await self.defer(chosen_path, values.encode(chosen_path, arm.name), chosen)
             result, notes = await self.execute(path, node.knobs, scope, lambda ctx: self.call(arm.body, ctx))
-            scope.values[node.name] = await self.record(path, result, node.type, notes)
+            at_once = node.knobs.at_most_once
+            scope.values[node.name] = await self.record(path, result, node.type, notes, at_once=at_once)
         self.note_handlers(path, node.knobs, node.compensate, scope)
 
     async def choose(self, arms: Sequence[nodes.Branch], scope: Scope, path: str) -> nodes.Branch:
@@ -808,7 +933,8 @@ class Attempt:
                     error = TypeError(f"loop {path!r}: the body must answer Loop.done(v) or Loop.again(...)")
                     raise mistake(path, error)
                 state = result.state if stateful else state
-            scope.values[node.name] = await self.record(path, result.value, node.type, notes)
+            at_once = node.knobs.at_most_once
+            scope.values[node.name] = await self.record(path, result.value, node.type, notes, at_once=at_once)
         self.note_handlers(path, node.knobs, node.compensate, scope)
 
     async def visit_loop_on(self, node: nodes.LoopOn, scope: Scope) -> None:
@@ -898,7 +1024,8 @@ class Attempt:
                         result, notes = await self.execute(
                             item_path, node.knobs, scope, lambda ctx: self.call(node.body, item, ctx)
                         )
-                        results[i] = await self.record(item_path, result, node.type, notes)
+                        at_once = node.knobs.at_most_once
+                        results[i] = await self.record(item_path, result, node.type, notes, at_once=at_once)
                     except BaseException:
                         failed.append(i)
                         raise
@@ -954,9 +1081,7 @@ class Attempt:
                 *first, (last, data) = supplied.items()
                 self.pending.extend(self.event(spi.EventKind.INPUT_SUPPLIED, input_name=p) for p, _ in first)
                 extra = dict(first)
-                await self.progress(
-                    last, data, self.event(spi.EventKind.INPUT_SUPPLIED, input_name=last), extra=extra
-                )
+                await self.defer(last, data, self.event(spi.EventKind.INPUT_SUPPLIED, input_name=last), extra)
                 self.completed.update(supplied)
         child = Scope(prefix)
         await self.walk(node.child.nodes, child)
@@ -1014,6 +1139,7 @@ class Attempt:
                 await job()
             return
         parks: set[str] = set()
+        self.forks += 1
         tasks = [asyncio.ensure_future(job()) for job in jobs]
         waiting = set(tasks)
         try:
@@ -1029,6 +1155,7 @@ class Attempt:
                         raise error
         finally:
             await _cancel(waiting)
+            await self.drain()
         if parks:
             raise Parked(parks)
 
@@ -1047,6 +1174,7 @@ class Attempt:
             raise halted
         parks: set[str] = set()
         failures: list[BaseException] = []
+        self.forks += 1
         tasks = [asyncio.ensure_future(job()) for job in jobs]
         waiting = set(tasks)
         try:
@@ -1064,6 +1192,7 @@ class Attempt:
                         failures.append(error)
         finally:
             await _cancel(waiting)
+            await self.drain()
             # A branch that ended in the same turn as the winner is never looked at above; read its
             # outcome so asyncio does not report it as an exception nobody retrieved.
             for task in tasks:
@@ -1129,10 +1258,22 @@ async def run_attempt(
         run.event(spi.EventKind.EXECUTION_RESUMED, executor_id=executor_id),
     ]
     try:
-        verdict = await (runner(lambda: _verdict(run)) if runner is not None else _verdict(run))
-        return await _conclude(run, verdict)
+        ended = await (runner(lambda: _end(run)) if runner is not None else _end(run))
+        return _report(run, *ended)
     except ClaimLost as lost:
         return AttemptReport(eid, "claim-lost", str(lost))
+
+
+async def _end(run: Attempt) -> tuple[spi.ClaimOutcome, spi.StatusOutcome]:
+    """Walk, then end the attempt with the verdict. The store refuses a Completed ending while a cancel
+    request is outstanding (decided in the ending's own write): one that landed after the last node's
+    start is heard there, and the attempt unwinds as Compensating(Cancellation) and ends Cancelled."""
+    outcome = await _verdict(run)
+    answer = await run.finish(outcome)
+    if answer is spi.StatusOutcome.CANCEL_REQUESTED:
+        outcome = await _unwind(run, spi.Cancellation(run._claim().cancel_reason))
+        answer = await run.finish(outcome)
+    return outcome, answer
 
 
 async def _verdict(run: Attempt) -> spi.ClaimOutcome:
@@ -1194,12 +1335,11 @@ _OUTCOME_NAMES: dict[type, str] = {
 }
 
 
-async def _conclude(run: Attempt, outcome: spi.ClaimOutcome) -> AttemptReport:
-    answer = await run.finish(outcome)
+def _report(run: Attempt, outcome: spi.ClaimOutcome, answer: spi.StatusOutcome) -> AttemptReport:
     eid = run.execution_id
     if answer is spi.StatusOutcome.CLAIM_LOST:
         return AttemptReport(eid, "claim-lost", "the claim lapsed before the attempt could end")
-    if answer is spi.StatusOutcome.WRONG_SIDE_OF_TERMINAL:
+    if answer in (spi.StatusOutcome.WRONG_SIDE_OF_TERMINAL, spi.StatusOutcome.CANCEL_REQUESTED):
         return AttemptReport(eid, "no-work", "the execution ended under this attempt")
     match outcome:
         case spi.Terminal(status, _):

@@ -60,6 +60,7 @@ F = spi.ExecutionFilter
 R, ALREADY = spi.ProgressOutcome.RECORDED, spi.ProgressOutcome.ALREADY_RECORDED
 APPLIED, LOST = spi.StatusOutcome.APPLIED, spi.StatusOutcome.CLAIM_LOST
 WRONG_SIDE = spi.StatusOutcome.WRONG_SIDE_OF_TERMINAL
+CANCELLING = spi.StatusOutcome.CANCEL_REQUESTED
 OP = spi.OperatorOutcome
 
 
@@ -1308,6 +1309,71 @@ class FlowStoreConformance(_StoreCase):
         state = await fx.state("e1")
         assert (state.cancel_requested, state.cancel_reason, dict(state.waits)) == (False, "", {})
         assert (handle.cancel_requested, handle.cancel_reason) == (False, "")
+
+    async def test_flowdeck_completed_ending_refused_while_a_cancel_is_outstanding(
+        self, fx: StoreFixture
+    ) -> None:
+        """I2 for cancellation: the request and the Completed ending are judged in one write."""
+        await fx.mk_execution("e1")
+        handle = await fx.claim("e1")
+        await fx.mk_execution("e2")
+        assert await fx.store.request_cancel("e1", "too late", "ops") == spi.Accepted()
+        before = await fx.snapshot("e1")
+        ending = spi.Terminal(spi.Completed(), fx.ending("e1", spi.Completed()))
+        assert await handle.finish(ending, preceding=[fx.step_completed("e1", "last")]) == CANCELLING
+        assert await fx.snapshot("e1") == before  # nothing written, the claim kept
+        assert (handle.cancel_requested, handle.cancel_reason) == (True, "too late")
+        assert await handle.renew_claim(LEASE) is True
+        # the unwind the refusal calls for lands under the same claim
+        cause = spi.Cancellation("too late")
+        started = fx.event(K.COMPENSATION_STARTED, "e1", cause=spi.cause_to_json(cause))
+        assert await handle.update_status(spi.Compensating(cause), started) == APPLIED
+        cancelled = spi.Cancelled("too late")
+        assert await handle.finish(spi.Terminal(cancelled, fx.ending("e1", cancelled))) == APPLIED
+        state = await fx.state("e1")
+        assert (state.status, state.executor, state.claim_token) == (cancelled, None, None)
+        kinds = await fx.kinds("e1")
+        assert kinds[-3:] == [K.CANCEL_REQUESTED, K.COMPENSATION_STARTED, K.CANCELLED]
+
+    async def test_flowdeck_other_endings_land_with_a_cancel_outstanding(self, fx: StoreFixture) -> None:
+        """Only Completed is refused: Cancelled and Failed end an unwind, Suspended leaves the row ready."""
+        endings: dict[str, spi.ClaimOutcome] = {
+            "cancelled": spi.Terminal(spi.Cancelled("why"), fx.ending("cancelled", spi.Cancelled("why"))),
+            "failed": spi.Terminal(spi.Failed("boom"), fx.ending("failed", spi.Failed("boom"))),
+            "suspended": spi.Suspended(frozenset()),
+        }
+        for eid, ending in endings.items():
+            await fx.mk_execution(eid)
+            handle = await fx.claim(eid)
+            await fx.store.request_cancel(eid, "why")
+            assert await handle.finish(ending) == APPLIED, eid
+        assert (await fx.state("cancelled")).status == spi.Cancelled("why")
+        assert (await fx.state("failed")).status == spi.Failed("boom")
+        assert fx.ids(await fx.poll()) == {"suspended"}  # ready again: the cancel request (I8)
+
+    async def test_flowdeck_completed_ending_racing_a_cancel_request(self, fx: StoreFixture) -> None:
+        """A Completed ending and a cancel request sent together: exactly one of them wins, each answer
+        says which, and the row agrees. Never Accepted and then Completed."""
+        for i in range(12):
+            eid = f"race{i}"
+            await fx.mk_execution(eid)
+            handle = await fx.claim(eid)
+            ending = handle.finish(spi.Terminal(spi.Completed(), fx.ending(eid, spi.Completed())))
+            cancel = fx.store.request_cancel(eid, "race", "ops")
+            if i % 2:
+                answer, finished = await asyncio.gather(cancel, ending)
+            else:
+                finished, answer = await asyncio.gather(ending, cancel)
+            state = await fx.state(eid)
+            kinds = await fx.kinds(eid)
+            if finished == APPLIED:
+                assert answer == spi.AlreadyTerminal(spi.Completed()), eid
+                assert (state.status, state.cancel_requested) == (spi.Completed(), False), eid
+                assert K.CANCEL_REQUESTED not in kinds, eid
+            else:
+                assert (finished, answer) == (CANCELLING, spi.Accepted()), eid
+                assert (state.status, state.cancel_requested, state.executor) == (spi.Running(), True, EX1)
+                assert (K.COMPLETED not in kinds, handle.cancel_requested) == (True, True), eid
 
     # -------------------------------------------------------------------- Flowdeck: one-transaction writes
 

@@ -625,6 +625,11 @@ class _MemoryClaimed(HeldClaim):
                 case spi.Terminal(status, event):
                     if not status.terminal or row.status.terminal:
                         return spi.StatusOutcome.WRONG_SIDE_OF_TERMINAL
+                    if isinstance(status, spi.Completed) and row.cancel_requested:
+                        # judged under the same lock as the write: a request accepted before this
+                        # point is never followed by Completed (I2)
+                        self.heard_cancel(True, row.cancel_reason)
+                        return spi.StatusOutcome.CANCEL_REQUESTED
                     self._commit(_released(row, status=status, waits={}, updated=now), [*preceding, event])
                 case spi.Suspended(waiting_on):
                     waits = {p: w for p, w in row.waits.items() if p in waiting_on}

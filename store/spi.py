@@ -647,9 +647,14 @@ class WriteOutcome(enum.Enum):
 
 
 class StatusOutcome(enum.Enum):
+    """What a status write or an ending did. CANCEL_REQUESTED: `finish(Terminal(Completed))` found a cancel
+    request outstanding and wrote nothing (the claim is kept and the handle's cancel flag and reason are
+    refreshed); the attempt unwinds as `Compensating(Cancellation)` and ends `Cancelled` instead."""
+
     APPLIED = "applied"
     CLAIM_LOST = "claim-lost"
     WRONG_SIDE_OF_TERMINAL = "wrong-side-of-terminal"
+    CANCEL_REQUESTED = "cancel-requested"
 
 
 class ProgressOutcome(enum.Enum):
@@ -860,7 +865,13 @@ class Claimed(abc.ABC):
 
         `Terminal` needs a terminal status (else WRONG_SIDE_OF_TERMINAL, nothing written, claim kept) and
         retires every wait row; `Suspended` writes no status and keeps exactly the named rows; `Stop` writes
-        a `Stopped` status and retires every row."""
+        a `Stopped` status and retires every row.
+
+        I2 for cancellation: `Terminal(Completed)` is refused with CANCEL_REQUESTED (nothing written, claim
+        kept, `cancel_requested`/`cancel_reason` refreshed) when the row carries a cancel request, judged
+        in the same atomic write as the ending itself, so a request answered Accepted can never be followed
+        by Completed. Every other ending lands whatever the flag says (Cancelled and Failed end an unwind;
+        Suspended leaves the row ready for the unwind, I8)."""
 
     async def prefetched_ledger(self) -> tuple[Mapping[str, FieldData], Sequence[Event]] | None:
         """The execution's fields and full history as they stood when the claim was granted, if the store

@@ -267,6 +267,20 @@ ACCEPT_RELEASE_STATUS = Query(
     """,
 )
 
+ACCEPT_COMPLETION = Query(
+    "accept_completion",
+    """ACCEPT_RELEASE_STATUS for a Completed ending: applies only when the row carries no cancel request,
+    judged in the same UPDATE (I2). No row: the claim is lost or a cancel is outstanding (CLAIM_STATE says
+    which).""",
+    f"""
+    UPDATE flowstore_execution
+    SET updated = %(now)s, last_seq = last_seq + %(events)s, status = %(status)s,
+        status_kind = %(status_kind)s, failure_kind = %(failure_kind)s, stop_code = %(stop_code)s,
+        executor = NULL, claim_expiry = NULL, claim_token = NULL
+    {_ACCEPT} AND NOT cancel_requested {_ANSWER}
+    """,
+)
+
 RENEW_CLAIM = Query(
     "renew_claim",
     "I4: move the expiry of a live claim presented with its token.",
@@ -277,6 +291,12 @@ CLAIM_HOLDS = Query(
     "claim_holds",
     "Whether a claim is still this handle's (for refusals that must say claim-lost first).",
     f"SELECT 1 FROM flowstore_execution {_ACCEPT}",
+)
+
+CLAIM_STATE = Query(
+    "claim_state",
+    "The cancel request on a row whose claim is still this handle's (no row: the claim is lost).",
+    f"SELECT cancel_requested, cancel_reason FROM flowstore_execution {_ACCEPT}",
 )
 
 CLEAR_CANCEL = Query(
@@ -522,13 +542,17 @@ def claimed_write(
     release: bool = False,
     clear_cancel: bool = False,
     notify: bool = False,
+    unless_cancelled: bool = False,
 ) -> str:
     """PostgreSQL: a whole write under a claim as ONE statement (run in autocommit, so one round trip and
     one transaction). Data-modifying CTEs:
 
     - `claim` locks the row under the acceptance rule (no row: claim lost, nothing below happens);
     - `go` is the row again, or, with `gate` ("field" / "mark"), only when the write-once insert at
-      `%(path)s` wrote (no row: already recorded, nothing below happens);
+      `%(path)s` wrote (no row: already recorded, nothing below happens), or, with `unless_cancelled` (a
+      Completed ending), only when the locked row carries no cancel request: the request and the ending
+      are judged in the same statement under the same row lock (I2), so an Accepted cancel is never
+      followed by Completed;
     - then, each only through `go`: the extra fields (`%(x{i}n)s`, `%(x{i}v)s`, `%(x{i}t)s`, each if
       absent), the wait row to put if absent (`%(path)s`, `%(kind)s`, `%(at)s`, `%(field_name)s`), the
       wait rows to retire (`delete_waits`: "path", "all", or "except" the `keep` paths `%(keep{i})s`), the
@@ -536,13 +560,14 @@ def claimed_write(
       last_seq, optionally the status columns, the claim released, the cancel request dropped).
 
     Answers one row when the claim held: (went, cancel_requested, cancel_reason); `went` is false when
-    the gate refused. With `notify` (an attempt ending Suspended), a fourth column says whether the row
+    the gate (or `unless_cancelled`) refused, and the cancel columns are then the locked row's. With
+    `notify` (an attempt ending Suspended), a fourth column says whether the row
     may now be ready or has a deadline pollers must learn of (a cancel request, no rows kept, a kept row
     satisfied, a kept sleep, or a write that raced it), and only then the statement NOTIFYs the other
     processes' pollers: an execution suspended on inputs nobody gave yet wakes nobody.
     """
     parts = [
-        "claim AS (SELECT id, last_seq FROM flowstore_execution "
+        "claim AS (SELECT id, last_seq, cancel_requested, cancel_reason FROM flowstore_execution "
         "WHERE id = %(id)s AND claim_token = %(token)s AND claim_expiry > %(now)s FOR UPDATE)"
     ]
     if gate == "field":
@@ -556,6 +581,8 @@ def claimed_write(
             "go AS (INSERT INTO flowstore_progress (execution_id, path) SELECT id, %(path)s FROM claim "
             "ON CONFLICT (execution_id, path) DO NOTHING RETURNING execution_id AS id)"
         )
+    elif unless_cancelled:
+        parts.append("go AS (SELECT id FROM claim WHERE NOT cancel_requested)")
     else:
         parts.append("go AS (SELECT id FROM claim)")
     if extra_fields:
@@ -623,7 +650,10 @@ def claimed_write(
             f", {wakes} AS wakes, CASE WHEN stamped.cancel_requested IS NOT NULL AND {wakes} "
             f"THEN pg_notify('{WAKE_CHANNEL}', %(origin)s) END"
         )
-    answer = "stamped.cancel_requested IS NOT NULL, stamped.cancel_requested, stamped.cancel_reason"
+    answer = (
+        "stamped.cancel_requested IS NOT NULL, COALESCE(stamped.cancel_requested, claim.cancel_requested), "
+        "COALESCE(stamped.cancel_reason, claim.cancel_reason)"
+    )
     return "WITH " + ",\n".join(parts) + f"\nSELECT {answer}{signal} FROM claim LEFT JOIN stamped ON TRUE"
 
 

@@ -1353,7 +1353,8 @@ class _DjangoClaimed(HeldClaim):
         **shape: Any,
     ) -> bool | None:
         """PostgreSQL: the write as one statement (`queries.claimed_write`). None: claim lost; False: the
-        write-once gate refused (nothing written); True: applied (and the cancel flag refreshed)."""
+        write-once gate or `unless_cancelled` refused (nothing written); True: applied. Whenever the claim
+        held, the cancel flag is refreshed from the row."""
         now = self._store.clock.now()
         values: dict[str, Any] = {**self._key(now), "origin": self._store.origin, **(params or {})}
         for i, (flow_id, kind, timestamp, data) in enumerate(rows.event_values(events)):
@@ -1363,9 +1364,9 @@ class _DjangoClaimed(HeldClaim):
         if found is None:
             return None
         went, cancel, reason = found[:3]
+        self.heard_cancel(cancel, reason)
         if not went:
             return False
-        self.heard_cancel(cancel, reason)
         if shape.get("notify") and found[3]:
             self._store.hub.changed()
         return True
@@ -1454,6 +1455,13 @@ class _DjangoClaimed(HeldClaim):
 
         return await self._write("update_status", work)
 
+    def _not_completed(self, tx: Tx, now: datetime) -> tuple[spi.StatusOutcome, tuple[bool, str] | None]:
+        """Why ACCEPT_COMPLETION wrote nothing: the claim is gone, or a cancel request is outstanding."""
+        found = tx.one(queries.CLAIM_STATE, self._key(now))
+        if found is None:
+            return spi.StatusOutcome.CLAIM_LOST, None
+        return spi.StatusOutcome.CANCEL_REQUESTED, (bool(found[0]), found[1] or "")
+
     def _refused(self, tx: Tx, now: datetime) -> spi.StatusOutcome:
         """A write refused for its own sake still says claim-lost first when the claim is gone."""
         if tx.one(queries.CLAIM_HOLDS, self._key(now)) is None:
@@ -1538,6 +1546,7 @@ class _DjangoClaimed(HeldClaim):
         """PostgreSQL's one-statement ending; None for a refusal that the transactional path answers."""
         match outcome:
             case spi.Terminal(status, event) if status.terminal:
+                completing = isinstance(status, spi.Completed)
                 done = await self._in_one_statement(
                     "finish",
                     [*preceding, event],
@@ -1545,7 +1554,10 @@ class _DjangoClaimed(HeldClaim):
                     set_status=True,
                     release=True,
                     delete_waits="all",
+                    unless_cancelled=completing,
                 )
+                if done is False:  # a Completed ending refused by the cancel request on the locked row
+                    return spi.StatusOutcome.CANCEL_REQUESTED
             case spi.Suspended(waiting_on):
                 keep = sorted(waiting_on)
                 done = await self._in_one_statement(
@@ -1579,11 +1591,13 @@ class _DjangoClaimed(HeldClaim):
                 if not status.terminal:
                     return self._refused(tx, now), None
                 events = [*preceding, event]
-                opened = self._accept(
-                    tx, now, events, queries.ACCEPT_RELEASE_STATUS, **rows.status_columns(status)
-                )
+                completing = isinstance(status, spi.Completed)
+                query = queries.ACCEPT_COMPLETION if completing else queries.ACCEPT_RELEASE_STATUS
+                opened = self._accept(tx, now, events, query, **rows.status_columns(status))
                 if opened is None:
-                    return spi.StatusOutcome.CLAIM_LOST, None
+                    return (
+                        self._not_completed(tx, now) if completing else (spi.StatusOutcome.CLAIM_LOST, None)
+                    )
                 tx.execute(queries.DELETE_WAITS, key)
             case spi.Suspended(waiting_on):
                 opened = self._accept(tx, now, preceding, queries.ACCEPT_RELEASE)

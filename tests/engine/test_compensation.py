@@ -86,7 +86,7 @@ async def test_undo_notes_are_written_with_the_steps_result_in_one_write(world: 
     flow = Flow.init("f").output("reserve", reserve)
     eid = await world.start(flow)
     assert (await world.attempt(flow, eid)).outcome == "completed"
-    assert world.writes == {"record_progress": 1, "finish": 1}
+    assert world.writes == {"append_event": 1, "record_progress": 1, "finish": 1}  # start, result, end
     assert (await world.fields(eid))["reserve#undo"] == [
         {"handler": "tests.engine.test_compensation:release_hold", "arg": "hold-1"},
         {"handler": "tests.engine.test_compensation:release_hold", "arg": "hold-2"},

@@ -301,7 +301,7 @@ async def test_a_store_failure_propagates_and_decides_nothing(world: World) -> N
     eid = await world.start(flow)
     claimed = await world.claim(flow, eid)
     assert claimed is not None
-    failing = FailingClaimed(claimed.inner, fail_at=2)
+    failing = FailingClaimed(claimed.inner, fail_at=3)  # a's start; a's value with b's start; b's value
     with pytest.raises(spi.FlowStoreError):
         await run_attempt(flow, failing, store=world.store, clock=world.clock, executor_id="ex-1")
     assert await world.fields(eid) == {"a": 1}

@@ -267,11 +267,14 @@ async def test_foreach_crash_at_item_k_resumes_at_k(world: World) -> None:
 
 async def test_foreach_concurrency_bounds_items_in_flight(world: World) -> None:
     in_flight = {"now": 0, "max": 0}
+    full = asyncio.Event()  # the first items hold on until the bound is reached, whatever the writes cost
 
     async def work(item: int) -> int:
         in_flight["now"] += 1
         in_flight["max"] = max(in_flight["max"], in_flight["now"])
-        await asyncio.sleep(0.001)
+        if in_flight["now"] == 3:
+            full.set()
+        await full.wait()
         in_flight["now"] -= 1
         return item
 
@@ -455,7 +458,9 @@ async def test_recording_a_node_is_one_write(world: World) -> None:
         flow = flow.output(f"o{i}", lambda ctx, i=i: i) if i % 2 else flow.step(f"s{i}", lambda ctx: None)
     eid = await world.start(flow, order=Order(id="o", cents=1))
     assert (await world.attempt(flow, eid)).outcome == "completed"
-    assert sum(world.writes.values()) == 41  # one per node, and the attempt's end
+    # one per node (a node's record rides on the write that records the next node's start, before its
+    # body), the attempt's first start, and its end
+    assert sum(world.writes.values()) == 42
     assert sum(world.writes.values()) / 40 <= 1.05
     started = await world.events(eid, spi.EventKind.STEP_STARTED)
     assert len(started) == 40
@@ -468,7 +473,7 @@ async def test_a_steps_completion_rides_on_the_next_nodes_start_and_the_last_on_
         flow = flow.step(f"s{i}", lambda ctx, i=i: calls.hit(f"s{i}"))
     eid = await world.start(flow)
     assert (await world.attempt(flow, eid)).outcome == "completed"
-    assert world.writes == {"append_event": 19, "finish": 1}
+    assert world.writes == {"append_event": 20, "finish": 1}  # each start, durable before its body
     kinds = await world.kinds(eid)
     assert kinds.count("StepCompleted") == 20
     assert kinds[-4:] == ["StepStarted", "StepCompleted", "ExecutionReleased", "Completed"]
@@ -496,12 +501,13 @@ async def test_a_parked_input_and_its_wake_cost_one_write_each(world: World) -> 
     flow = Flow.init("f").output("a", lambda ctx: 1).input("x", int).output("b", lambda ctx: ctx.x)
     eid = await world.start(flow)
     assert (await world.attempt(flow, eid)).outcome == "suspended"
-    assert world.writes == {"record_progress": 1, "record_wait": 1, "finish": 1}
+    # a's start (before its body), a's value, the wait row, the end
+    assert world.writes == {"append_event": 1, "record_progress": 1, "record_wait": 1, "finish": 1}
     received = spi.Event(spi.EventKind.INPUT_RECEIVED, "f", eid, world.clock.now(), {"input_name": "x"})
     await world.store.signal(eid, "x", spi.FieldData.of(5, "int"), received)
     world.writes.clear()
     assert (await world.attempt(flow, eid)).outcome == "completed"
-    assert world.writes == {"record_progress": 1, "finish": 1}
+    assert world.writes == {"append_event": 1, "record_progress": 1, "finish": 1}
 
 
 async def test_gather_runs_every_branch(world: World) -> None:

@@ -193,8 +193,9 @@ async def test_a_crash_after_a_claiming_signal_is_recovered_after_the_lease(
         await advance(clock, LEASE)  # its first poll finds the row still claimed, and waits out the lease
         assert (await until(store, eid)).status == spi.Completed()
     history = (await store.get_history(eid)).events
-    # the doomed attempt wrote nothing before it died (a claim is recorded with an attempt's first write)
-    assert claimers(history) == [doomed.executor_id, survivor.executor_id]
+    # a claim is recorded with an attempt's first write: the attempt that parked on the input, the
+    # delivery's attempt (its first write is the body's start, made before the body) and the survivor's
+    assert claimers(history) == [doomed.executor_id, doomed.executor_id, survivor.executor_id]
     assert (await store.get_field(eid, "after")).decode() == "done!"
 
 

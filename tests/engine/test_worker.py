@@ -107,7 +107,8 @@ async def test_renewal_keeps_a_long_attempt_claimed(store: spi.FlowStore, clock:
 
 async def test_a_lost_claim_stops_the_body(store: spi.FlowStore, clock: ManualClock) -> None:
     gate = Gate()
-    async with make_engine(store, clock, [gated(gate)]) as first:
+    # one attempt slot: the first engine, busy with the attempt, has no room to take the lapsed row back
+    async with make_engine(store, clock, [gated(gate)], batch_size=1) as first:
         eid = await first.workflows.start("gated")
         await gate.entered.wait()
         # The wall clock jumps past the lease with no renewal due on the monotonic clock: the claim lapses.
