@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user_model
 from django.test import AsyncClient
 
+from console import demo
 from engine.engine import FlowEngine
 from tests.console.test_views import PAGES, _user, engine, operator, viewer
 
@@ -86,3 +88,17 @@ async def test_the_run_permission_starts_and_signals(engine: FlowEngine, runner:
     refused = await runner.post("/executions/r-1/cancel/", {"reason": "no"}, **HTMX)
     assert refused.status_code == 403
     assert (await engine.executions.describe("r-1")).cancel_requested is False
+
+
+def test_the_demo_admin_holds_every_permission() -> None:
+    demo.ensure_admin()
+    admin = get_user_model().objects.get(username=demo.DEMO_USER)
+    assert (
+        admin.is_superuser,
+        admin.has_perm("console.run_executions"),
+        admin.has_perm("console.operate_executions"),
+    ) == (
+        True,
+        True,
+        True,
+    )
