@@ -61,7 +61,7 @@ async def _caller(token: str) -> object:
     return await BearerToken()(request)
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 async def test_revoked_and_expired_tokens_name_nobody() -> None:
     user = await get_user_model().objects.acreate(username="tess")
     token = await sync(create_token)(user, "ci", timezone.now() + timedelta(hours=1))
@@ -72,7 +72,7 @@ async def test_revoked_and_expired_tokens_name_nobody() -> None:
     assert await _caller(token) is None
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 async def test_last_use_is_written_at_most_once_a_minute() -> None:
     user = await get_user_model().objects.acreate(username="tess")
     token = await sync(create_token)(user, "ci")

@@ -33,7 +33,7 @@ def _migrate(targets: list[tuple[str, str]]) -> None:
     executor.migrate(targets)
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # as the other console tests
 def test_operators_are_granted_the_run_permission() -> None:
     """Who held `operate_executions` before the upgrade (a user, or through a group) still starts and
     signals after it; a user without it becomes read-only."""
