@@ -4,12 +4,17 @@ posting them anyway is refused (403: the message in place for htmx, a styled pag
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
+
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.test import AsyncClient
+from django.utils import timezone
 
 from console import demo
+from console.models import ApiToken, create_token
 from engine.engine import FlowEngine
 from tests.console.test_views import PAGES, _user, engine, operator, viewer
 
@@ -102,3 +107,27 @@ def test_the_demo_admin_holds_every_permission() -> None:
         True,
         True,
     )
+
+
+async def test_the_account_page_shows_ones_own_tokens_without_secrets(
+    engine: FlowEngine, viewer: AsyncClient
+) -> None:
+    users = get_user_model()
+    victor = await users.objects.aget(username="victor")
+    mine = await sync_to_async(create_token)(victor, "laptop")
+    other = await sync_to_async(create_token)(await users.objects.acreate(username="olga"), "theirs")
+    await ApiToken.objects.filter(name="laptop").aupdate(revoked=timezone.now())
+    await sync_to_async(create_token)(victor, "ci", timezone.now() + timedelta(days=3))
+
+    html = (await viewer.get("/account/")).content.decode()
+
+    rows = re.findall(r'<tr data-token-id="\d+"><td>\d+</td><td>([^<]+)</td>.*?<td>(active|revoked)', html)
+    assert rows == [("ci", "active"), ("laptop", "revoked")]
+    assert ("theirs" in html, mine in html, other in html, mine.removeprefix("fd_") in html) == (
+        False,
+        False,
+        False,
+        False,
+    )
+    assert html.count("not held") == 2
+    assert 'href="/account/">victor</a>' in html
