@@ -131,3 +131,5 @@ async def test_the_account_page_shows_ones_own_tokens_without_secrets(
     )
     assert html.count("not held") == 2
     assert 'href="/account/">victor</a>' in html
+    anonymous = await AsyncClient().get("/account/")
+    assert (anonymous.status_code, anonymous["Location"].split("?")[0]) == (302, "/login/")
