@@ -1,4 +1,5 @@
-"""Who is calling the REST API: a bearer token or a Django session; and what an operator may do.
+"""Who is calling the REST API: a bearer token or a Django session; and what they may do (start and
+signal: `console.run_executions`; the operator verbs: `console.operate_executions`).
 
 Both schemes are ninja auth callbacks (so both appear in the OpenAPI document); the first that recognises
 the caller wins and nobody else gets in (401). Session callers keep Django's CSRF check on unsafe methods,
@@ -14,13 +15,14 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from ninja.errors import HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from console.models import OPERATE_PERMISSION, ApiToken, token_digest
+from console.models import OPERATE_PERMISSION, RUN_PERMISSION, TOUCH_EVERY, ApiToken, token_digest
 
 __all__ = [
     "BearerToken",
@@ -31,6 +33,8 @@ __all__ = [
     "SessionCookie",
     "actor_of",
     "require_operator",
+    "require_permission",
+    "require_runner",
 ]
 
 
@@ -91,14 +95,25 @@ class BearerToken(HttpBearer):
         return await self.authenticate(request, token.strip())
 
     async def authenticate(self, request: HttpRequest, token: str) -> Any:
+        """The user of a usable token (not revoked, not expired), else None (401). Its `last_used` is
+        written only when the recorded one is older than `TOUCH_EVERY`, so a busy client does not write
+        on every request (and, being conditional, two racing requests write once)."""
+        now = timezone.now()
         found = (
-            await ApiToken.objects.select_related("user")
-            .filter(key_hash=token_digest(token), user__is_active=True)
+            await ApiToken.objects.usable(now)
+            .select_related("user")
+            .filter(key_hash=token_digest(token))
             .afirst()
         )
         if found is None:
             return None
-        await ApiToken.objects.filter(pk=found.pk).aupdate(last_used=timezone.now())
+        stale = now - TOUCH_EVERY
+        if found.last_used is None or found.last_used <= stale:
+            await (
+                ApiToken.objects.filter(pk=found.pk)
+                .filter(Q(last_used__isnull=True) | Q(last_used__lte=stale))
+                .aupdate(last_used=now)
+            )
         return found.user
 
 
@@ -139,8 +154,9 @@ def _token_user(request: HttpRequest) -> Any:
     if scheme.lower() != "bearer" or not token.strip():
         return None
     found = (
-        ApiToken.objects.select_related("user")
-        .filter(key_hash=token_digest(token.strip()), user__is_active=True)
+        ApiToken.objects.usable(timezone.now())
+        .select_related("user")
+        .filter(key_hash=token_digest(token.strip()))
         .first()
     )
     return found.user if found is not None else None
@@ -162,11 +178,21 @@ def callers_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
     return guarded
 
 
+async def require_permission(request: HttpRequest, permission: str) -> None:
+    """Refuse (403) a caller without `permission`; called first in a route, before anything is read."""
+    user = request.auth  # type: ignore[attr-defined]
+    if not await user.ahas_perm(permission):
+        raise PermissionDenied(permission)
+
+
 async def require_operator(request: HttpRequest) -> None:
     """Refuse (403) a caller without the operator permission."""
-    user = request.auth  # type: ignore[attr-defined]
-    if not await user.ahas_perm(OPERATE_PERMISSION):
-        raise PermissionDenied(OPERATE_PERMISSION)
+    await require_permission(request, OPERATE_PERMISSION)
+
+
+async def require_runner(request: HttpRequest) -> None:
+    """Refuse (403) a caller who may not start executions or signal them."""
+    await require_permission(request, RUN_PERMISSION)
 
 
 def actor_of(request: HttpRequest) -> str:

@@ -1,29 +1,57 @@
-"""The console's own rows: API tokens (stored hashed) and the operator permission.
+"""The console's own rows: API tokens (stored hashed) and the permissions of the people who act.
 
 A token is shown once, when `create_token` makes it; only its SHA-256 digest is kept, so a leaked database
-does not leak working credentials. `flow token create USER` (the CLI) calls `create_token`.
+does not leak working credentials. A token may carry an expiry and may be revoked; either way the API
+refuses it at once (`ApiToken.objects.usable`). `flow token create|list|revoke` (the CLI, see
+`console.tokens`) manages them.
+
+Two permissions, independent of each other (neither implies the other; a superuser holds both):
+`console.run_executions` starts executions and signals their inputs; `console.operate_executions` runs the
+operator verbs. A user with neither can read everything and change nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
-__all__ = ["OPERATE_PERMISSION", "ApiToken", "Operations", "create_token", "token_digest"]
+__all__ = [
+    "OPERATE_PERMISSION",
+    "RUN_PERMISSION",
+    "TOUCH_EVERY",
+    "ApiToken",
+    "Operations",
+    "create_token",
+    "token_digest",
+]
 
 # What an operator verb needs (cancel, cancel-all, resume --go, answer, end), as `has_perm` spells it.
 OPERATE_PERMISSION = "console.operate_executions"
+# What starting an execution and signalling an input need.
+RUN_PERMISSION = "console.run_executions"
 
 TOKEN_PREFIX = "fd_"
+# A token's `last_used` is written at most this often: a busy client does not write on every request.
+TOUCH_EVERY = timedelta(minutes=1)
 
 
 def token_digest(token: str) -> str:
     """The stored form of a token: its SHA-256, hex."""
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def usable(self, now: datetime) -> ApiTokenQuerySet:
+        """Tokens the API accepts at `now`: not revoked, not expired, of an active user."""
+        return self.filter(revoked__isnull=True, user__is_active=True).filter(
+            Q(expires__isnull=True) | Q(expires__gt=now)
+        )
 
 
 class ApiToken(models.Model):
@@ -34,6 +62,10 @@ class ApiToken(models.Model):
     key_hash = models.CharField(max_length=64, unique=True)
     created = models.DateTimeField(default=timezone.now)
     last_used = models.DateTimeField(null=True, blank=True)
+    expires = models.DateTimeField(null=True, blank=True, help_text="refused from this instant on")
+    revoked = models.DateTimeField(null=True, blank=True, help_text="when it was revoked (refused since)")
+
+    objects = ApiTokenQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created"]
@@ -42,18 +74,30 @@ class ApiToken(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.user})"
 
+    def state(self, now: datetime) -> str:
+        """`active`, `expired` or `revoked` (revoked wins: it is what a person did)."""
+        if self.revoked is not None:
+            return "revoked"
+        if self.expires is not None and self.expires <= now:
+            return "expired"
+        return "active"
+
 
 class Operations(models.Model):
-    """No table: the holder of the operator permission (Django permissions hang off a model)."""
+    """No table: the holder of the console's permissions (Django permissions hang off a model)."""
 
     class Meta:
         managed = False
         default_permissions = ()
-        permissions = [("operate_executions", "Can cancel, resume, answer and end executions")]
+        permissions = [
+            ("operate_executions", "Can cancel, resume, answer and end executions"),
+            ("run_executions", "Can start executions and signal their inputs"),
+        ]
 
 
-def create_token(user: models.Model, name: str) -> str:
-    """Make a token for `user` named `name`; answers the plaintext, which is never stored or shown again."""
+def create_token(user: models.Model, name: str, expires: datetime | None = None) -> str:
+    """Make a token for `user` named `name` (refused from `expires` on, if given); answers the plaintext,
+    which is never stored or shown again."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    ApiToken.objects.create(user=user, name=name, key_hash=token_digest(token))
+    ApiToken.objects.create(user=user, name=name, key_hash=token_digest(token), expires=expires)
     return token

@@ -141,7 +141,9 @@ _SIGNAL_BODY: dict[str, Any] = {
 )
 async def signal_execution(request: HttpRequest, execution_id: str, name: str) -> schemas.OkResponse:
     """Deliver input `name`. 404 unknown execution or unserved version, 409 ended or already delivered,
-    400 an undeclared input or a value failing its schema (checked in that order)."""
+    400 an undeclared input or a value failing its schema (checked in that order). Needs
+    `console.run_executions` (403, before anything else)."""
+    await auth.require_runner(request)
     engine = await runtime.engine()
     try:
         value = json.loads(request.body)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from ninja import Body, Router
 
-from console import runtime, schemas
+from console import auth, runtime, schemas
 from console.api import inputs
 from console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
 
@@ -49,7 +49,8 @@ async def start_execution(
     request: HttpRequest, workflow_id: str, payload: schemas.StartRequest = Body(None)
 ) -> schemas.StartResponse:
     """Start an execution of the newest version; `inputs` are seeded as delivered, each checked against the
-    input's schema first (400), and `executionId` must be new (409)."""
+    input's schema first (400), and `executionId` must be new (409). Needs `console.run_executions` (403)."""
+    await auth.require_runner(request)
     engine = await runtime.engine()
     payload = payload or schemas.StartRequest()
     inputs.check_inputs(workflow_id, payload.inputs)

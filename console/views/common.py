@@ -18,7 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 
 from console import live
-from console.models import OPERATE_PERMISSION
+from console.models import OPERATE_PERMISSION, RUN_PERMISSION
 from store import spi
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "WaitView",
     "badge_of",
     "can_operate",
+    "can_run",
     "forbidden",
     "page",
     "pretty_json",
@@ -124,17 +125,24 @@ def pretty_json(text: str) -> str:
 
 
 async def can_operate(request: HttpRequest) -> bool:
+    """May the user run the operator verbs (cancel, resume for real, answer, end)?"""
     user = await request.auser()
     return bool(await user.ahas_perm(OPERATE_PERMISSION))
 
 
-async def forbidden(request: HttpRequest) -> HttpResponse:
-    return await fragment(
-        request,
-        "console/partials/message.html",
-        {"level": "error", "text": f"You need the {OPERATE_PERMISSION!r} permission to do this."},
-        status=403,
-    )
+async def can_run(request: HttpRequest) -> bool:
+    """May the user start executions and signal their inputs?"""
+    user = await request.auser()
+    return bool(await user.ahas_perm(RUN_PERMISSION))
+
+
+async def forbidden(request: HttpRequest, permission: str = OPERATE_PERMISSION) -> HttpResponse:
+    """The 403 of a verb the user may not use: the message in place for the console's own (htmx) forms,
+    a whole styled page for anything else."""
+    text = f"You need the {permission!r} permission to do this."
+    if request.headers.get("HX-Request"):
+        return await fragment(request, "console/partials/message.html", {"level": "error", "text": text}, 403)
+    return await page(request, "console/forbidden.html", {"text": text}, status=403)
 
 
 async def page(

@@ -4,8 +4,8 @@ resume with its dry-run report, answer a node, end).
 
 The page is made of fragments (`panel`, `inputs`, `fields`, `history`) that the page fetches again when its
 websocket hears of the execution, so nothing is reloaded and a half-typed form is left alone (the script
-skips a fragment holding the focus). Every verb that changes the execution needs the operator permission
-and records the user as the actor in the execution's history.
+skips a fragment holding the focus). Signalling needs `console.run_executions`; every other verb that
+changes the execution needs the operator permission and records the user as the actor in the history.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from console import forms, runtime
+from console.models import RUN_PERMISSION
 from console.views import common
 from engine import errors, render, schema
 from engine.engine import declared_inputs
@@ -83,12 +84,17 @@ def _input_forms(detail: Any, typed: dict[str, dict[str, str]], errs: dict[str, 
 
 
 async def _inputs_context(
-    detail: Any, typed: dict[str, dict[str, str]] | None = None, errs: dict[str, Any] | None = None
+    request: HttpRequest,
+    detail: Any,
+    typed: dict[str, dict[str, str]] | None = None,
+    errs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "detail": detail,
         "served": detail.progress is not None,
         "inputs": _input_forms(detail, typed or {}, errs or {}),
+        "can_run": await common.can_run(request),
+        "run_permission": RUN_PERMISSION,
     }
 
 
@@ -130,7 +136,7 @@ async def execution(request: HttpRequest, execution_id: str) -> HttpResponse:
     detail = await _detail(execution_id)
     context = {
         **await _panel_context(request, detail),
-        **await _inputs_context(detail),
+        **await _inputs_context(request, detail),
         **await _fields_context(detail),
         **await _history_context(execution_id, 0),
         "formats": DIAGRAM_FORMATS,
@@ -153,7 +159,7 @@ async def panel(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def inputs(request: HttpRequest, execution_id: str) -> HttpResponse:
     detail = await _detail(execution_id)
     return await common.fragment(
-        request, "console/partials/execution_inputs.html", await _inputs_context(detail)
+        request, "console/partials/execution_inputs.html", await _inputs_context(request, detail)
     )
 
 
@@ -218,7 +224,9 @@ async def _actor(request: HttpRequest) -> str:
 async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
     """Deliver the input named by the form's `input_name` from its generated form; a refused value comes
     back with the errors placed next to the fields (400). (The name travels in the body: input names are
-    user text, slashes included.)"""
+    user text, slashes included.) Needs `console.run_executions`."""
+    if not await common.can_run(request):
+        return await common.forbidden(request, RUN_PERMISSION)
     name = request.POST.get("input_name", "")
     engine = await runtime.engine()
     detail = await _detail(execution_id)
@@ -235,10 +243,12 @@ async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
         except (errors.FlowSignalError, errors.FlowExecutionTerminal) as error:
             found = {"": (str(error),)}
     if found:
-        context = await _inputs_context(detail, {name: posted}, {name: found})
+        context = await _inputs_context(request, detail, {name: posted}, {name: found})
         return await common.fragment(request, "console/partials/execution_inputs.html", context, status=400)
     return await common.fragment(
-        request, "console/partials/execution_inputs.html", await _inputs_context(await _detail(execution_id))
+        request,
+        "console/partials/execution_inputs.html",
+        await _inputs_context(request, await _detail(execution_id)),
     )
 
 

@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, path
 from django.views.generic import RedirectView
 
-from console.views import execution, executions, workflows
+from console.views import account, execution, executions, workflows
 
 __all__ = ["urlpatterns"]
 
@@ -51,4 +51,5 @@ urlpatterns: list[URLPattern] = [
     ),
     path("health/", workflows.health, name="console-health"),
     path("health/executors/", workflows.health_executors, name="console-health-executors"),
+    path("account/", account.account, name="console-account"),
 ]

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console import heartbeat, runtime
 from console.discovery import flow_versions, registered_flows
+from console.models import RUN_PERMISSION
 from console.views import common
 from engine import errors, render, schema
 from engine.graph import build_graph
@@ -153,6 +154,8 @@ async def workflow(request: HttpRequest, workflow_id: str) -> HttpResponse:
         "node_counts": sorted((await node_counts(workflow_id)).items()),
         "graph_ids": _graph_ids(workflow_id),
         "nav": "workflows",
+        "can_run": await common.can_run(request),
+        "run_permission": RUN_PERMISSION,
     }
     return await common.page(request, "console/workflow.html", context)
 
@@ -180,7 +183,10 @@ async def workflow_diagram(request: HttpRequest, workflow_id: str, format: str) 
 @login_required
 @require_POST
 async def start(request: HttpRequest, workflow_id: str) -> HttpResponse:
-    """Start an execution with an optional id and the inputs typed as JSON (blank ones left out)."""
+    """Start an execution with an optional id and the inputs typed as JSON (blank ones left out). Needs
+    `console.run_executions`."""
+    if not await common.can_run(request):
+        return await common.forbidden(request, RUN_PERMISSION)
     info = await _info(workflow_id)
     inputs: dict[str, Any] = {}
     for item in info.inputs:

@@ -129,6 +129,57 @@ def test_diagram(db: str) -> None:
 def test_token_create(db: str) -> None:
     made = json.loads(flow(db, "token", "create", "admin", "--name", "ci", "--json"))
     assert (made["user"], made["name"], made["token"].startswith("fd_")) == ("admin", "ci", True)
+    assert made["expires"] is None
+
+
+def tokens_of(db: str) -> list[dict[str, object]]:
+    return [
+        {k: row[k] for k in ("user", "name", "state")}
+        for row in json.loads(flow(db, "token", "list", "--user", "admin", "--json"))["items"]
+    ]
+
+
+def test_token_list_expiry_and_revoke(db: str) -> None:
+    made = json.loads(flow(db, "token", "create", "admin", "--name", "nightly", "--expires", "2w", "--json"))
+    lasting = json.loads(flow(db, "token", "create", "admin", "--name", "nightly", "--json"))
+    dated = json.loads(
+        flow(db, "token", "create", "admin", "--name", "dated", "--expires", "2999-01-31", "--json")
+    )
+    assert dated["expires"] == "2999-01-31T00:00:00+00:00"  # a date is its midnight, in TIME_ZONE (UTC)
+    listed = {
+        (r["name"], r["expires"] is None) for r in json.loads(flow(db, "token", "list", "--json"))["items"]
+    }
+    assert {("nightly", False), ("nightly", True), ("dated", False)} <= listed
+    table = flow(db, "token", "list")
+    for secret in (made["token"], lasting["token"], dated["token"]):
+        assert secret not in table
+    assert "2999-01-31 00:00" in table
+
+    refused(manage(db, "flow", "token", "revoke", "nightly"), "2 unrevoked tokens are named 'nightly'")
+    ids = [
+        r["id"] for r in json.loads(flow(db, "token", "list", "--json"))["items"] if r["name"] == "nightly"
+    ]
+    first = json.loads(flow(db, "token", "revoke", str(ids[0]), "--json"))
+    assert (first["id"], first["state"], first["already_revoked"]) == (ids[0], "revoked", False)
+    second = flow(db, "token", "revoke", "nightly", "--user", "admin")  # the one left unrevoked
+    assert second.startswith(f"revoked: token {ids[1]} (nightly, of admin)")
+    states = [
+        r["state"] for r in json.loads(flow(db, "token", "list", "--json"))["items"] if r["name"] == "nightly"
+    ]
+    assert states == ["revoked", "revoked"]
+
+
+def test_refused_token_verbs_record_nothing(db: str) -> None:
+    before = tokens_of(db)
+    calls = [
+        ["create", "admin", "--expires", "soon"],
+        ["create", "admin", "--expires", "2001-01-01"],
+        ["create", "admin", "--name", "bad\x1bname"],
+        ["revoke", "no-such-token"],
+    ]
+    for result in manage_many(db, [["flow", "token", *args] for args in calls]):
+        refused(result)
+    assert tokens_of(db) == before
 
 
 def test_every_verb_refuses_bad_input_with_exit_code_2(db: str) -> None:
@@ -153,6 +204,16 @@ def test_every_verb_refuses_bad_input_with_exit_code_2(db: str) -> None:
         (["diagram", "nope"], "workflow 'nope' is not registered"),
         (["parked", "nope"], "workflow 'nope' is not registered"),
         (["token", "create", "nobody"], "no user 'nobody'"),
+        (["token", "create", "admin", "--expires", "soon"], "--expires 'soon' is neither a duration"),
+        (["token", "create", "admin", "--expires", "2001-01-01"], "--expires '2001-01-01' is already past"),
+        (["token", "create", "admin", "--expires", "0d"], "--expires '0d' is no time at all"),
+        (["token", "create", "admin", "--expires", "999999w"], "past the calendar's end"),
+        (["token", "create", "admin", "--name", "7"], "--name '7' is only digits"),
+        (["token", "create", "admin", "--name", "\x07"], "holds a control character"),
+        (["token", "create", "admin", "--name", " "], "--name must not be blank"),
+        (["token", "list", "--user", "nobody"], "no user 'nobody'"),
+        (["token", "revoke", "nope"], "no unrevoked token has the id or name 'nope'"),
+        (["token", "revoke", "1", "--user", "nobody"], "no user 'nobody'"),
     ]
     results = manage_many(db, [["flow", *args] for args, _ in cases])
     for (_, fragment), result in zip(cases, results, strict=True):

@@ -132,13 +132,19 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
 
 @pytest.fixture
 def operator(live: Live) -> ApiClient:
-    """A caller with a token and the operator permission."""
+    """A caller with a token, the operator permission and the run permission."""
     return ApiClient(live.base, token=live.credentials["operator_token"])
 
 
 @pytest.fixture
+def runner(live: Live) -> ApiClient:
+    """A caller with a token and `console.run_executions` only (starts and signals, no operator verbs)."""
+    return ApiClient(live.base, token=live.credentials["runner_token"])
+
+
+@pytest.fixture
 def viewer(live: Live) -> ApiClient:
-    """A caller with a token and no permission."""
+    """A caller with a token and no permission: reads everything, changes nothing."""
     return ApiClient(live.base, token=live.credentials["viewer_token"])
 
 

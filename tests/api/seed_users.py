@@ -1,7 +1,9 @@
 """`python -m tests.api.seed_users`: the callers of the live API tests, printed as JSON.
 
-An operator (with `console.operate_executions`), a viewer (no permission), each with a token; and a
-session of the viewer and one of the operator, as cookie values.
+An operator (`olga`: `console.operate_executions` and `console.run_executions`, as the migration grants
+existing operators), a runner (`rita`: `console.run_executions` only), an operator without the run
+permission (`otto`) and a viewer (`victor`: no permission, read-only), each with a token; and sessions of
+the operator, the runner and the viewer, as cookie values.
 """
 
 from __future__ import annotations
@@ -21,8 +23,14 @@ def seed() -> dict[str, str]:
 
     users = get_user_model()
     operator = users.objects.create_user("olga", password="x")
-    operator.user_permissions.add(Permission.objects.get(codename="operate_executions"))
+    operator.user_permissions.add(
+        *Permission.objects.filter(codename__in=["operate_executions", "run_executions"])
+    )
+    runner = users.objects.create_user("rita", password="x")
+    runner.user_permissions.add(Permission.objects.get(codename="run_executions"))
     viewer = users.objects.create_user("victor", password="x")
+    operate_only = users.objects.create_user("otto", password="x")
+    operate_only.user_permissions.add(Permission.objects.get(codename="operate_executions"))
 
     def session_of(user: object) -> str:
         session = SessionStore()
@@ -34,8 +42,11 @@ def seed() -> dict[str, str]:
 
     return {
         "operator_token": create_token(operator, "tests"),
+        "runner_token": create_token(runner, "tests"),
         "viewer_token": create_token(viewer, "tests"),
+        "operate_only_token": create_token(operate_only, "tests"),
         "operator_session": session_of(operator),
+        "runner_session": session_of(runner),
         "viewer_session": session_of(viewer),
     }
 

@@ -1,5 +1,6 @@
 """Who may call: nobody anonymous (401), tokens and sessions (CSRF kept), operator verbs need the
-`console.operate_executions` permission (403)."""
+`console.operate_executions` permission (403); starting and signalling, `console.run_executions` (see
+test_permissions)."""
 
 from __future__ import annotations
 
@@ -76,19 +77,23 @@ def test_unknown_session_is_401(live: Live, cookie: str) -> None:
         ("/executions/{eid}/end", {"reason": "no"}),
     ],
 )
-def test_operator_verbs_need_the_permission(viewer: ApiClient, path: str, body: dict[str, object]) -> None:
-    eid = f"viewer-{uuid.uuid4().hex[:10]}"
-    assert viewer.post("/workflows/holdable/executions", {"executionId": eid}).status == 200
-    body_of = refused(viewer.post(path.format(eid=eid), body), 403, "permission_denied")
-    assert "console.operate_executions" in body_of["error"]
+def test_operator_verbs_need_the_permission(
+    runner: ApiClient, viewer: ApiClient, path: str, body: dict[str, object]
+) -> None:
+    """Neither a viewer nor a runner (who may start and signal) may use an operator verb."""
+    eid = f"runner-{uuid.uuid4().hex[:10]}"
+    assert runner.post("/workflows/holdable/executions", {"executionId": eid}).status == 200
+    for caller in (viewer, runner):
+        body_of = refused(caller.post(path.format(eid=eid), body), 403, "permission_denied")
+        assert "console.operate_executions" in body_of["error"]
     assert viewer.get(f"/executions/{eid}").body["cancelRequested"] is False
 
 
-def test_viewers_read_start_and_signal(viewer: ApiClient, live: Live) -> None:
-    session = ApiClient(live.base, session=live.credentials["viewer_session"])
-    eid = f"viewer-{uuid.uuid4().hex[:10]}"
-    assert viewer.post("/workflows/greet/executions", {"executionId": eid}).status == 200
-    viewer.until_waiting(eid, "name")
+def test_runners_start_and_signal(runner: ApiClient, live: Live) -> None:
+    session = ApiClient(live.base, session=live.credentials["runner_session"])
+    eid = f"runner-{uuid.uuid4().hex[:10]}"
+    assert runner.post("/workflows/greet/executions", {"executionId": eid}).status == 200
+    runner.until_waiting(eid, "name")
     assert session.post(f"/executions/{eid}/signal/name", raw=b'"vi"').status == 200
-    assert viewer.until_status(eid, "completed")["status"] == "completed"
+    assert runner.until_status(eid, "completed")["status"] == "completed"
     refused(session.post(f"/executions/{eid}/cancel", {}), 403, "permission_denied")

@@ -206,6 +206,32 @@ def test_a_user_without_the_permission_cannot_cancel(console_live: Console, page
     assert console_live.operator.get(f"/executions/{eid}").body["cancelRequested"] is False
 
 
+def test_a_read_only_user_is_offered_no_start_or_signal(console_live: Console, page: Any) -> None:
+    eid = _start(console_live, "slow_undo", {}, "readonly")
+    _until_waiting(console_live, eid)
+    _login(page, console_live, "victor")
+    page.goto(f"{console_live.base}/executions/{eid}")
+    page.locator("#inputs .signal-not-allowed").wait_for()
+    assert page.locator("#inputs form.signal").count() == 0
+    shot(page, "read-only-execution")
+    page.goto(f"{console_live.base}/workflows/slow_undo/")
+    assert page.inner_text("#start-not-allowed") == (
+        "Starting an execution needs the console.run_executions permission."
+    )
+    assert page.locator("form[hx-post$='/start/']").count() == 0
+    status = page.evaluate(
+        """async (eid) => {
+             const token = document.querySelector('meta[name=csrf-token]').content;
+             const body = new URLSearchParams({input_name: 'go', go: 'on', csrfmiddlewaretoken: token});
+             const r = await fetch(`/executions/${eid}/signal/`, {method: 'POST', body});
+             return r.status; }""",
+        eid,
+    )
+    assert status == 403
+    inputs = console_live.operator.get(f"/executions/{eid}/inputs").body
+    assert [(i["name"], i["delivered"]) for i in inputs] == [("go", False)]
+
+
 def test_a_hostile_node_name_is_text_everywhere(console_live: Console, page: Any) -> None:
     eid = _start(console_live, "hostile", {}, "hostile")
     _until_waiting(console_live, eid)

@@ -33,10 +33,13 @@ async def engine() -> AsyncIterator[FlowEngine]:
     runtime.reset()
 
 
-def _user(name: str, operator: bool) -> Any:
+def _user(name: str, operator: bool, run: bool | None = None) -> Any:
+    """A user; an operator also holds the run permission (as the migration grants), unless `run` says."""
     user = get_user_model().objects.create_user(name, password="x")
-    if operator:
-        user.user_permissions.add(Permission.objects.get(codename="operate_executions"))
+    codenames = ["operate_executions"] if operator else []
+    if operator if run is None else run:
+        codenames.append("run_executions")
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
     return user
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from console import runtime
+from console import runtime, tokens
 from console.cli import FLOW_VERBS
 from console.management.commands._common import engine_logging
 from engine import errors, render
@@ -180,10 +180,7 @@ class Command(BaseCommand):
         parked = verb("parked", "executions held under a version no process serves")
         parked.add_argument("workflow_id", metavar="WF")
 
-        token = verb("token", "API tokens")
-        token.add_argument("action", choices=["create"])
-        token.add_argument("username", metavar="USER")
-        token.add_argument("--name", default="cli", help="a name for the token (default: cli)")
+        tokens.add_arguments(verb("token", "API tokens: create, list, revoke"))
 
     def handle(self, *args: Any, **options: Any) -> None:
         verb: str = options["verb"]
@@ -414,20 +411,7 @@ class Command(BaseCommand):
     # ------------------------------------------------------------------------------------ token
 
     def token(self, o: Mapping[str, Any]) -> None:
-        from django.contrib.auth import get_user_model
-
-        from console.models import create_token
-
-        user_model = get_user_model()
-        try:
-            user = user_model.objects.get(**{user_model.USERNAME_FIELD: o["username"]})
-        except user_model.DoesNotExist:
-            raise usage(f"no user {o['username']!r} (create one with `manage.py createsuperuser`)") from None
-        token = create_token(user, o["name"])
-        self.emit(
-            {"user": o["username"], "name": o["name"], "token": token},
-            f"{token}\n(shown once: send it as `Authorization: Bearer <token>`)",
-        )
+        tokens.run(o, self.emit)
 
 
 def _short(text: str, width: int = 80) -> str:
