@@ -17,7 +17,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from console import forms, runtime
+from console import forms, refusals, runtime
 from console.views import common
 from engine import errors, render, schema
 from engine.engine import declared_inputs
@@ -47,11 +47,7 @@ _CONTENT_TYPES = {
 
 
 async def _detail(execution_id: str) -> Any:
-    engine = await runtime.engine()
-    try:
-        return await engine.executions.describe(execution_id)
-    except errors.FlowExecutionNotFound:
-        raise Http404(f"no execution {execution_id!r}") from None
+    return await common.described(await runtime.engine(), execution_id)
 
 
 async def _panel_context(request: HttpRequest, detail: Any) -> dict[str, Any]:
@@ -170,8 +166,7 @@ async def fields(request: HttpRequest, execution_id: str) -> HttpResponse:
 @require_GET
 async def history(request: HttpRequest, execution_id: str) -> HttpResponse:
     """History rows from `offset` (the seq of the last row shown: rows after it)."""
-    text = request.GET.get("offset", "0")
-    offset = int(text) if text.isdigit() else 0
+    offset = refusals.whole_number(request.GET, "offset", 0)
     return await common.fragment(
         request, "console/partials/history_rows.html", await _history_context(execution_id, offset)
     )
