@@ -96,7 +96,7 @@ def _render(request: HttpRequest, status: int, title: str, text: str) -> HttpRes
     if request.headers.get("HX-Request"):
         html = render_to_string("console/partials/message.html", {"level": "error", "text": text}, request)
     else:
-        context = {"status": status, "title": title, "text": text, "path": request.path}
+        context = {"status": status, "title": title, "text": text, "path": request.get_full_path()}
         html = render_to_string("console/refused.html", context, request)
     return HttpResponse(html, status=status)
 

@@ -65,6 +65,7 @@ async def _history_sizes(engine: FlowEngine, *ids: str) -> dict[str, int]:  # no
 async def test_hostile_query_and_path_get_the_styled_400(
     engine: FlowEngine,  # noqa: F811
     operator: AsyncClient,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
     path: str,
     said: str,
 ) -> None:
@@ -72,6 +73,10 @@ async def test_hostile_query_and_path_get_the_styled_400(
     reply = await operator.get(path)
     assert reply.status_code == 400
     assert _styled(reply.content.decode(), "Bad request").startswith(f"Refused: {said}")
+    logged = [(r.levelname, r.getMessage().split(" (")[0], r.exc_info) for r in caplog.records]
+    assert [entry for entry in logged if entry[0] != "INFO"] == [
+        ("WARNING", "Bad Request: " + path.split("?")[0].replace("%00", r"\x00"), None)
+    ]
 
 
 async def test_the_largest_page_and_offset_are_answered(
@@ -199,6 +204,7 @@ async def test_ids_written_before_the_rule_are_listed_and_open(
     links = re.findall(r'<td><a href="(/executions/[^"]+)">', html)
     assert len(links) == len(LEGACY)
     assert "/executions/legacy%0Anewline" in links
+    assert '">legacy\\nnewline</a>' in html  # the newline shows as an escape, not as a space
     for link in links:
         page = await operator.get(link)
         assert page.status_code == 200, link
