@@ -242,6 +242,7 @@ async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def cancel(request: HttpRequest, execution_id: str) -> HttpResponse:
     if not await common.can_operate(request):
         return await common.forbidden(request)
+    await _detail(execution_id)  # a 404 (or the id rule's 400) for an id that names nothing
     engine = await runtime.engine()
     reason = request.POST.get("reason", "").strip()
     outcome = await engine.executions.cancel(execution_id, reason, actor=await _actor(request))
@@ -258,6 +259,7 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
     go = request.POST.get("go") == "1"
     if go and not await common.can_operate(request):
         return await common.forbidden(request)
+    await _detail(execution_id)
     engine = await runtime.engine()
     try:
         report = await engine.resume(execution_id, go=go, actor=await _actor(request) if go else None)
@@ -287,6 +289,7 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def answer(request: HttpRequest, execution_id: str) -> HttpResponse:
     if not await common.can_operate(request):
         return await common.forbidden(request)
+    await _detail(execution_id)
     node = request.POST.get("node", "")
     text = request.POST.get("value", "").strip()
     try:
@@ -306,6 +309,7 @@ async def answer(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def end(request: HttpRequest, execution_id: str) -> HttpResponse:
     if not await common.can_operate(request):
         return await common.forbidden(request)
+    await _detail(execution_id)
     reason = request.POST.get("reason", "").strip()
     if not reason:
         return await _message(request, "error", "say why the execution ends (the reason is recorded)", 400)

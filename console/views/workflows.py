@@ -194,8 +194,13 @@ async def parked(request: HttpRequest) -> HttpResponse:
 
 
 async def _group(workflow_id: str, digest: str) -> list[Any]:
+    """The parked executions of one version; `refusals.Refused` for none and a workflow id breaking the
+    id rule (it could name no group)."""
     engine = await runtime.engine()
-    return [s for s in await engine.parked(workflow_id) if s.hash == digest]
+    group = [s for s in await engine.parked(workflow_id) if s.hash == digest]
+    if not group:
+        refusals.check_filter("workflow id", workflow_id)
+    return group
 
 
 @login_required

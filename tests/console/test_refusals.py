@@ -107,9 +107,17 @@ async def test_the_largest_page_and_offset_are_answered(
         ),
         ("/executions/c-1/answer/", {"node": "double", "value": "\x00"}, "value: must not contain a NUL"),
         ("/workflows/counter/start/", {"execution_id": "n\x00"}, "execution_id: must not contain a NUL"),
+        (f"/executions/{LONG}/cancel/", {"reason": "r"}, "execution id: must be at most 200 characters"),
+        (f"/executions/{LONG}/resume/", {"go": "1"}, "execution id: must be at most 200 characters"),
+        (f"/executions/{LONG}/answer/", {"node": "double"}, "execution id: must be at most 200 characters"),
+        (f"/executions/{LONG}/end/", {"reason": "r"}, "execution id: must be at most 200 characters"),
+        (f"/executions/{LONG}/signal/", {"input_name": "count"}, "execution id: must be at most 200"),
+        (f"/workflows/{LONG}/start/", {}, "workflow id: must be at most 200 characters (got 201)"),
+        (f"/parked/{LONG}/abc/resume/", {"go": "1"}, "workflow id: must be at most 200 characters"),
+        (f"/parked/{LONG}/abc/cancel/", {"reason": "r"}, "workflow id: must be at most 200 characters"),
     ],
 )
-async def test_a_form_with_unstorable_text_is_refused_and_records_nothing(
+async def test_a_form_with_hostile_input_is_refused_and_records_nothing(
     engine: FlowEngine,  # noqa: F811
     operator: AsyncClient,  # noqa: F811
     path: str,
