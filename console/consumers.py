@@ -103,8 +103,12 @@ async def _filter(query: QueryDict, key: str) -> str | None:
     if value is None:
         return None
     refusals.check_text(key, value)
-    if ids.id_problem(value) is not None:
-        found = await sync_to_async(live.exists)(**{f"{key}_id": value})
+    problem = ids.id_problem(value)
+    if problem is not None:
+        if key == "execution":
+            found = await sync_to_async(live.exists)(execution_id=value)
+        else:
+            found = await sync_to_async(live.exists)(workflow_id=value)
         if not found:
-            raise refusals.Refused(key, str(ids.id_problem(value)))
+            raise refusals.Refused(key, problem)
     return value

@@ -4,9 +4,9 @@ Text that no store can hold (a NUL, a lone surrogate) is refused by `console.mid
 before a view runs. Whole numbers in the query string come from `whole_number`, bounded so that an offset
 always fits the databases' 64-bit integers. An id filter keeps the id rule (`engine.ids`); an id in a path
 that names nothing is refused when it breaks the rule and is a plain 404 otherwise, so rows written before
-the rule still open. A refusal is `Refused` (a `BadRequest`), which Django answers through `handler400`:
-the console's styled page, or its message fragment for an htmx request. An unknown page gets the styled
-404 through `handler404`.
+the rule still open. A refusal is `Refused` (a `BadRequest`), answered by `bad_request` (the middleware
+calls it for a view's `Refused`; Django, as `handler400`, for its own refusals): the console's styled page,
+or its message fragment for an htmx request. An unknown page gets the styled 404 through `handler404`.
 """
 
 from __future__ import annotations
@@ -63,13 +63,14 @@ def check_text(what: str, value: str) -> str:
     return value
 
 
-def whole_number(params: QueryDict, name: str, default: int, maximum: int = MAX_OFFSET) -> int:
-    """The query parameter `name` as a whole number from 0 (1 for `page`) to `maximum`; `default` when it
-    is absent or blank; `Refused` otherwise."""
+def whole_number(
+    params: QueryDict, name: str, default: int, *, minimum: int = 0, maximum: int = MAX_OFFSET
+) -> int:
+    """The query parameter `name` as a whole number from `minimum` to `maximum`; `default` when it is
+    absent or blank; `Refused` otherwise."""
     text = params.get(name, "").strip()
     if not text:
         return default
-    minimum = 1 if name == "page" else 0
     if _DIGITS.fullmatch(text) and minimum <= int(text) <= maximum:
         return int(text)
     shown = text if len(text) <= 40 else text[:40] + "…"

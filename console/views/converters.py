@@ -17,6 +17,8 @@ _ESCAPED = re.compile("%(25|2F|2E)", re.IGNORECASE)
 
 
 class StoredId:
+    """`<stored_id:...>`: one path segment holding any stored execution id."""
+
     regex = "[^/]+"
 
     def to_python(self, value: str) -> str:

@@ -56,7 +56,7 @@ class Query:
             params.get("status", "").strip(),
             refusals.check_filter("workflow", params.get("workflow", "").strip()),
             refusals.check_filter("q", params.get("q", "").strip()),
-            refusals.whole_number(params, "page", 1, MAX_PAGE),
+            refusals.whole_number(params, "page", 1, minimum=1, maximum=MAX_PAGE),
         )
 
     def url(self, **change: object) -> str:
