@@ -279,3 +279,16 @@ async def test_a_signal_form_works_whatever_its_fields_are_named(
         "keys": "",
         "values": "",
     }
+
+
+async def test_django_s_own_refusal_gets_the_styled_400(
+    engine: FlowEngine,  # noqa: F811
+    operator: AsyncClient,  # noqa: F811
+) -> None:
+    await engine.workflows.start("counter", execution_id="c-1")
+    fields = {f"f{n}": "x" for n in range(1001)}  # past DATA_UPLOAD_MAX_NUMBER_FIELDS: TooManyFieldsSent
+    reply = await operator.post("/executions/c-1/cancel/", {"reason": "r", **fields})
+    assert reply.status_code == 400
+    said = _styled(reply.content.decode(), "Bad request")
+    assert said == "The request was refused: it is malformed or too large."
+    assert (await engine.executions.describe("c-1")).cancel_requested is False
