@@ -11,7 +11,7 @@ from urllib.parse import unquote
 import pytest
 from django.test import AsyncClient
 from django.urls import resolve, reverse
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
@@ -235,10 +235,20 @@ async def test_an_operator_cancels_a_row_written_before_the_rule(
     assert (await engine.executions.describe("legacy\nnewline")).cancel_requested is True
 
 
+_DOT_SEGMENTS = {".", "..", "%2e", "%2e%2e", ".%2e", "%2e."}  # what a browser resolves away (WHATWG URL)
+
+
+@settings(deadline=None)
 @given(st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), min_size=1))
+@example("legacy\nnewline")
+@example("a/b")
+@example("..")
+@example("%2e")
+@example("50%off")
 def test_every_stored_id_round_trips_through_its_address(eid: str) -> None:
     for name in ("console-execution", "console-execution-panel", "console-execution-signal"):
         address = reverse(name, args=[eid])
+        assert not _DOT_SEGMENTS & {part.lower() for part in address.split("/")}, address
         # what the browser sends, as the server decodes it (PATH_INFO)
         assert resolve(unquote(address)).kwargs == {"execution_id": eid}, address
 
