@@ -3,7 +3,9 @@
 `/ws/live/?execution=ID` (or `?workflow=ID`, or neither for everything) with `&after=N`, the id of the last
 event the page saw (the page renders it; a reconnecting page sends the last one it heard). The consumer
 first sends what happened after N, then every new event as it is read, each once. Anonymous connections are
-refused at the handshake.
+refused at the handshake. A filter no store could match (a NUL, an id breaking the id rule that names no
+execution) or an `after` that is no whole number is refused before it reaches the store: the socket is
+accepted and closed at once with `REFUSED` and a reason saying which parameter and why.
 """
 
 from __future__ import annotations
@@ -11,17 +13,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from typing import Any
-from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.http import QueryDict
 
-from console import live
+from console import live, refusals
+from engine import ids
 
 __all__ = ["LiveConsumer"]
 
 # Close code for a refused handshake (the 4000s are the application's; 4401 reads as "unauthorised").
 UNAUTHORISED = 4401
+REFUSED = 4400  # a query parameter the socket cannot take (the reason says which, and why)
+_REASON_BYTES = 123  # the most a close frame's reason may hold
 _SEEN_LIMIT = 5000
 
 
@@ -36,15 +41,20 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=UNAUTHORISED)  # before accept: the handshake is refused (HTTP 403)
             return
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        self.execution_id = _one(query, "execution")
-        self.workflow_id = _one(query, "workflow")
-        after_text = _one(query, "after")
-        after = int(after_text) if after_text and after_text.isdigit() else None
+        query = QueryDict(self.scope.get("query_string", b""))
+        try:
+            self.execution_id = await _filter(query, "execution")
+            self.workflow_id = await _filter(query, "workflow")
+            after = refusals.whole_number(query, "after", -1)
+        except refusals.Refused as refusal:
+            await self.accept()  # accepted, so that the page hears the code and the reason
+            reason = str(refusal).encode()[:_REASON_BYTES].decode(errors="ignore")
+            await self.close(code=REFUSED, reason=reason)
+            return
         self.seen: set[int] = set()
         self.subscription = live.feed().subscribe(self._wants)
         await self.accept()
-        if after is not None:
+        if after >= 0:
             missed = await sync_to_async(live.events_after)(
                 after, execution_id=self.execution_id, workflow_id=self.workflow_id
             )
@@ -85,6 +95,20 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             self.subscription.close()
 
 
-def _one(query: dict[str, list[str]], key: str) -> str | None:
-    values = query.get(key)
-    return values[0] if values else None
+async def _filter(query: QueryDict, key: str) -> str | None:
+    """The `execution` or `workflow` filter, None when absent; `refusals.Refused` for text no store holds,
+    or for an id that breaks the id rule and names nothing (an id written before the rule still
+    works)."""
+    value = query.get(key)
+    if value is None:
+        return None
+    refusals.check_text(key, value)
+    problem = ids.id_problem(value)
+    if problem is not None:
+        if key == "execution":
+            found = await sync_to_async(live.exists)(execution_id=value)
+        else:
+            found = await sync_to_async(live.exists)(workflow_id=value)
+        if not found:
+            raise refusals.Refused(key, problem)
+    return value

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from console import refusals
 from engine import values
 
 __all__ = ["FormField", "SignalForm", "read_json_text", "signal_form"]
@@ -43,6 +44,12 @@ class SignalForm:
     scalar: bool
     typed: Mapping[str, str]
     errors: Mapping[str, tuple[str, ...]]
+
+    @property
+    def form_errors(self) -> tuple[str, ...]:
+        """The errors of the whole form (not of one field). Templates read this, never `errors.<key>`: a
+        field may be named `items` or `keys`, which a template lookup would take for the dict's method."""
+        return tuple(self.errors.get("", ()))
 
 
 def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -96,11 +103,31 @@ def signal_form(
 
 
 def read_json_text(text: str) -> Any:
-    """A JSON value typed by a person; raises ValueError with a short reason."""
+    """A JSON value typed by a person; raises ValueError with a short reason, also for a string in it
+    that no store can hold (`\\u0000`, a lone `\\udfff`)."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"not JSON: {error.msg} (line {error.lineno}, column {error.colno})") from error
+    except RecursionError:
+        raise ValueError("not JSON: nested too deeply") from None
+    _check_strings(value)
+    return value
+
+
+def _check_strings(value: Any) -> None:
+    pending = [value]  # a loop, not recursion: the value may be nested as deep as the parser allows
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            problem = refusals.text_problem(item)
+            if problem is not None:
+                raise ValueError(f"a string {problem}")
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
 
 
 def _coerce(field: FormField, raw: str | None) -> Any:

@@ -27,8 +27,9 @@ from django.db import connections
 
 from console.conf import flowdeck_settings
 from store.django import queries, wakeups
+from store.django.models import Execution
 
-__all__ = ["Feed", "LiveEvent", "Subscription", "events_after", "feed", "latest_event_id"]
+__all__ = ["Feed", "LiveEvent", "Subscription", "events_after", "exists", "feed", "latest_event_id"]
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,14 @@ def events_after(
     connection = connections[flowdeck_settings().database_alias]
     with connection.cursor() as cursor:
         return _read(cursor, connection.vendor, after, (), execution_id, workflow_id, limit)
+
+
+def exists(*, execution_id: str | None = None, workflow_id: str | None = None) -> bool:
+    """Whether the execution, or an execution of the workflow, is stored. Synchronous."""
+    executions = Execution.objects.using(flowdeck_settings().database_alias)
+    if execution_id is not None:
+        return executions.filter(id=execution_id).exists()
+    return executions.filter(flow_id=workflow_id).exists()
 
 
 def latest_event_id() -> int:

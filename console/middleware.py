@@ -1,15 +1,18 @@
-"""Request hygiene that must run before Django's own middleware."""
+"""Request hygiene: what the console refuses before a view runs, and how it answers a refusal."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.utils.log import log_response
 
+from console import refusals
 from console.auth import plausible_session
 
-__all__ = ["ImplausibleSessionCookie"]
+__all__ = ["ImplausibleSessionCookie", "RefuseUnstorableText"]
 
 
 class ImplausibleSessionCookie:
@@ -26,3 +29,49 @@ class ImplausibleSessionCookie:
         if settings.SESSION_COOKIE_NAME in request.COOKIES and not plausible_session(request):
             del request.COOKIES[settings.SESSION_COOKIE_NAME]
         return self.get_response(request)
+
+
+def _texts(params: QueryDict) -> Iterable[tuple[str, str]]:
+    for key, values in params.lists():
+        yield key, key
+        for value in values:
+            yield key, value
+
+
+class RefuseUnstorableText:
+    """Refuse (400) a console request whose path, query or form holds text no store can hold, before the
+    view reads it; and answer a `refusals.Refused` that a view raises. Both get `refusals.bad_request`
+    (the page `handler400` renders too), logged as one warning line, not as a traceback. The API
+    (django-ninja's routes) keeps its own refusals and JSON errors."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(
+        self, request: HttpRequest, view: object, args: Iterable[Any], kwargs: Mapping[str, Any]
+    ) -> HttpResponse | None:
+        match = request.resolver_match
+        if match is not None and "ninja" in match.app_names:
+            return None
+        try:
+            refusals.check_text("path", request.path_info)
+            for key, value in _texts(request.GET):
+                refusals.check_text(key, value)
+            if request.method == "POST":
+                for key, value in _texts(request.POST):
+                    refusals.check_text(key, value)
+        except refusals.Refused as refusal:
+            return _refused(request, refusal)
+        return None
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        return _refused(request, exception) if isinstance(exception, refusals.Refused) else None
+
+
+def _refused(request: HttpRequest, refusal: refusals.Refused) -> HttpResponse:
+    response = refusals.bad_request(request, refusal)
+    log_response("Bad Request: %s (%s)", request.path, refusal, response=response, request=request)
+    return response

@@ -10,3 +10,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("api/", api.urls),
     path("", include("console.views.urls")),
 ]
+
+# The console's styled pages for a refused request and for an address that names nothing.
+handler400 = "console.refusals.bad_request"
+handler404 = "console.refusals.not_found"

@@ -17,8 +17,9 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 
-from console import live
+from console import live, refusals
 from console.models import OPERATE_PERMISSION, RUN_PERMISSION
+from engine import errors
 from store import spi
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "badge_of",
     "can_operate",
     "can_run",
+    "described",
     "forbidden",
     "page",
     "pretty_json",
@@ -122,6 +124,15 @@ def pretty_json(text: str) -> str:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False, sort_keys=False)
     except (ValueError, TypeError):
         return text
+
+
+async def described(engine: Any, execution_id: str) -> Any:
+    """The execution's description; for an id that names nothing, a 404, or `refusals.Refused` when the
+    id breaks the id rule."""
+    try:
+        return await engine.executions.describe(execution_id)
+    except errors.FlowExecutionNotFound:
+        raise refusals.unknown("execution id", execution_id, f"no execution {execution_id!r}") from None
 
 
 async def can_operate(request: HttpRequest) -> bool:

@@ -17,7 +17,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from console import forms, runtime
+from console import forms, refusals, runtime
 from console.models import RUN_PERMISSION
 from console.views import common
 from engine import errors, render, schema
@@ -48,11 +48,7 @@ _CONTENT_TYPES = {
 
 
 async def _detail(execution_id: str) -> Any:
-    engine = await runtime.engine()
-    try:
-        return await engine.executions.describe(execution_id)
-    except errors.FlowExecutionNotFound:
-        raise Http404(f"no execution {execution_id!r}") from None
+    return await common.described(await runtime.engine(), execution_id)
 
 
 async def _panel_context(request: HttpRequest, detail: Any) -> dict[str, Any]:
@@ -176,8 +172,7 @@ async def fields(request: HttpRequest, execution_id: str) -> HttpResponse:
 @require_GET
 async def history(request: HttpRequest, execution_id: str) -> HttpResponse:
     """History rows from `offset` (the seq of the last row shown: rows after it)."""
-    text = request.GET.get("offset", "0")
-    offset = int(text) if text.isdigit() else 0
+    offset = refusals.whole_number(request.GET, "offset", 0)
     return await common.fragment(
         request, "console/partials/history_rows.html", await _history_context(execution_id, offset)
     )
@@ -257,6 +252,7 @@ async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def cancel(request: HttpRequest, execution_id: str) -> HttpResponse:
     if not await common.can_operate(request):
         return await common.forbidden(request)
+    await _detail(execution_id)  # a 404 (or the id rule's 400) for an id that names nothing
     engine = await runtime.engine()
     reason = request.POST.get("reason", "").strip()
     outcome = await engine.executions.cancel(execution_id, reason, actor=await _actor(request))
@@ -273,6 +269,7 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
     go = request.POST.get("go") == "1"
     if go and not await common.can_operate(request):
         return await common.forbidden(request)
+    await _detail(execution_id)
     engine = await runtime.engine()
     try:
         report = await engine.resume(execution_id, go=go, actor=await _actor(request) if go else None)
@@ -302,6 +299,7 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def answer(request: HttpRequest, execution_id: str) -> HttpResponse:
     if not await common.can_operate(request):
         return await common.forbidden(request)
+    await _detail(execution_id)
     node = request.POST.get("node", "")
     text = request.POST.get("value", "").strip()
     try:
@@ -321,6 +319,7 @@ async def answer(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def end(request: HttpRequest, execution_id: str) -> HttpResponse:
     if not await common.can_operate(request):
         return await common.forbidden(request)
+    await _detail(execution_id)
     reason = request.POST.get("reason", "").strip()
     if not reason:
         return await _message(request, "error", "say why the execution ends (the reason is recorded)", 400)

@@ -16,9 +16,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from console import runtime
+from console import refusals, runtime
 from console.discovery import registered_flows
 from console.views import common
+from engine import ids as ids_module
 from engine.engine import declared_inputs
 from store import spi
 from store.django.models import Execution
@@ -26,6 +27,7 @@ from store.django.models import Execution
 __all__ = ["cancel_selected", "executions"]
 
 PAGE_SIZE = 25
+MAX_PAGE = refusals.MAX_OFFSET // PAGE_SIZE + 1  # the last page whose offset a database takes
 _BASE_WORDS = (
     "running",
     "waiting",
@@ -48,13 +50,13 @@ class Query:
 
     @classmethod
     def of(cls, request: HttpRequest) -> Query:
-        page_text = request.GET.get("page", "1")
-        page = int(page_text) if page_text.isdigit() and int(page_text) > 0 else 1
+        """The query of the request; `refusals.Refused` for a page number or an id filter it cannot be."""
+        params = request.GET
         return cls(
-            request.GET.get("status", "").strip(),
-            request.GET.get("workflow", "").strip(),
-            request.GET.get("q", "").strip(),
-            page,
+            params.get("status", "").strip(),
+            refusals.check_filter("workflow", params.get("workflow", "").strip()),
+            refusals.check_filter("q", params.get("q", "").strip()),
+            refusals.whole_number(params, "page", 1, minimum=1, maximum=MAX_PAGE),
         )
 
     def url(self, **change: object) -> str:
@@ -132,6 +134,10 @@ async def cancel_selected(request: HttpRequest) -> HttpResponse:
     if not await common.can_operate(request):
         return await common.forbidden(request)
     ids = [i for i in request.POST.getlist("ids") if i]
+    engine = await runtime.engine()
+    for eid in ids:  # refuse them all, asking none, when one id breaks the rule and names nothing
+        if ids_module.id_problem(eid) is not None:
+            await common.described(engine, eid)
     reason = request.POST.get("reason", "").strip()
     if not ids:
         return await common.fragment(
@@ -140,7 +146,6 @@ async def cancel_selected(request: HttpRequest) -> HttpResponse:
             {"level": "error", "text": "Select at least one execution."},
             status=400,
         )
-    engine = await runtime.engine()
     actor = (await request.auser()).get_username()
     outcomes = []
     for eid in ids:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
-from django.urls import URLPattern, path
+from django.urls import URLPattern, path, register_converter
 from django.views.generic import RedirectView
 
-from console.views import account, execution, executions, workflows
+from console.views import account, converters, execution, executions, workflows
 
 __all__ = ["urlpatterns"]
 
-E = "executions/<path:execution_id>/"
+register_converter(converters.StoredId, "stored_id")
+
+E = "executions/<stored_id:execution_id>/"
 
 urlpatterns: list[URLPattern] = [
     path("", RedirectView.as_view(url="/executions/", permanent=False), name="console-home"),
@@ -32,7 +34,7 @@ urlpatterns: list[URLPattern] = [
     path(E + "resume/", execution.resume, name="console-execution-resume"),
     path(E + "answer/", execution.answer, name="console-execution-answer"),
     path(E + "end/", execution.end, name="console-execution-end"),
-    path("executions/<path:execution_id>", execution.execution, name="console-execution"),
+    path("executions/<stored_id:execution_id>", execution.execution, name="console-execution"),
     path("workflows/", workflows.workflows, name="console-workflows"),
     path("workflows/<str:workflow_id>/", workflows.workflow, name="console-workflow"),
     path("workflows/<str:workflow_id>/counts/", workflows.workflow_counts, name="console-workflow-counts"),

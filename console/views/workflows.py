@@ -17,7 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from console import heartbeat, runtime
+from console import forms, heartbeat, refusals, runtime
 from console.discovery import flow_versions, registered_flows
 from console.models import RUN_PERMISSION
 from console.views import common
@@ -69,7 +69,7 @@ async def _info(workflow_id: str) -> Any:
     try:
         return await engine.workflows.describe(workflow_id)
     except errors.FlowNotRegistered:
-        raise Http404(f"no workflow {workflow_id!r}") from None
+        raise refusals.unknown("workflow id", workflow_id, f"no workflow {workflow_id!r}") from None
 
 
 async def node_counts(workflow_id: str) -> dict[str, dict[str, int]]:
@@ -171,8 +171,10 @@ async def workflow_counts(request: HttpRequest, workflow_id: str) -> HttpRespons
 @require_GET
 async def workflow_diagram(request: HttpRequest, workflow_id: str, format: str) -> HttpResponse:
     flow = registered_flows().get(workflow_id)
-    if flow is None or format not in ("mermaid", "dot", "bpmn", "elk"):
-        raise Http404("no such diagram")
+    if flow is None:
+        raise refusals.unknown("workflow id", workflow_id, f"no workflow {workflow_id!r}")
+    if format not in ("mermaid", "dot", "bpmn", "elk"):
+        raise Http404(f"no diagram format {format!r}")
     if format == "dot":
         return HttpResponse(
             await sync_to_async(render.render_svg)(flow), content_type="image/svg+xml; charset=utf-8"
@@ -194,9 +196,9 @@ async def start(request: HttpRequest, workflow_id: str) -> HttpResponse:
         if not text:
             continue
         try:
-            inputs[item.name] = json.loads(text)
-        except json.JSONDecodeError as error:
-            return await _message(request, "error", f"{item.name}: not JSON ({error.msg})", 400)
+            inputs[item.name] = forms.read_json_text(text)
+        except ValueError as error:
+            return await _message(request, "error", f"{item.name}: {error}", 400)
     engine = await runtime.engine()
     try:
         eid = await engine.workflows.start(
@@ -242,8 +244,13 @@ async def parked(request: HttpRequest) -> HttpResponse:
 
 
 async def _group(workflow_id: str, digest: str) -> list[Any]:
+    """The parked executions of one version; `refusals.Refused` for none and a workflow id breaking the
+    id rule (it could name no group)."""
     engine = await runtime.engine()
-    return [s for s in await engine.parked(workflow_id) if s.hash == digest]
+    group = [s for s in await engine.parked(workflow_id) if s.hash == digest]
+    if not group:
+        refusals.check_filter("workflow id", workflow_id)
+    return group
 
 
 @login_required

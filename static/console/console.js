@@ -90,7 +90,11 @@
         document.body.dataset.liveLast = String(after);
         listeners.forEach((fn) => fn(event));
       };
-      socket.onclose = () => {
+      socket.onclose = (closed) => {
+        if (closed.code === 4400) { // the server refused this page's filter: asking again cannot help
+          if (state) { state.classList.remove("on"); state.title = `not live: ${closed.reason}`; }
+          return;
+        }
         if (state) { state.classList.remove("on"); state.title = "reconnecting"; }
         setTimeout(connect, delay); // resumes from `after`: nothing heard before the drop is lost
         delay = Math.min(delay * 2, 5000);
