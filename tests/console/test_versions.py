@@ -77,9 +77,9 @@ def _viewer() -> Any:
     return get_user_model().objects.create_user("victor", password="x")
 
 
-def _operator() -> Any:
-    user = get_user_model().objects.create_user("olga", password="x")
-    user.user_permissions.add(Permission.objects.get(codename="operate_executions"))
+def _runner() -> Any:
+    user = get_user_model().objects.create_user("rita", password="x")
+    user.user_permissions.add(Permission.objects.get(codename="run_executions"))
     return user
 
 
@@ -91,7 +91,7 @@ async def test_an_api_signal_is_judged_by_the_version_its_execution_runs(deploye
     web = await runtime.engine()
     await web.workflows.start("typed", execution_id="t2-text")
     client = AsyncClient()
-    await client.aforce_login(await sync_to_async(_operator)())
+    await client.aforce_login(await sync_to_async(_runner)())
 
     async def signal(eid: str, value: object) -> tuple[int, Any]:
         reply = await client.post(
