@@ -50,7 +50,7 @@ def test_after_the_failure_limit_the_right_password_is_refused_with_a_styled_pag
     assert refused.status_code == 429
     page = refused.content.decode()
     assert "Too many failed logins for lena from this address (5 in a row)" in page
-    assert "even with the right password" in page
+    assert "refused for the next 15 minutes, even with the right password" in page
     assert "/static/console/console.css" in page  # the console's own page, not a bare text answer
     assert refused["Content-Type"] == "text/html; charset=utf-8"
     assert client.get("/executions/").status_code == 302  # still logged out
