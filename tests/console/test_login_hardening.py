@@ -78,7 +78,8 @@ def test_the_lockout_is_per_username_and_address(lena: object) -> None:
     assert _login(Client(), "lena", RIGHT).status_code == 429
 
 
-@pytest.mark.django_db(transaction=True)
+# as in test_views.py: the engine runs in threads; the serialized rollback keeps the content types whole
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 async def test_a_locked_out_user_s_api_token_still_works() -> None:
     user = await get_user_model().objects.acreate_user("lena", password=RIGHT)
     token = await sync_to_async(create_token)(user, "ci")
