@@ -1,7 +1,8 @@
 """Django settings for the Flowdeck project.
 
 Configuration comes from the environment: `DATABASE_URL` (default: a SQLite file in the project folder,
-the embedded default), `FLOWDECK_SECRET_KEY`, `FLOWDECK_DEBUG`, `FLOWDECK_ALLOWED_HOSTS`.
+the embedded default), `FLOWDECK_SECRET_KEY` (required: see `console.deploy`), `FLOWDECK_DEBUG`,
+`FLOWDECK_ALLOWED_HOSTS`, and the security switches of the block marked "Security" below.
 """
 
 from __future__ import annotations
