@@ -23,6 +23,7 @@ ALLOWED_HOSTS = os.environ.get("FLOWDECK_ALLOWED_HOSTS", "127.0.0.1,localhost,te
 
 INSTALLED_APPS = [
     "daphne",
+    "console.accounts",  # before django.contrib.auth: its createsuperuser validates a given password too
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

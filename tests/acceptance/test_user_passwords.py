@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,3 +130,31 @@ def test_createsuperuser_takes_a_strong_password(database: Path) -> None:
 
     assert terminal.close() == 0
     assert _users(database, "sam") == 1
+
+
+def _noinput(database: Path, username: str, password: str) -> Any:
+    return manage(
+        f"sqlite:///{database}",
+        *("createsuperuser", "--noinput", "--username", username, "--email", f"{username}@example.com"),
+        env=environment(f"sqlite:///{database}", DJANGO_SUPERUSER_PASSWORD=password),
+    )
+
+
+def test_createsuperuser_noinput_refuses_a_weak_password_from_the_environment(database: Path) -> None:
+    refused = _noinput(database, "walt", "12345")
+
+    assert refused.returncode == 2, refused.explain()
+    assert refused.stderr.splitlines() == [
+        "CommandError: DJANGO_SUPERUSER_PASSWORD is refused:",
+        "  This password is too short. It must contain at least 12 characters.",
+        "  This password is too common.",
+        "  This password is entirely numeric.",
+    ]
+    assert _users(database, "walt") == 0
+
+
+def test_createsuperuser_noinput_takes_a_strong_password_from_the_environment(database: Path) -> None:
+    created = _noinput(database, "vera", "correct horse battery staple")
+
+    assert created.returncode == 0, created.explain()
+    assert _users(database, "vera") == 1
