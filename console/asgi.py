@@ -2,8 +2,8 @@
 
 The console's live pages add their consumers to `console.routing.websocket_urlpatterns` when that module
 exists; until then the websocket router is empty. Static files are served from `/static/` by Django's
-static handler (the console's vendored assets; `console.staticfiles`), so one
-`daphne console.asgi:application` serves it all.
+static handler (the console's vendored assets, `console.staticfiles`, with the security headers of
+pages, `console.security`), so one `daphne console.asgi:application` serves it all.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from console.staticfiles import StaticFiles  # noqa: E402
+from console.security import StaticFilesWithHeaders  # noqa: E402
 
 __all__ = ["application", "websocket_urlpatterns"]
 
@@ -41,7 +41,7 @@ websocket_urlpatterns = _websocket_urlpatterns()
 
 application = ProtocolTypeRouter(
     {
-        "http": StaticFiles(django_application),
+        "http": StaticFilesWithHeaders(django_application),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -41,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     from django.core.management import execute_from_command_line
 
+    from console.deploy import load_settings_or_exit
+
+    load_settings_or_exit()
     execute_from_command_line(argv_for(sys.argv[1:] if argv is None else argv))
 
 

@@ -1,32 +1,36 @@
 """Django settings for the Flowdeck project.
 
 Configuration comes from the environment: `DATABASE_URL` (default: a SQLite file in the project folder,
-the embedded default), `FLOWDECK_SECRET_KEY`, `FLOWDECK_DEBUG`, `FLOWDECK_ALLOWED_HOSTS`.
+the embedded default), `FLOWDECK_SECRET_KEY` (required: see `console.deploy`), `FLOWDECK_DEBUG`,
+`FLOWDECK_ALLOWED_HOSTS`, and the security switches of the block marked "Security" below.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 
+from console import deploy
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-SECRET_KEY = os.environ.get(
-    "FLOWDECK_SECRET_KEY", "flowdeck-development-key-change-me-in-production-0123456789"
-)
 DEBUG = os.environ.get("FLOWDECK_DEBUG", "0") == "1"
 ALLOWED_HOSTS = os.environ.get("FLOWDECK_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
 
 INSTALLED_APPS = [
     "daphne",
+    "console.accounts",  # before django.contrib.auth: its createsuperuser validates a given password too
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "axes",
     "store.django.apps.FlowStoreConfig",
     "console.apps.ConsoleConfig",
     "examples.fulfilment.apps.FulfilmentConfig",
@@ -34,6 +38,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "console.security.ContentSecurityPolicy",
     "console.middleware.ImplausibleSessionCookie",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -42,6 +47,7 @@ MIDDLEWARE = [
     "console.middleware.RefuseUnstorableText",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: it turns a lockout into its page
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -83,7 +89,58 @@ def _database(url: str) -> dict[str, object]:
 DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
 DATABASES = {"default": _database(DATABASE_URL)}
 
-AUTH_PASSWORD_VALIDATORS: list[dict[str, str]] = []
+# ---- Security (issue 11, hardening): the secret key, deployment switches, login throttling, CSP ----------
+# No published fallback key: FLOWDECK_SECRET_KEY, else the demo's kept key, else refuse (console.deploy).
+SECRET_KEY = deploy.secret_key(os.environ, debug=DEBUG, database_url=DATABASE_URL, argv=sys.argv)
+# Behind TLS: FLOWDECK_SECURE_COOKIES=1, FLOWDECK_SSL_REDIRECT=1, FLOWDECK_HSTS_SECONDS=31536000 make
+# `manage.py check --deploy` clean; FLOWDECK_TLS_PROXY=1 trusts a proxy's X-Forwarded-Proto: https.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = deploy.env_flag(os.environ, "FLOWDECK_SECURE_COOKIES")
+SECURE_SSL_REDIRECT = deploy.env_flag(os.environ, "FLOWDECK_SSL_REDIRECT")
+SECURE_HSTS_SECONDS = deploy.env_number(os.environ, "FLOWDECK_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = deploy.env_flag(os.environ, "FLOWDECK_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = deploy.env_flag(os.environ, "FLOWDECK_HSTS_PRELOAD")
+if deploy.env_flag(os.environ, "FLOWDECK_TLS_PROXY"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+CSRF_TRUSTED_ORIGINS = deploy.env_list(os.environ, "FLOWDECK_CSRF_TRUSTED_ORIGINS")
+SESSION_COOKIE_HTTPONLY = True
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# The Content-Security-Policy of every response (console.security adds ws:/wss: of the page's host to
+# connect-src). No inline script, no eval. Styles allow 'unsafe-inline' (styles only): mermaid writes a
+# <style> element and style attributes into each drawing, and parses them while it draws (DOMPurify).
+FLOWDECK_CSP: dict[str, list[str]] = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'", "'unsafe-inline'"],
+    "img-src": ["'self'", "data:"],
+    "font-src": ["'self'"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
+
+# Login throttling (django-axes): after FLOWDECK_LOGIN_FAILURE_LIMIT failures for one username from one
+# address, that pair is refused for FLOWDECK_LOGIN_COOLOFF_SECONDS (the console's styled page, 429).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = deploy.env_number(os.environ, "FLOWDECK_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(
+    seconds=deploy.env_number(os.environ, "FLOWDECK_LOGIN_COOLOFF_SECONDS", 900, minimum=1)
+)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "console/locked_out.html"
+AXES_VERBOSE = False
+# ---- end of the security block ----------------------------------------------------------------------------
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -13,6 +13,7 @@ from ninja import NinjaAPI
 
 from console import auth
 from console.api import errors, executions, openapi, operators, system, workflows
+from console.api.docs import VendoredSwagger
 
 __all__ = ["api"]
 
@@ -31,6 +32,7 @@ api = FlowdeckAPI(
     description="Durable workflows: start, watch, signal and steer executions.",
     auth=[auth.BearerToken(), auth.SessionCookie()],
     urls_namespace="flowdeck-api",
+    docs=VendoredSwagger(),
     docs_decorator=auth.callers_only,
 )
 errors.install(api)

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from console.settings import *  # noqa: F403
+from tests.settings import *  # noqa: F403
 
 FLOWDECK_FLOW_MODULES = ["tests.api.flows"]
 FLOWDECK_POLL_TIMEOUT_SECONDS = 1

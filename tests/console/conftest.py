@@ -99,8 +99,12 @@ def chromium() -> Iterator[Any]:
 
 @pytest.fixture
 def page(chromium: Any) -> Iterator[Any]:
-    """A fresh browser context's page; any JavaScript dialog (an alert) is recorded and fails the test."""
-    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    """A fresh browser context's page; any JavaScript dialog (an alert) is recorded and fails the test.
+
+    It bypasses the Content-Security-Policy: Playwright's `wait_for_function` evaluates its string, which
+    the policy (no 'unsafe-eval') refuses. The policy itself is tested with pages of their own
+    (`test_browser_csp.py`)."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000}, bypass_csp=True)
     context.set_default_timeout(15_000)
     page = context.new_page()
     page.dialogs = []

@@ -8,6 +8,9 @@ hand back what they hold.
 
 `--database PATH` uses another SQLite file (the process restarts itself with DATABASE_URL pointing at it,
 so every part of Django sees the same database); `--port` picks the port; `--no-serve` seeds and exits.
+
+Without `FLOWDECK_SECRET_KEY` the demo makes a key and keeps it beside its SQLite file (mode 0600), so its
+next run and the operator CLI on the same database use it too (see `console.deploy`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections
 
-from console import demo, heartbeat, runtime
+from console import demo, deploy, heartbeat, runtime
 from console.management.commands._common import engine_logging, usage_error
 from engine.engine import FlowEngine
 
@@ -52,6 +55,7 @@ class Command(BaseCommand):
         if not 0 < options["port"] < 65536:
             raise usage_error(f"--port must be between 1 and 65535 (got {options['port']})")
         self.stdout.write(f"database: {connections['default'].settings_dict['NAME']}")
+        self._keep_secret_key()
         call_command("migrate", interactive=False, verbosity=0)
         password = demo.ensure_admin()
         engine = FlowEngine(
@@ -85,6 +89,16 @@ class Command(BaseCommand):
         os.environ["DATABASE_URL"] = url
         self.stdout.flush()
         os.execv(sys.executable, [sys.executable, *sys.argv])
+
+    def _keep_secret_key(self) -> None:
+        """Keep the key this process made (or read) beside the SQLite file; a key from the environment is
+        the operator's and is never written anywhere."""
+        if (
+            os.environ.get(deploy.SECRET_KEY_VARIABLE, "").strip()
+            or connections["default"].vendor != "sqlite"
+        ):
+            return
+        deploy.keep_demo_key(Path(connections["default"].settings_dict["NAME"]), settings.SECRET_KEY)
 
     # -------------------------------------------------------------------------------------- seeding
 

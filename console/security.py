@@ -1,0 +1,73 @@
+"""Security headers on every response: the Content-Security-Policy on pages, and on static files the
+headers Django's middleware would have given them (the static handler runs no middleware).
+
+One middleware of ours rather than django-csp or Django 6's built-in CSP: the policy is one constant
+(`FLOWDECK_CSP` in the settings, no nonces: the console has no inline script or style), and the same code
+must run on Django 5.2, on 6.x, and in the static files handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import DisallowedHost
+from django.http import HttpRequest, HttpResponseBase
+from django.utils.deprecation import MiddlewareMixin
+
+from console.staticfiles import StaticFiles
+
+__all__ = ["ContentSecurityPolicy", "StaticFilesWithHeaders", "policy_for"]
+
+# Static files are not content-hashed: browsers revalidate (Last-Modified / 304) rather than keep a stale
+# console.js across a deploy.
+STATIC_CACHE_CONTROL = "no-cache"
+
+
+def policy_for(request: HttpRequest, directives: Mapping[str, Sequence[str]] | None = None) -> str:
+    """The header's value: the settings' directives, with the page's own host as a websocket source
+    (`'self'` covers ws:/wss: in CSP 3 browsers; older ones need the host spelled out)."""
+    directives = settings.FLOWDECK_CSP if directives is None else directives
+    parts = []
+    for name, sources in directives.items():
+        values = list(sources)
+        if name == "connect-src":
+            try:
+                host = request.get_host()
+            except DisallowedHost:
+                host = ""
+            if host:
+                values += [f"ws://{host}", f"wss://{host}"]
+        parts.append(" ".join([name, *values]))
+    return "; ".join(parts)
+
+
+def _add_headers(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+    if "Content-Security-Policy" not in response:
+        response["Content-Security-Policy"] = policy_for(request)
+    return response
+
+
+class ContentSecurityPolicy(MiddlewareMixin):
+    """Sets `Content-Security-Policy` on every response that has none (sync and async)."""
+
+    def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+        return _add_headers(request, response)
+
+
+class StaticFilesWithHeaders(StaticFiles):
+    """The console's static handler (a 404 for any path naming no static file), plus what
+    SecurityMiddleware and ours give a page: nosniff, the referrer policy, the CSP; and a Cache-Control.
+    Applied to 404s too."""
+
+    async def get_response_async(self, request: HttpRequest) -> Any:
+        response = await super().get_response_async(request)
+        response.setdefault("X-Content-Type-Options", "nosniff")
+        referrer = settings.SECURE_REFERRER_POLICY
+        if referrer:
+            response.setdefault(
+                "Referrer-Policy", referrer if isinstance(referrer, str) else ",".join(referrer)
+            )
+        response.setdefault("Cache-Control", STATIC_CACHE_CONTROL)
+        return _add_headers(request, response)
