@@ -110,7 +110,7 @@ def _report_text(report: Any) -> str:
     lines.append(f"next node: {report.next_node or '(none: it would end)'}")
     for c in report.conflicts:
         lines.append(f"conflict {c.code} at {c.path or '(flow)'}: {c.detail}")
-    return "\n".join(lines)
+    return "\n".join(map(_output.escape, lines))  # each on its line, whatever a detail holds
 
 
 # ------------------------------------------------------------------------------------------ command
