@@ -26,4 +26,7 @@ code=$(python3 -c "import urllib.request; print(urllib.request.urlopen('http://1
 kill -TERM "$pid"
 wait "$pid"
 tail -1 demo.out | grep -qx stopped || { cat demo.out demo.err; echo "the demo did not stop cleanly"; exit 1; }
+# The README's next step: the installed `flowdeck` script (a non-editable install) in the project folder
+# sees the demo's executions, in the same db.sqlite3 as manage.py.
+.venv/bin/flowdeck ls --status stopped | grep -q '^demo-stopped ' || { .venv/bin/flowdeck ls; echo "flowdeck ls does not see the demo"; exit 1; }
 echo "README demo command: ok"

@@ -86,7 +86,18 @@ def _database(url: str) -> dict[str, object]:
     return config
 
 
-DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
+def _default_sqlite() -> Path:
+    """`db.sqlite3` beside the running manage.py; for anything else (`flowdeck`, daphne, pytest) in the
+    working directory. Never beside the installed package: `manage.py` in the project folder and `flowdeck`
+    run there share one file, whether the package is installed editable or not."""
+    import sys
+
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    folder = script.absolute().parent if script is not None and script.name == "manage.py" else Path.cwd()
+    return folder / "db.sqlite3"
+
+
+DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{_default_sqlite()}")
 DATABASES = {"default": _database(DATABASE_URL)}
 
 # ---- Security (issue 11, hardening): the secret key, deployment switches, login throttling, CSP ----------

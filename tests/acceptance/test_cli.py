@@ -7,11 +7,24 @@ sleeping, failed, stopped (F0001), cancelled and parked under the previous versi
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tests.acceptance.support import PYTHON, ROOT, environment, manage, manage_many, ok, refused, sqlite_url
+from console import cli
+from tests.acceptance.support import (
+    PYTHON,
+    ROOT,
+    Result,
+    environment,
+    manage,
+    manage_many,
+    ok,
+    refused,
+    sqlite_url,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -62,6 +75,16 @@ def test_show_explains_a_stopped_execution(db: str) -> None:
     assert detail["values"]["total"] == 1450
     assert [i["name"] for i in detail["inputs"]] == ["order", "approval"]
     assert "Completed" in [e["kind"] for e in detail["history"]]
+
+
+def test_show_prints_the_traceback_of_a_stopped_execution(db: str) -> None:
+    blocks = flow(db, "show", "demo-stopped").split("\n\n")
+    assert "stopped    F0001 at ship: KeyError: 'Atlantis'" in blocks[0].splitlines()
+    traceback = blocks[1].splitlines()  # the second block, between the status and the node table
+    assert traceback[0] == "Traceback (most recent call last):"
+    assert traceback[-1] == "KeyError: 'Atlantis'"
+    assert any('examples/fulfilment/services.py", line' in line for line in traceback)
+    assert blocks[2].split()[:4] == ["NODE", "TYPE", "STATUS", "DETAIL"]
 
 
 def test_start_signal_and_cancel(db: str) -> None:
@@ -234,3 +257,168 @@ def test_flowdeck_script_runs_the_verbs_at_the_top(db: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert [i["execution_id"] for i in json.loads(done.stdout)["items"]] == ["demo-cancelled"]
+
+
+# ------------------------------------------------------------------------------- issue 11: output
+
+
+def one_line(result: Result) -> str:
+    """Refused as bad input with exactly one line on stderr; answers that line."""
+    refused(result)
+    line, newline, rest = result.stderr.partition("\n")
+    assert (newline, rest) == ("\n", ""), result.explain()
+    return line
+
+
+def test_bad_values_print_one_line_per_error(db: str) -> None:
+    bad_order = {"id": "o-bad", "customer": "ada", "items": [{"sku": "w", "qty": "many", "price": 1}, {}]}
+    ok(
+        manage(
+            db, "flow", "start", "fulfilment", "--id", "cli-values", "--input", "order=" + json.dumps(ORDER)
+        )
+    )
+    start, signal, answer = manage_many(
+        db,
+        [
+            ["flow", "start", "fulfilment", "--input", "order=" + json.dumps(bad_order)],
+            ["flow", "signal", "cli-values", "approval", '{"approved": 3, "by": ["ops"]}'],
+            ["flow", "answer", "demo-completed", "ship", '{"carrier": 1}'],
+        ],
+    )
+    assert refused(start).stderr.splitlines() == [
+        "CommandError: value for 'order' is not a valid Order:",
+        "  order.items.0.qty: Input should be a valid integer, unable to parse string as an integer",
+        "  order.items.1.sku: Field required",
+        "  order.items.1.qty: Field required",
+        "  order.items.1.price: Field required",
+    ]
+    assert refused(signal).stderr.splitlines() == [
+        "CommandError: value for 'approval' is not a valid Approval:",
+        "  approval.approved: Input should be a valid boolean, unable to interpret input",
+        "  approval.by: Input should be a valid string",
+    ]
+    assert refused(answer).stderr.splitlines() == [
+        "CommandError: value for 'ship' is not a valid str:",
+        "  ship: Input should be a valid string",
+    ]
+    assert json.loads(flow(db, "ls", "--prefix", "o-bad", "--json"))["total"] == 0
+
+
+def test_start_refuses_an_id_breaking_the_id_rule_before_reading_inputs(db: str) -> None:
+    before = json.loads(flow(db, "ls", "--json"))["total"]
+    cases = {
+        "a/b": "invalid execution id 'a/b': must not contain '/' (at position 1)",
+        "..": "invalid execution id '..': must not be '.' or '..'",
+        "": "invalid execution id '': must not be empty",
+        "x\x1b[2Jy": "invalid execution id 'x\\x1b[2Jy': must not contain the control character U+001B "
+        "(at position 1)",
+        "z" * 201: f"invalid execution id '{'z' * 60}…': must be at most 200 characters (got 201)",
+    }
+    # the inputs are malformed too: the id is what this door checks first, and nothing is written
+    results = manage_many(
+        db, [["flow", "start", "fulfilment", "--id", eid, "--input", "order={bad"] for eid in cases]
+    )
+    for message, result in zip(cases.values(), results, strict=True):
+        assert one_line(result) == f"CommandError: {message}"
+    assert json.loads(flow(db, "ls", "--json"))["total"] == before
+
+
+HOSTILE = "r\x1b[31mred\x07\rcr\x7f\x9b\u2028\nnext"
+ESCAPED = "r\\x1b[31mred\\x07\\rcr\\x7f\\x9b\\u2028\\nnext"
+LEGACY_ID = "legacy\x1b[2J\nrow"  # written before the id rule existed: it must still print safely
+# a terminal control character anywhere in what a command printed (newlines are the output's own)
+RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+WRITE_LEGACY_ROW = f"""
+import asyncio
+from console import runtime
+from store import spi
+from datetime import datetime, timezone
+async def write():
+    created = spi.Event(spi.EventKind.CREATED, "fulfilment", {LEGACY_ID!r}, datetime.now(timezone.utc), {{}})
+    await runtime.store().create_execution_if_absent(
+        {LEGACY_ID!r}, "fulfilment", "0ld", spi.Running(), created
+    )
+asyncio.run(write())
+"""
+
+
+def test_terminal_control_characters_are_printed_escaped(db: str) -> None:
+    order = "order=" + json.dumps(ORDER)
+    for started in manage_many(
+        db,
+        [
+            ["flow", "start", "fulfilment", "--id", eid, "--input", order]
+            for eid in ("cli-hostile", "cli-end")
+        ],
+    ):
+        ok(started)
+    ok(manage(db, "flow", "cancel", "cli-hostile", HOSTILE))
+    ok(manage(db, "shell", "-c", WRITE_LEGACY_ROW))
+    calls = [
+        ["flow", "show", "cli-hostile"],
+        ["flow", "show", "cli-hostile", "--json"],
+        ["flow", "ls", "--prefix", "legacy"],
+        ["flow", "ls", "--prefix", "legacy", "--json"],
+        ["flow", "show", LEGACY_ID],
+        ["flow", "end", "cli-end", HOSTILE],
+        ["flow", "signal", "cli-hostile", "na\x1b]0;pwned\x07me", "1"],
+    ]
+    results = manage_many(db, calls)
+    for result in results:
+        assert not RAW_CONTROL.search(result.stdout + result.stderr), result.explain()
+    show, show_json, ls, ls_json, legacy, end, signal = results
+    assert f"cancel requested: {ESCAPED}" in ok(show).stdout.splitlines()
+    assert json.loads(ok(show_json).stdout)["cancel_reason"] == HOSTILE  # JSON escapes, and keeps the value
+    assert ok(ls).stdout.splitlines()[1].split()[:3] == ["legacy\\x1b[2J\\nrow", "fulfilment", "running"]
+    assert [i["execution_id"] for i in json.loads(ok(ls_json).stdout)["items"]] == [LEGACY_ID]
+    assert "execution  legacy\\x1b[2J\\nrow" in ok(legacy).stdout.splitlines()
+    assert ok(end).stdout == f"ended cli-end (failed: {ESCAPED}); no undos ran\n"
+    assert one_line(signal).startswith("CommandError: input 'na\\x1b]0;pwned\\x07me' is not declared")
+
+
+def test_a_database_never_migrated_is_refused_in_one_line_for_every_verb(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sqlite3"
+    url = sqlite_url(path)
+    message = (
+        f"CommandError: the database {path} is not migrated ({{}} migration(s) to apply): "
+        "run `python manage.py migrate` (or `flowdeck migrate`) first"
+    )
+    calls = [
+        ["ls"],
+        ["show", "x"],
+        ["start", "fulfilment", "--id", "x"],
+        ["signal", "x", "approval", "{}"],
+        ["cancel", "x"],
+        ["cancel-all", "fulfilment"],
+        ["resume", "x"],
+        ["answer", "x", "ship", '"y"'],
+        ["end", "x"],
+        ["diagram", "fulfilment"],
+        ["parked", "fulfilment"],
+        ["token", "create", "admin"],
+    ]
+    assert set(cli.FLOW_VERBS) == {args[0] for args in calls}
+    lines = [one_line(result) for result in manage_many(url, [["flow", *args] for args in calls])]
+    count = re.search(r"\((\d+) migration", lines[0])
+    assert count is not None, lines[0]
+    assert int(count[1]) > 0
+    assert lines == [message.format(count[1])] * len(calls)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []  # nothing was written
+
+
+def test_arguments_that_are_not_utf8_are_refused_in_one_line(db: str) -> None:
+    # bytes that are not UTF-8 reach Python as lone surrogates; no database can store them
+    ok(manage(db, "flow", "start", "fulfilment", "--id", "cli-utf8", "--input", "order=" + json.dumps(ORDER)))
+    cancel, start = manage_many(
+        db,
+        [
+            ["flow", "cancel", "cli-utf8", "why\udc9b"],
+            ["flow", "start", "fulfilment", "--input", 'order={"id": "\udcff"}'],
+        ],
+    )
+    assert one_line(cancel) == "CommandError: reason is not UTF-8 text: 'why\\udc9b'"
+    assert one_line(start) == "CommandError: input is not UTF-8 text: '" + 'order={"id": "\\udcff"}' + "'"
+    shown = json.loads(flow(db, "show", "cli-utf8", "--json"))
+    assert (shown["cancel_requested"], shown["cancel_reason"]) == (False, "")

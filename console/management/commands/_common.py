@@ -21,6 +21,7 @@ from django.db import connections
 from console import runtime
 from console.conf import flowdeck_settings
 from console.discovery import registered_flows
+from console.management.commands import _output
 from engine.engine import FlowEngine
 from engine.errors import FlowConfigError
 from store.django.store import DjangoStore
@@ -60,7 +61,8 @@ class _Action(logging.Filter):
 def engine_logging(verbosity: int = 1, stream: TextIO | None = None) -> Iterator[None]:
     """Log the engine's claims and outcomes as `time level action message` lines, for this command only."""
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(action)-14s %(message)s"))
+    # an id or a reason in a log line must not drive the operator's terminal
+    handler.setFormatter(_output.EscapingFormatter("%(asctime)s %(levelname)-7s %(action)-14s %(message)s"))
     handler.addFilter(_Action())
     level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
     saved = []

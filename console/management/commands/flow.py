@@ -3,7 +3,10 @@
 Every verb is a thin call into the engine (no workers in this process: whatever it starts or unblocks,
 the `runworkers` processes pick up). Output is a readable table or block by default and JSON with
 `--json`. Bad input (an unknown execution, workflow, filter, input, node, malformed JSON, a verb the
-execution's state refuses) exits with code 2 and one line saying what was wrong; no tracebacks.
+execution's state refuses) exits with code 2 and one line saying what was wrong (a value failing its type:
+one line per error); no tracebacks. A database never migrated is refused the same way. Everything printed
+goes through `_output.SafeOutput`: terminal control characters in ids, names, reasons and values come out
+escaped (`\\x1b`).
 """
 
 from __future__ import annotations
@@ -14,12 +17,16 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
+from pydantic import ValidationError
 
 from console import runtime, tokens
 from console.cli import FLOW_VERBS
+from console.conf import flowdeck_settings
+from console.management.commands import _output
 from console.management.commands._common import engine_logging
-from engine import errors, render
+from console.management.commands._schema import require_schema
+from engine import errors, ids, render
 from engine.engine import ExecutionDetail, FlowEngine
 from store import spi
 
@@ -82,7 +89,8 @@ def _waits_text(state: spi.ExecutionState) -> str:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    rows = [[("" if c is None else str(c)) for c in row] for row in rows]
+    """Aligned columns; each cell on its one line (its control characters, newlines too, escaped)."""
+    rows = [[_output.escape("" if c is None else str(c)) for c in row] for row in rows]
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
     lines = ["  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -102,14 +110,17 @@ def _report_text(report: Any) -> str:
     lines.append(f"next node: {report.next_node or '(none: it would end)'}")
     for c in report.conflicts:
         lines.append(f"conflict {c.code} at {c.path or '(flow)'}: {c.detail}")
-    return "\n".join(lines)
+    return "\n".join(map(_output.escape, lines))  # each on its line, whatever a detail holds
 
 
 # ------------------------------------------------------------------------------------------ command
 
 
-class Command(BaseCommand):
+class Command(_output.SafeOutputCommand):
     help = "Inspect and steer executions: ls, show, start, signal, cancel, resume, answer, end, …"
+    # an operator's verb answers about executions; the project's system checks are for migrate, runworkers
+    # and the web server (and their warnings would break the one-line answers scripts read)
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -185,6 +196,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         verb: str = options["verb"]
         self.as_json: bool = options.get("json", False)
+        _refuse_undecodable(options)
+        for alias in dict.fromkeys((flowdeck_settings().database_alias, "default")):
+            require_schema(alias)
         if verb == "token":
             self.token(options)
             return
@@ -195,6 +209,10 @@ class Command(BaseCommand):
             # the engine's INFO lines (registrations) are for the workers' log, not an operator's screen
             with engine_logging(0 if options["verbosity"] < 2 else 2, self.stderr._out):
                 asyncio.run(self._with_engine(action, options))
+        except errors.FlowInputError as error:
+            raise usage(_output.input_error_text(error)) from None
+        except ValidationError as error:
+            raise usage("\n  ".join(["invalid value:", *_output.validation_lines(error)])) from None
         except (errors.FlowError, spi.FilterParseError) as error:
             if isinstance(error, errors.FlowStoreError):
                 raise CommandError(f"the database could not be used: {error}") from None
@@ -273,14 +291,7 @@ class Command(BaseCommand):
             lines.append(f"claimed by {s.executor} until {s.claim_expiry:%H:%M:%S}")
         if s.cancel_requested:
             lines.append(f"cancel requested: {s.cancel_reason or '(no reason)'}")
-        match s.status:
-            case spi.Failed(error, kind):
-                lines.append(f"failed     {kind or 'error'}: {error}")
-            case spi.Cancelled(reason):
-                lines.append(f"cancelled  {reason or '(no reason)'}")
-            case spi.Stopped(code, node, reason):
-                advice = errors.STOP_CODES.get(code, "")
-                lines += [f"stopped    {code} at {node or '(flow)'}: {reason}", f"           {advice}"]
+        lines += _status_lines(s.status)
         if s.waits:
             lines.append(f"waiting on {_waits_text(s)}")
         if detail.inputs:
@@ -290,33 +301,28 @@ class Command(BaseCommand):
             )
         if detail.progress is None:
             lines.append("(this version of the workflow is not served here: the execution is parked)")
-        else:
-            lines += [
-                "",
+        blocks = ["\n".join(map(_output.escape, lines))]
+        if isinstance(s.status, spi.Stopped) and s.status.detail:  # the traceback, as Python printed it
+            blocks.append("\n".join(map(_output.escape, s.status.detail.rstrip("\n").split("\n"))))
+        if detail.progress is not None:
+            blocks.append(
                 table(
                     ("node", "type", "status", "detail"),
                     [(n.name, n.node_type, str(n.status), n.detail) for n in detail.progress.nodes],
-                ),
-            ]
+                )
+            )
         if values:
-            lines += [
-                "",
-                table(
-                    ("value", "recorded"),
-                    [(k, _short(json.dumps(v, default=str))) for k, v in values.items()],
-                ),
-            ]
+            rows = [(k, _short(json.dumps(v, default=str))) for k, v in values.items()]
+            blocks.append(table(("value", "recorded"), rows))
         if events:
-            lines += [
-                "",
-                table(
-                    ("seq", "time", "event", "detail"),
-                    [(e.seq, f"{e.timestamp:%H:%M:%S}", e.kind.value, _short(e.detail)) for e in events],
-                ),
-            ]
-        return "\n".join(lines)
+            rows = [(e.seq, f"{e.timestamp:%H:%M:%S}", e.kind.value, _short(e.detail)) for e in events]
+            blocks.append(table(("seq", "time", "event", "detail"), rows))
+        # each field stays on its line whatever its value holds; a table's cells are escaped already
+        return "\n\n".join(blocks)
 
     async def do_start(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        if o["execution_id"] is not None:
+            ids.check_id(o["execution_id"])  # the id rule, at this door first (before any input is read)
         inputs: dict[str, Any] = {}
         for given in o["input"]:
             name, sep, text = given.partition("=")
@@ -383,7 +389,7 @@ class Command(BaseCommand):
         await engine.end(o["execution_id"], o["reason"], actor="cli")
         self.emit(
             {"execution_id": o["execution_id"], "ended": True},
-            f"ended {o['execution_id']} (failed: {o['reason']}); no undos ran",
+            f"ended {o['execution_id']} (failed: {_output.escape(o['reason'])}); no undos ran",
         )
 
     async def do_diagram(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
@@ -412,6 +418,31 @@ class Command(BaseCommand):
 
     def token(self, o: Mapping[str, Any]) -> None:
         tokens.run(o, self.emit)
+
+
+def _refuse_undecodable(options: Mapping[str, Any]) -> None:
+    """An argument holding bytes that are not UTF-8 (Python keeps them as lone surrogates) is bad input:
+    no database stores it and no terminal shows it."""
+    for name, value in options.items():
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise usage(f"{name.replace('_', ' ')} is not UTF-8 text: {text!r}") from None
+
+
+def _status_lines(status: spi.Status) -> list[str]:
+    """How an execution ended or stopped (a stop with its code's advice)."""
+    match status:
+        case spi.Failed(error, kind):
+            return [f"failed     {kind or 'error'}: {error}"]
+        case spi.Cancelled(reason):
+            return [f"cancelled  {reason or '(no reason)'}"]
+        case spi.Stopped(code, node, reason):
+            advice = errors.STOP_CODES.get(code, "")
+            return [f"stopped    {code} at {node or '(flow)'}: {reason}", f"           {advice}"]
+    return []
 
 
 def _short(text: str, width: int = 80) -> str:
