@@ -43,6 +43,14 @@ def _relocate(schema: Any, defs_prefix: str) -> Any:
     return schema
 
 
+def _titled(schema: Any, title: str) -> Any:
+    """`schema` with a title unique in the document when it has one: client generators name a class by
+    its schema's title, and two workflows' `Item` models must not become one class (or a clash)."""
+    if isinstance(schema, dict) and "title" in schema:
+        return {**schema, "title": title}
+    return schema
+
+
 def input_schemas(workflow_id: str, flow: Flow) -> tuple[dict[str, Any], dict[str, Any]]:
     """The `inputs` object schema of a workflow's start body, and the components its types need."""
     components: dict[str, Any] = {}
@@ -51,8 +59,8 @@ def input_schemas(workflow_id: str, flow: Flow) -> tuple[dict[str, Any], dict[st
         prefix = _component_name(workflow_id, name) + "_"
         schema = copy.deepcopy(values.json_schema(node.type))
         for def_name, definition in schema.pop("$defs", {}).items():
-            components[prefix + def_name] = _relocate(definition, prefix)
-        properties[name] = _relocate(schema, prefix)
+            components[prefix + def_name] = _titled(_relocate(definition, prefix), prefix + def_name)
+        properties[name] = _titled(_relocate(schema, prefix), _component_name(workflow_id, name))
     inputs = {
         "type": "object",
         "title": f"Inputs of {workflow_id}",

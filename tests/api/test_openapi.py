@@ -90,7 +90,7 @@ def test_each_workflow_start_has_its_input_schemas(live: Live) -> None:
                     "quantity": {"minimum": 1, "title": "Quantity", "type": "integer"},
                 },
                 "required": ["id", "quantity"],
-                "title": "Order",
+                "title": "approval_order",
                 "type": "object",
             },
             "approved": {"type": "boolean"},
@@ -114,7 +114,7 @@ def test_nested_models_move_into_components(live: Live) -> None:
             "country": {"default": "NL", "title": "Country", "type": "string"},
         },
         "required": ["street"],
-        "title": "Address",
+        "title": "shipping_parcel_Address",
         "type": "object",
     }
 

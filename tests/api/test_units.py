@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from pydantic import BaseModel
 
 from console.api import errors as api_errors
-from console.api import openapi
+from console.api import guard, openapi
 from console.models import ApiToken, create_token
 from engine import Flow, errors
 from store import spi
@@ -46,6 +46,11 @@ def test_tokens_are_stored_hashed() -> None:
         (spi.FilterParseError("bad"), (400, "invalid_filter")),
         (spi.FlowStoreError("down"), (503, "store_unavailable")),
         (errors.FlowUnnamed(), (404, "workflow_not_found")),
+        (errors.FlowInvalidId("execution id", "a\nb", "bad"), (400, "invalid_id")),
+        (guard.BodyTooLarge(10), (413, "body_too_large")),
+        (guard.NestingTooDeep(), (400, "nesting_too_deep")),
+        (guard.NulCharacter("body"), (400, "nul_character")),
+        (guard.LoneSurrogate(), (400, "lone_surrogate")),
     ],
 )
 def test_error_table(error: Exception, expected: tuple[int, str]) -> None:
@@ -74,7 +79,7 @@ def test_input_schemas_move_defs_into_components() -> None:
         "shop_basket_Line": {
             "properties": {"sku": {"title": "Sku", "type": "string"}},
             "required": ["sku"],
-            "title": "Line",
+            "title": "shop_basket_Line",
             "type": "object",
         }
     }
@@ -91,10 +96,64 @@ def test_input_schemas_move_defs_into_components() -> None:
                     }
                 },
                 "required": ["lines"],
-                "title": "Basket",
+                "title": "shop_basket",
                 "type": "object",
             },
             "note": {"type": "string"},
         },
         "additionalProperties": False,
     }
+
+
+class Item(BaseModel):
+    sku: str
+
+
+class OtherItem(BaseModel):
+    code: int
+
+
+class Order(BaseModel):
+    items: list[Item]
+
+
+class Refill(BaseModel):
+    items: list[OtherItem]
+
+
+def test_every_schema_title_in_the_document_is_unique() -> None:
+    """Two workflows each with a model named `Item` (and `Order`): a client generator names classes by
+    title, so each gets its own."""
+    flows = {
+        "shop": Flow.init("shop").input("order", Order).output("n", lambda ctx: 1),
+        "store": Flow.init("store").input("order", Refill).output("n", lambda ctx: 1),
+    }
+    generic = {"post": {"operationId": "start_execution", "parameters": [], "responses": {}}}
+    document = {"paths": {"/api/v1/workflows/{workflow_id}/executions": generic}, "components": {}}
+
+    openapi.add_workflow_inputs(document, flows)
+
+    schemas = document["components"]["schemas"]
+    titles = [schema["title"] for schema in schemas.values()]
+    assert sorted(titles) == ["Start shop", "Start store", "shop_order_Item", "store_order_OtherItem"]
+    start = schemas["StartRequest_shop"]["properties"]["inputs"]["anyOf"][0]
+    assert start["properties"]["order"]["title"] == "shop_order"
+
+
+@pytest.mark.parametrize(
+    ("body", "too_deep"),
+    [
+        (b"[" * 64 + b"]" * 64, False),
+        (b"[" * 65 + b"]" * 65, True),
+        (b'{"a":' * 65 + b"1" + b"}" * 65, True),
+        (b'{"a":' * 64 + b"1" + b"}" * 64, False),
+        (b"[" * 100_000, True),
+        (b'["' + b"[" * 1000 + b'"]', False),
+        (rb'["\\", "' + b"{" * 100 + b'"]', False),  # an escaped backslash ends no string early
+        (rb'["\"' + b"{" * 100 + b'"]', False),  # nor does an escaped quote
+        (b"[" + b"[]," * 100_000 + b"[]]", False),
+        (b"{}" * 1000, False),
+    ],
+)
+def test_json_depth_is_counted_on_the_text(body: bytes, too_deep: bool) -> None:
+    assert guard.json_depth_exceeds(body) is too_deep
