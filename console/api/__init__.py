@@ -12,7 +12,7 @@ from typing import Any
 from ninja import NinjaAPI
 from ninja.operation import Operation
 
-from console import auth
+from console import auth, schemas
 from console.api import errors, executions, openapi, operators, system, workflows
 
 __all__ = ["api"]
@@ -24,7 +24,7 @@ class FlowdeckAPI(NinjaAPI):
 
     def get_openapi_schema(self, *, path_prefix: str | None = None, path_params: Any = None) -> Any:
         document = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
-        return openapi.add_workflow_inputs(document)
+        return openapi.declare_text_rules(openapi.add_workflow_inputs(document), schemas.NO_NUL)
 
     def get_openapi_operation_id(self, operation: Operation) -> str:
         return operation.view_func.__name__

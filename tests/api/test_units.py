@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from console import schemas
 from console.api import errors as api_errors
 from console.api import guard, openapi
 from console.models import ApiToken, create_token
-from engine import Flow, errors
+from engine import Flow, errors, ids
 from store import spi
 
 
@@ -157,3 +161,9 @@ def test_every_schema_title_in_the_document_is_unique() -> None:
 )
 def test_json_depth_is_counted_on_the_text(body: bytes, too_deep: bool) -> None:
     assert guard.json_depth_exceeds(body) is too_deep
+
+
+@given(st.text(max_size=12) | st.sampled_from([".", "..", "...", ".a", "a.", "a/b", "\u2028", "\x85"]))
+def test_the_documented_id_pattern_is_the_id_rule(value: str) -> None:
+    """The `pattern` the document gives a new execution id accepts exactly what engine/ids.py accepts."""
+    assert (re.fullmatch(schemas.ID_PATTERN, value) is not None) == (ids.id_problem(value) is None)
