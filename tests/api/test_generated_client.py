@@ -107,9 +107,14 @@ def until(describe: ModuleType, client: Any, execution_id: str, wanted: str) -> 
 
 
 def test_the_generated_client_starts_signals_searches_and_cancels(live: Live, client_modules: Any) -> None:
-    client = client_modules("client").AuthenticatedClient(
+    authenticated = client_modules("client").AuthenticatedClient(
         base_url=live.base, token=live.credentials["operator_token"], raise_on_unexpected_status=True
     )
+    with authenticated as client:  # closes its connections (httpx)
+        drive(client_modules, client)
+
+
+def drive(client_modules: Any, client: Any) -> None:
     models = client_modules("models")
     start_approval = client_modules("api.workflows.start_approval")
     start_holdable = client_modules("api.workflows.start_holdable")
