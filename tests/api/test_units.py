@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.http import HttpRequest, HttpResponse, HttpResponseNotFound
+from django.test import RequestFactory
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -14,6 +17,7 @@ from pydantic import BaseModel
 from console import schemas
 from console.api import errors as api_errors
 from console.api import guard, openapi
+from console.middleware import ApiGuard
 from console.models import ApiToken, create_token
 from engine import Flow, errors, ids
 from store import spi
@@ -167,3 +171,32 @@ def test_json_depth_is_counted_on_the_text(body: bytes, too_deep: bool) -> None:
 def test_the_documented_id_pattern_is_the_id_rule(value: str) -> None:
     """The `pattern` the document gives a new execution id accepts exactly what engine/ids.py accepts."""
     assert (re.fullmatch(schemas.ID_PATTERN, value) is not None) == (ids.id_problem(value) is None)
+
+
+def test_the_guard_refuses_from_content_length_before_reading_or_routing() -> None:
+    reached: list[HttpRequest] = []
+
+    def downstream(request: HttpRequest) -> HttpResponse:
+        reached.append(request)
+        return HttpResponse()
+
+    request = RequestFactory().post(
+        "/api/v1/executions/search", data=b"", content_type="application/json", CONTENT_LENGTH=str(10**9)
+    )
+    reply = ApiGuard(downstream)(request)
+
+    assert (reply.status_code, json.loads(reply.content), reached) == (
+        413,
+        {
+            "error": "the request body is larger than 2621440 bytes",
+            "code": "body_too_large",
+            "detail": {"limit": 2621440},
+        },
+        [],
+    )
+
+
+def test_pages_outside_the_api_pass_the_guard_untouched() -> None:
+    page = HttpResponseNotFound("<h1>styled</h1>")
+    request = RequestFactory().get("/executions/a%00b")
+    assert ApiGuard(lambda r: page)(request) is page
