@@ -8,14 +8,15 @@ are additions; none of the reference's fields changes meaning.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
-from engine import dry_run
+from engine import dry_run, ids
 from engine.engine import ExecutionDetail, InputStatus
+from engine.errors import FlowInvalidId
 from engine.progress import NodeProgress, NodeStatus
 from store import spi
 
@@ -28,11 +29,13 @@ __all__ = [
     "EndRequest",
     "ErrorResponse",
     "EventDto",
+    "ExecutionIdParam",
     "ExecutionDetailDto",
     "ExecutionInfoDto",
     "HealthDto",
     "HistoryResponse",
     "InputInfoDto",
+    "NameParam",
     "NodeProgressDto",
     "OkResponse",
     "ResumeReportDto",
@@ -42,12 +45,61 @@ __all__ = [
     "StartRequest",
     "StartResponse",
     "WaitDto",
+    "WorkflowIdParam",
     "WorkflowInfoDto",
 ]
 
 
 # Bounds of paging numbers, so a huge one is the caller's 400 rather than the database's overflow.
 INT_MAX = 2**31 - 1
+
+# ------------------------------------------------------------------------------ what text may be
+
+# No text on the wire may hold a NUL (console.api.guard refuses it before routing); the document says so.
+NO_NUL = r"^[^\u0000]*$"
+# engine/ids.py's rule for a new id, as a pattern: no control character (C0, DEL, C1), line or paragraph
+# separator, or '/'; not '.' or '..' (the length is the schema's `maxLength`).
+_ID_CHAR = r"[^\u0000-\u001f\u007f-\u009f\u2028\u2029/]"
+_ID_CHAR_NOT_DOT = r"[^\u0000-\u001f\u007f-\u009f\u2028\u2029/.]"
+ID_PATTERN = rf"^(?:{_ID_CHAR_NOT_DOT}{_ID_CHAR}*|\.{_ID_CHAR_NOT_DOT}{_ID_CHAR}*|\.\.{_ID_CHAR}+)$"
+# An id that is looked up (in a path, a filter) is refused only when no row can have it: empty, or longer
+# than the store's id columns (255). Rows made before the id rule, with a newline or 201 characters, stay
+# readable; a new id keeps the whole rule (`NewId`, and the engine's own check at start).
+STORED_ID_LENGTH = 255
+
+
+def _lookup(what: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not value:
+            raise FlowInvalidId(what, value, "must not be empty")
+        if len(value) > STORED_ID_LENGTH:
+            problem = f"must be at most {STORED_ID_LENGTH} characters (got {len(value)})"
+            raise FlowInvalidId(what, value, problem)
+        return value
+
+    return AfterValidator(check)
+
+
+_LOOKUP_SCHEMA = {"type": "string", "minLength": 1, "maxLength": STORED_ID_LENGTH, "pattern": NO_NUL}
+# FlowInvalidId is not a ValueError: pydantic lets it through, and the error table answers `invalid_id`.
+ExecutionIdParam = Annotated[str, _lookup("execution id"), WithJsonSchema(_LOOKUP_SCHEMA)]
+WorkflowIdParam = Annotated[str, _lookup("workflow id"), WithJsonSchema(_LOOKUP_SCHEMA)]
+NewId = Annotated[
+    str,
+    AfterValidator(lambda value: ids.check_id(value)),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": ids.MAX_ID_LENGTH, "pattern": ID_PATTERN}),
+]
+Text = Annotated[str, WithJsonSchema({"type": "string", "pattern": NO_NUL})]
+NameParam = Annotated[str, WithJsonSchema({"type": "string", "minLength": 1, "pattern": NO_NUL})]
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema's `integer` holds `2.0`: take an integral float as the integer it is (strictness still
+    refuses `"2"` and `true`)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+Integer = Annotated[int, BeforeValidator(_integral)]
 
 
 class Wire(Schema):
@@ -287,7 +339,7 @@ class WireRequest(Wire):
 class StartRequest(WireRequest):
     """Start an execution: a chosen id (random when absent) and inputs seeded as delivered."""
 
-    execution_id: str | None = Field(default=None, min_length=1, max_length=200)
+    execution_id: NewId | None = None
     inputs: dict[str, Any] | None = None
 
 
@@ -296,7 +348,7 @@ class StartResponse(Wire):
 
 
 class CancelRequest(WireRequest):
-    reason: str = ""
+    reason: Text = ""
 
 
 class CancelResponse(Wire):
@@ -307,8 +359,8 @@ class CancelResponse(Wire):
 
 
 class CancelAllRequest(WireRequest):
-    workflow_id: str | None = None
-    reason: str = ""
+    workflow_id: Text | None = None
+    reason: Text = ""
 
 
 class CancelAllResponse(Wire):
@@ -317,14 +369,21 @@ class CancelAllResponse(Wire):
     requested: int
 
 
+# The wire filter vocabulary (store.spi.ExecutionFilter.parse): a word, or a word narrowed after a colon.
+STATUS_PATTERN = (
+    r"^(?:running|completed|cancelled|cancelling|compensating|failed|sleeping|waiting|stopped"
+    r"|(?:failed|waiting|stopped):[^\u0000]+)$"
+)
+
+
 class SearchRequest(WireRequest):
     """`status` is the wire filter vocabulary (`running`, `failed:<kind>`, `waiting:<name>`, `stopped` …)."""
 
-    workflow_id: str | None = None
-    status: str | None = None
-    limit: int = Field(25, ge=-INT_MAX, le=INT_MAX, description="page size; negative means all")
-    offset: int = Field(0, ge=-INT_MAX, le=INT_MAX, description="matches to skip; negative is refused")
-    id_prefix: str | None = None
+    workflow_id: Text | None = None
+    status: Annotated[str, WithJsonSchema({"type": "string", "pattern": STATUS_PATTERN})] | None = None
+    limit: Integer = Field(25, ge=-INT_MAX, le=INT_MAX, description="page size; negative means all")
+    offset: Integer = Field(0, ge=0, le=INT_MAX, description="matches to skip")
+    id_prefix: Text | None = None
 
 
 class SearchResponse(Wire):
@@ -369,7 +428,9 @@ class AnswerRequest(WireRequest):
 
 
 class EndRequest(WireRequest):
-    reason: str = Field(min_length=1)
+    reason: Annotated[
+        str, Field(min_length=1), WithJsonSchema({"type": "string", "minLength": 1, "pattern": NO_NUL})
+    ]
 
 
 class ExecutorHealthDto(Wire):

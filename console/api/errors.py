@@ -3,25 +3,29 @@
 Engine errors map by class (the most specific entry on the exception's MRO wins), as ninja's own handlers
 do in `ninja/errors.py`. Bad input, whether ninja's validation or our own checks, is 400 (not ninja's
 default 422): the issue asks for 400 on every malformed request. Anything unexpected is a 500 with no
-traceback on the wire (it is logged).
+traceback on the wire (it is logged). Refusals decided before routing (`console.api.guard`, checked by
+`console.middleware.ApiGuard`) are in the same table; so is every other error an `/api/` path can answer
+(an unmatched path, a method a route does not take): `json_error` rewrites Django's HTML pages into the body.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from http import HTTPStatus
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from console import auth
+from console.api import guard
 from engine import errors
 from store import spi
 
-__all__ = ["ERROR_TABLE", "ApiError", "install"]
+__all__ = ["ERROR_TABLE", "ApiError", "error_response", "install", "json_error", "refusal_response"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +56,11 @@ ERROR_TABLE: Mapping[type[BaseException], tuple[int, str]] = {
     errors.FlowAlreadyAnswered: (409, "already_answered"),
     errors.FlowResumeConflict: (409, "resume_conflict"),
     errors.FlowUnknownNode: (404, "node_not_found"),
+    errors.FlowInvalidId: (400, "invalid_id"),
+    guard.BodyTooLarge: (413, "body_too_large"),
+    guard.NestingTooDeep: (400, "nesting_too_deep"),
+    guard.NulCharacter: (400, "nul_character"),
+    guard.LoneSurrogate: (400, "lone_surrogate"),
     spi.FilterParseError: (400, "invalid_filter"),
     spi.FlowStoreError: (503, "store_unavailable"),
 }
@@ -84,6 +93,58 @@ def respond(api: NinjaAPI, request: HttpRequest, status: int, code: str, message
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="flowdeck"'
     return response
+
+
+def error_response(status: int, code: str, message: str, detail: Any = None) -> JsonResponse:
+    """The error body outside ninja (in middleware), the same shape `respond` gives inside it."""
+    return JsonResponse({"error": message, "code": code, "detail": detail}, status=status)
+
+
+def refusal_response(exc: guard.RequestRefused) -> JsonResponse:
+    status, code = _lookup(exc) or (400, "bad_request")
+    return error_response(status, code, str(exc), _detail(exc))
+
+
+# Django's own error pages an `/api/` path can meet (no route, a method the route does not take, a body
+# Django refused), by status: the code each becomes.
+_DJANGO_ERRORS: Mapping[int, str] = {
+    400: "bad_request",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+    500: "internal_error",
+}
+
+
+def json_error(
+    request: HttpRequest, response: HttpResponse, allowed: Iterable[str] | None = None
+) -> HttpResponse:
+    """`response` when it is not an error or already JSON; otherwise the error body with its status.
+
+    A 405 says which methods the route takes, in `detail` and in `Allow`: `allowed` (the methods the
+    document declares for the route) when given, else the ones Django or ninja listed.
+    """
+    if response.status_code < 400 or response.get("Content-Type", "").startswith("application/json"):
+        return response
+    status = response.status_code
+    code = _DJANGO_ERRORS.get(status, "http_error")
+    if status != 405:
+        return error_response(status, code, f"{_phrase(status)}: {request.method} {request.path}")
+    methods = sorted(
+        allowed if allowed is not None else response.get("Allow", "").replace(" ", "").split(",")
+    )
+    message = f"{request.path} does not take {request.method}; it takes {', '.join(methods)}"
+    converted = error_response(status, code, message, {"allowed": methods})
+    converted["Allow"] = ", ".join(methods)
+    return converted
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase.lower()
+    except ValueError:
+        return "error"
 
 
 def install(api: NinjaAPI) -> None:

@@ -42,7 +42,9 @@ async def search_executions(request: HttpRequest, payload: schemas.SearchRequest
 
 
 @router.post("/executions/cancel", response={200: schemas.CancelAllResponse, **errors()}, by_alias=True)
-async def cancel_all(request: HttpRequest, payload: schemas.CancelAllRequest) -> schemas.CancelAllResponse:
+async def cancel_all_executions(
+    request: HttpRequest, payload: schemas.CancelAllRequest
+) -> schemas.CancelAllResponse:
     """Ask every unended execution (of one workflow, or of all) to cancel; answers how many asks were new."""
     await auth.require_operator(request)
     engine = await runtime.engine()
@@ -55,7 +57,9 @@ async def cancel_all(request: HttpRequest, payload: schemas.CancelAllRequest) ->
 @router.get(
     "/executions/{execution_id}", response={200: schemas.ExecutionDetailDto, **errors(404)}, by_alias=True
 )
-async def describe_execution(request: HttpRequest, execution_id: str) -> schemas.ExecutionDetailDto:
+async def describe_execution(
+    request: HttpRequest, execution_id: schemas.ExecutionIdParam
+) -> schemas.ExecutionDetailDto:
     engine = await runtime.engine()
     return schemas.execution_detail_of(await engine.executions.describe(execution_id))
 
@@ -84,7 +88,9 @@ for _literal in ("search", "cancel"):
     response={200: list[schemas.InputInfoDto], **errors(404)},
     by_alias=True,
 )
-async def execution_inputs(request: HttpRequest, execution_id: str) -> list[schemas.InputInfoDto]:
+async def list_execution_inputs(
+    request: HttpRequest, execution_id: schemas.ExecutionIdParam
+) -> list[schemas.InputInfoDto]:
     """The declared inputs of the execution's version and whether each arrived (404 when this server does
     not serve that version)."""
     engine = await runtime.engine()
@@ -95,27 +101,25 @@ async def execution_inputs(request: HttpRequest, execution_id: str) -> list[sche
 
 
 class HistoryQuery(Schema):
-    limit: int = Field(50, ge=-_INT_MAX, le=_INT_MAX, description="page size; negative means all")
-    offset: int = Field(0, le=_INT_MAX, description="events to skip; negative is refused")
+    limit: schemas.Integer = Field(50, ge=-_INT_MAX, le=_INT_MAX, description="page size; negative means all")
+    offset: schemas.Integer = Field(0, ge=0, le=_INT_MAX, description="events to skip")
 
 
 @router.get(
     "/executions/{execution_id}/history", response={200: schemas.HistoryResponse, **errors()}, by_alias=True
 )
-async def execution_history(
-    request: HttpRequest, execution_id: str, page: Query[HistoryQuery]
+async def read_execution_history(
+    request: HttpRequest, execution_id: schemas.ExecutionIdParam, page: Query[HistoryQuery]
 ) -> schemas.HistoryResponse:
     """Events in append order. An unknown execution answers an empty page (spec §1, route 7)."""
-    if page.offset < 0:
-        raise ApiError(400, "invalid_offset", f"offset must not be negative (got {page.offset})")
     engine = await runtime.engine()
     limit = None if page.limit < 0 else page.limit
     return schemas.history_of(await engine.executions.history(execution_id, limit, page.offset))
 
 
 @router.get("/executions/{execution_id}/diagram", response=errors(404), openapi_extra=DIAGRAM_OPENAPI)
-async def execution_diagram(
-    request: HttpRequest, execution_id: str, format: str | None = None
+async def draw_execution(
+    request: HttpRequest, execution_id: schemas.ExecutionIdParam, format: schemas.Text | None = None
 ) -> HttpResponse:
     """The execution's version with its progress painted on."""
     engine = await runtime.engine()
@@ -139,7 +143,9 @@ _SIGNAL_BODY: dict[str, Any] = {
     openapi_extra=_SIGNAL_BODY,
     by_alias=True,
 )
-async def signal_execution(request: HttpRequest, execution_id: str, name: str) -> schemas.OkResponse:
+async def signal_execution(
+    request: HttpRequest, execution_id: schemas.ExecutionIdParam, name: schemas.NameParam
+) -> schemas.OkResponse:
     """Deliver input `name`. 404 unknown execution or unserved version, 409 ended or already delivered,
     400 an undeclared input or a value failing its schema (checked in that order). Needs
     `console.run_executions` (403, before anything else)."""
@@ -171,7 +177,7 @@ async def _signal_target(engine: Any, execution_id: str) -> ExecutionDetail:
     by_alias=True,
 )
 async def cancel_execution(
-    request: HttpRequest, execution_id: str, payload: schemas.CancelRequest = Body(None)
+    request: HttpRequest, execution_id: schemas.ExecutionIdParam, payload: schemas.CancelRequest = Body(None)
 ) -> tuple[int, schemas.CancelResponse]:
     """Ask the execution to cancel: 202 accepted, 200 already requested, 200 already ended (with its
     status; an id that never existed answers `cancelled`)."""

@@ -33,11 +33,23 @@ def check_input(workflow_id: str, name: str, value: Any, flow: Flow | None = Non
     if declared is None:
         return
     try:
-        values.adapter(declared).validate_json(json.dumps(value), strict=True)
+        values.adapter(declared).validate_json(json.dumps(_integral_floats(value)), strict=True)
     except ValidationError as error:
         raise errors.FlowInputError(
             f"value for {name!r} is not a valid {values.type_tag(declared)}: {error}", name=name
         ) from error
+
+
+def _integral_floats(value: Any) -> Any:
+    """`2.0` as `2`: JSON Schema's `integer` holds integral numbers however they are written (strict mode
+    would refuse them for an `int`; a `float` still takes the integer)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _integral_floats(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_integral_floats(item) for item in value]
+    return value
 
 
 def check_inputs(workflow_id: str, inputs: Mapping[str, Any] | None) -> None:

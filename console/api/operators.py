@@ -24,7 +24,7 @@ router = Router(tags=["operators"])
     by_alias=True,
 )
 async def resume_execution(
-    request: HttpRequest, execution_id: str, payload: schemas.ResumeRequest = Body(None)
+    request: HttpRequest, execution_id: schemas.ExecutionIdParam, payload: schemas.ResumeRequest = Body(None)
 ) -> schemas.ResumeReportDto:
     """Dry-run the execution on the newest version of its workflow and answer the report; with `go`,
     resume it for real (409 with the report as `detail` when the report has conflicts)."""
@@ -43,7 +43,10 @@ async def resume_execution(
     by_alias=True,
 )
 async def answer_node(
-    request: HttpRequest, execution_id: str, node: str, payload: schemas.AnswerRequest = Body(None)
+    request: HttpRequest,
+    execution_id: schemas.ExecutionIdParam,
+    node: schemas.NameParam,
+    payload: schemas.AnswerRequest = Body(None),
 ) -> schemas.OkResponse:
     """Record what node `node` (a durable path) did, for a stopped execution; then resume it."""
     await auth.require_operator(request)
@@ -59,7 +62,7 @@ async def answer_node(
     by_alias=True,
 )
 async def end_execution(
-    request: HttpRequest, execution_id: str, payload: schemas.EndRequest
+    request: HttpRequest, execution_id: schemas.ExecutionIdParam, payload: schemas.EndRequest
 ) -> schemas.OkResponse:
     """End a stopped execution Failed(reason) with no undos: a person has put the world right by hand."""
     await auth.require_operator(request)

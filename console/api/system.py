@@ -17,7 +17,7 @@ router = Router(tags=["system"])
 
 
 @router.get("/health", response={**errors(), 200: schemas.HealthDto, 503: schemas.HealthDto}, by_alias=True)
-async def health(request: HttpRequest) -> tuple[int, schemas.HealthDto]:
+async def check_health(request: HttpRequest) -> tuple[int, schemas.HealthDto]:
     """200 when the store answers, 503 (same body) when it does not. Workers run in `runworkers`
     processes; `executors` is what they last reported (their heartbeats, the last minute's)."""
     engine = await runtime.engine()

@@ -22,7 +22,9 @@ async def list_workflows(request: HttpRequest) -> list[schemas.WorkflowInfoDto]:
 
 
 @router.get("/workflows/{workflow_id}", response={200: schemas.WorkflowInfoDto, **errors(404)}, by_alias=True)
-async def describe_workflow(request: HttpRequest, workflow_id: str) -> schemas.WorkflowInfoDto:
+async def describe_workflow(
+    request: HttpRequest, workflow_id: schemas.WorkflowIdParam
+) -> schemas.WorkflowInfoDto:
     engine = await runtime.engine()
     return schemas.workflow_info_of(await engine.workflows.describe(workflow_id))
 
@@ -32,7 +34,9 @@ async def describe_workflow(request: HttpRequest, workflow_id: str) -> schemas.W
     response=errors(404),
     openapi_extra=DIAGRAM_OPENAPI,
 )
-async def workflow_diagram(request: HttpRequest, workflow_id: str, format: str | None = None) -> HttpResponse:
+async def draw_workflow(
+    request: HttpRequest, workflow_id: schemas.WorkflowIdParam, format: schemas.Text | None = None
+) -> HttpResponse:
     """The newest registered version's structure; `format` is mermaid (default), dot, bpmn, elk or json."""
     engine = await runtime.engine()
     fmt = diagram_format(format)
@@ -43,10 +47,9 @@ async def workflow_diagram(request: HttpRequest, workflow_id: str, format: str |
     "/workflows/{workflow_id}/executions",
     response={200: schemas.StartResponse, **errors(404, 409)},
     by_alias=True,
-    operation_id="start_execution",
 )
 async def start_execution(
-    request: HttpRequest, workflow_id: str, payload: schemas.StartRequest = Body(None)
+    request: HttpRequest, workflow_id: schemas.WorkflowIdParam, payload: schemas.StartRequest = Body(None)
 ) -> schemas.StartResponse:
     """Start an execution of the newest version; `inputs` are seeded as delivered, each checked against the
     input's schema first (400), and `executionId` must be new (409). Needs `console.run_executions` (403)."""
@@ -63,7 +66,9 @@ async def start_execution(
     response={200: list[schemas.ExecutionInfoDto], **errors(404)},
     by_alias=True,
 )
-async def parked_executions(request: HttpRequest, workflow_id: str) -> list[schemas.ExecutionInfoDto]:
+async def list_parked_executions(
+    request: HttpRequest, workflow_id: schemas.WorkflowIdParam
+) -> list[schemas.ExecutionInfoDto]:
     """Unended executions started under a version this server does not serve (held, never failed)."""
     engine = await runtime.engine()
     await engine.workflows.describe(workflow_id)

@@ -115,7 +115,7 @@ def test_signal_to_a_terminal_execution_is_409(operator: ApiClient) -> None:
         ({"status": "failed:"}, "invalid_filter"),
         ({"status": "waiting:"}, "invalid_filter"),
         ({"status": "stopped:"}, "invalid_filter"),
-        ({"offset": -1}, "invalid_filter"),
+        ({"offset": -1}, "invalid_request"),
         ({"limit": "many"}, "invalid_request"),
         ({"colour": "red"}, "invalid_request"),
         ({"offset": False}, "invalid_request"),
@@ -134,7 +134,7 @@ def test_search_accepts_every_wire_word(operator: ApiClient) -> None:
 
 
 def test_negative_history_offset_is_400(operator: ApiClient) -> None:
-    refused(operator.get("/executions/any/history", query="offset=-1"), 400, "invalid_offset")
+    refused(operator.get("/executions/any/history", query="offset=-1"), 400, "invalid_request")
     refused(operator.get("/executions/any/history", query="limit=ten"), 400, "invalid_request")
 
 
