@@ -9,7 +9,6 @@ as ninja's `SessionAuth` does: a browser sending cookies on its own must not be 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -28,8 +27,6 @@ __all__ = [
     "BearerToken",
     "CsrfFailed",
     "PermissionDenied",
-    "UnstorableText",
-    "refuse_unstorable",
     "SessionCookie",
     "actor_of",
     "require_operator",
@@ -51,43 +48,11 @@ class CsrfFailed(HttpError):
         super().__init__(403, "CSRF check failed: send the csrftoken cookie's value in X-CSRFToken")
 
 
-class UnstorableText(HttpError):
-    """A NUL character: no text column of PostgreSQL can hold one, so no id, name or value may carry it."""
-
-    def __init__(self) -> None:
-        super().__init__(400, "the request carries a NUL character (U+0000), which cannot be stored")
-
-
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
-
-
-def refuse_unstorable(request: HttpRequest) -> None:
-    """Refuse (400) a path, query or JSON body holding a NUL, before it reaches the store (where it would
-    be a database error, not the caller's)."""
-    if "\x00" in request.path or any(_has_nul(k) or _has_nul(v) for k, v in request.GET.lists()):
-        raise UnstorableText()
-    if b"\\u0000" in request.body or b"\x00" in request.body:
-        try:
-            body = json.loads(request.body)
-        except (ValueError, UnicodeDecodeError):
-            return  # not JSON: the route's own parsing refuses it
-        if _has_nul(body):
-            raise UnstorableText()
-
-
 class BearerToken(HttpBearer):
-    """`Authorization: Bearer <token>`, checked against the stored digests. Being the first scheme, it
-    also turns away text the store cannot hold (see `refuse_unstorable`)."""
+    """`Authorization: Bearer <token>`, checked against the stored digests. (Text the store cannot hold
+    never gets here: `console.middleware.ApiGuard` refuses it before any scheme reads the request.)"""
 
     async def __call__(self, request: HttpRequest) -> Any:
-        refuse_unstorable(request)
         header = request.headers.get(self.header, "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():

@@ -171,8 +171,6 @@ def install(api: NinjaAPI) -> None:
             code, message = "permission_denied", str(exc.message)
         elif isinstance(exc, auth.CsrfFailed):
             code, message = "csrf_failed", str(exc.message)
-        elif isinstance(exc, auth.UnstorableText):
-            code, message = "nul_character", str(exc.message)
         elif status == 400:
             code, message = "malformed_body", str(exc.message)
         else:
