@@ -40,6 +40,17 @@ def sqlite_path() -> Path:
     return folder / "dbos.sqlite"
 
 
+def _sqlite_module() -> Any:
+    """The DB-API module DBOS must use for SQLite: None for the standard library's, which works up to
+    Python 3.11; from 3.12 on DBOS's schema defaults are not applied through it (NOT NULL constraint
+    failed at launch), and the pysqlite3 build (`pysqlite3-binary`, in the bench extra) works."""
+    if sys.version_info < (3, 12):
+        return None
+    import pysqlite3.dbapi2  # type: ignore[import-not-found]
+
+    return pysqlite3.dbapi2
+
+
 def database_url(backend: str) -> str:
     if backend == "postgres":
         return pg.url(pg.DBOS_DB)
@@ -90,6 +101,8 @@ def configure(executor_id: str, backend: str) -> None:
     if backend == "postgres":
         # Room for 8 workers, the queue poller, the notification listener and the caller.
         config["sys_db_pool_size"] = 20
+    elif _sqlite_module() is not None:
+        config["db_engine_kwargs"] = {"module": _sqlite_module()}
     DBOS(config=config)  # type: ignore[arg-type]
 
 
@@ -162,7 +175,13 @@ def enqueue_all(backend: str, executions: int, steps: int) -> float:
     """Enqueue every workflow through a `DBOSClient`, 16 in flight; answers the seconds it took."""
     from dbos import DBOSClient
 
-    client = DBOSClient(system_database_url=database_url(backend))
+    if backend == "sqlite" and _sqlite_module() is not None:
+        import sqlalchemy
+
+        engine = sqlalchemy.create_engine(database_url(backend), module=_sqlite_module())
+        client = DBOSClient(system_database_engine=engine)
+    else:
+        client = DBOSClient(system_database_url=database_url(backend))
     began = time.perf_counter()
 
     def enqueue(i: int) -> None:
