@@ -20,6 +20,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
+from console.management.commands import _output
 from console.models import ApiToken, create_token
 
 __all__ = ["TokenRow", "add_arguments", "parse_expiry", "run"]
@@ -95,7 +96,7 @@ def _check_name(name: str) -> str:
     if len(name) > NAME_MAX:
         raise _usage(f"--name is {len(name)} characters long; at most {NAME_MAX} are kept")
     if not name.isprintable():
-        raise _usage(f"--name {_printable(name)!r} holds a control character")
+        raise _usage(f"--name {_output.escape(name)!r} holds a control character")
     if name.isdigit():
         raise _usage(f"--name {name!r} is only digits, which `flow token revoke` reads as a token's id")
     return name
@@ -157,8 +158,8 @@ class TokenRow:
 
         return (
             str(self.id),
-            _printable(self.user),
-            _printable(self.name),
+            _output.escape(self.user),
+            _output.escape(self.name),
             minute(self.created),
             minute(self.last_used),
             minute(self.expires),
@@ -168,11 +169,6 @@ class TokenRow:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
-
-
-def _printable(text: str) -> str:
-    """Control characters shown escaped, so a name cannot steer the terminal."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def _resolve(given: str, username: str | None) -> ApiToken:
@@ -193,7 +189,7 @@ def _resolve(given: str, username: str | None) -> ApiToken:
         raise _usage(f"{len(named)} unrevoked tokens are named {given!r} (ids {ids}): revoke one by its id")
     whose = f" of user {username!r}" if username is not None else ""
     raise _usage(
-        f"no unrevoked token{whose} has the id or name {_printable(given)!r} (see `flow token list`)"
+        f"no unrevoked token{whose} has the id or name {_output.escape(given)!r} (see `flow token list`)"
     )
 
 
@@ -240,7 +236,8 @@ def _revoke(o: Mapping[str, Any], emit: Emit, now: datetime) -> None:
     said = "was already revoked" if already else "revoked"
     emit(
         row.to_json() | {"already_revoked": already},
-        f"{said}: token {row.id} ({_printable(row.name)}, of {_printable(row.user)}); the API refuses it",
+        f"{said}: token {row.id} ({_output.escape(row.name)}, of {_output.escape(row.user)}); "
+        "the API refuses it",
     )
 
 
