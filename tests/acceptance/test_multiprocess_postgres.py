@@ -195,39 +195,48 @@ def test_three_workers_and_the_api_share_200_executions_and_survive_a_kill(tmp_p
                 {"executionId": eid, "inputs": {"order": order}},
             )
 
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            answers = list(pool.map(start, starts))
-        assert [a for a in answers if a[0] != 200] == [], api.explain()[-6000:]
-        assert sorted(a[1]["executionId"] for a in answers) == sorted(expected)
+        # The starts go on while the kill is prepared, so the kill lands with work still to come.
+        pool = ThreadPoolExecutor(max_workers=4)
+        pending_answers = pool.map(start, starts)
 
         # Kill one worker midway, while it holds claims: its attempts die with it, their leases lapse, and
         # the two others take the executions over. The victim is whichever worker holds claims once a
-        # quarter has ended: which of the three the wake-ups favour is up to the scheduler.
+        # quarter has ended (which of the three the wake-ups favour is up to the scheduler). It is frozen
+        # with SIGSTOP before its claims are read, so what it holds cannot finish between the read and the
+        # SIGKILL; a worker found holding nothing once frozen is let go and another moment is awaited.
         def prefix_of(worker: Background) -> str:
             return f"{socket.gethostname()}-{worker.process.pid}-"
 
-        busy: list[Background] = []
+        killed: list[tuple[Background, set[str]]] = []
 
-        def a_worker_busy_midway() -> bool:
+        def a_worker_killed_midway() -> bool:
             if terminal_count() < EXECUTIONS // 4:
                 return False
-            busy[:] = [w for w in workers if held_by(prefix_of(w))][:1]
-            return bool(busy)
+            for worker in workers:
+                if not held_by(prefix_of(worker)):
+                    continue
+                worker.process.send_signal(signal.SIGSTOP)
+                held = held_by(prefix_of(worker))
+                if held:
+                    worker.process.send_signal(signal.SIGKILL)
+                    worker.process.wait()
+                    killed.append((worker, held))
+                    return True
+                worker.process.send_signal(signal.SIGCONT)
+            return False
 
         wait_until(
-            a_worker_busy_midway,
+            a_worker_killed_midway,
             "claims held by a worker midway",
             120,
             lambda: "\n".join(w.explain()[-3000:] for w in workers),
         )
-        [victim] = busy
+        [(victim, in_flight)] = killed
         survivors = [w for w in workers if w is not victim]
-        prefix = prefix_of(victim)
-        victim.process.send_signal(signal.SIGKILL)
-        victim.process.wait()
-        # What it held when it died: its rows keep its name until their leases lapse (3 s from now at most).
-        in_flight = held_by(prefix)
-        assert terminal_count() < EXECUTIONS, "the kill came too late to be midway"
+        answers = list(pending_answers)
+        pool.shutdown()
+        assert [a for a in answers if a[0] != 200] == [], api.explain()[-6000:]
+        assert sorted(a[1]["executionId"] for a in answers) == sorted(expected)
 
         def all_ended() -> bool:
             return terminal_count() == EXECUTIONS
