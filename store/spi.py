@@ -40,6 +40,8 @@ import abc
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
+# Re-exported: the names in __all__, and, as `X as X`, the codecs and `filter_matches`, which were never in
+# it but which callers reach as `spi.X`.
 from store.events import Event, EventKind, HistoryPage
 from store.executions import ExecutionPage, ExecutionState
 from store.fields import FieldData
