@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from store._conformance_support import SAFETY, SERVED, WF2, StoreFixture, seconds
 from store.clock import ManualClock, settle
 from store.conformance import FlowStoreConformance, InProcessBlockingConformance
+from store.conformance.support import SAFETY, SERVED, WF2, StoreFixture, seconds
 from store.django.store import DjangoStore
 from tests.store.django_support import database_access, postgres_alias, sqlite_alias
 

@@ -6,8 +6,8 @@ import asyncio
 from datetime import timedelta
 
 from store import spi
-from store._conformance_support import SERVED, WF1, StoreFixture
 from store.clock import ManualClock
+from store.conformance.support import SERVED, WF1, StoreFixture
 from store.memory import MemoryStore
 
 

@@ -1,0 +1,50 @@
+"""A registered workflow version's metadata: its knobs, nodes, inputs and outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class WorkflowMeta(BaseModel):
+    """A flow's or a node's knobs, as metadata (timeouts in seconds, the retry schedule described)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    timeout: float | None = None
+    retry: str | None = None
+    version: str = ""
+
+
+class NodeInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    node_type: str  # output, input, step, sleep, dispatch, loop, foreach, subflow (and race/zip forks)
+    tag: str
+    location: str = ""
+    meta: WorkflowMeta = WorkflowMeta()
+
+
+class InputInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    tag: str
+    json_schema: dict[str, Any] = {}
+
+
+class WorkflowInfo(BaseModel):
+    """A registered workflow version: what a console, an API client or another language needs to know."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    meta: WorkflowMeta = WorkflowMeta()
+    nodes: tuple[NodeInfo, ...] = ()
+    inputs: tuple[InputInfo, ...] = ()
+    outputs: tuple[str, ...] = ()
+    structural_hash: str
