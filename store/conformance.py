@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from store import spi
+from store import _conformance_console, spi
 from store._conformance_support import (
     EX1,
     EX2,
@@ -101,7 +101,7 @@ class _StoreCase:
         return StoreFixture(store, clock)
 
 
-class FlowStoreConformance(_StoreCase):
+class FlowStoreConformance(_StoreCase, _conformance_console.ConsoleReadsConformance):
     """kyo-flow's 115 store cases, translated, and Flowdeck's additions."""
 
     # ------------------------------------------------------------------------ I1: claim exclusivity
