@@ -1051,6 +1051,8 @@ class DjangoStore(spi.FlowStore):
         return await self._run("latest_event_id", django_feed.latest_event_id)
 
     async def wait_for_change(self, timeout: timedelta) -> None:
+        if self._closed:  # a listener started now would outlive the store
+            raise spi.FlowStoreError("wait_for_change: the store is closed")
         self._ensure_listening()  # other processes' writes arrive through the LISTEN connection
         await django_feed.changed(self.hub, self.clock, timeout)
 
