@@ -7,7 +7,9 @@ suite's fixtures (`fx`, `store`, `clock`)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
+from typing import Any
 
 from store import counts, heartbeats, spi
 from store._conformance_support import EX1, EX2, SAFETY, SHORT_LEASE, WF1, WF2, StoreFixture, seconds
@@ -17,17 +19,16 @@ __all__ = ["ConsoleReadsConformance"]
 K = spi.EventKind
 
 
-def _beat(executor_id: str, **changes: object) -> heartbeats.Heartbeat:
-    values: dict[str, object] = {
-        "executor_id": executor_id,
-        "host": "box",
-        "pid": 41,
-        "workers_alive": 2,
-        "workers_configured": 2,
-        "claims_held": ("x-2", "x-1"),
-        **changes,
-    }
-    return heartbeats.Heartbeat(**values)  # type: ignore[arg-type]
+def _beat(executor_id: str, **changes: Any) -> heartbeats.Heartbeat:
+    beat = heartbeats.Heartbeat(
+        executor_id=executor_id,
+        host="box",
+        pid=41,
+        workers_alive=2,
+        workers_configured=2,
+        claims_held=("x-2", "x-1"),
+    )
+    return dataclasses.replace(beat, **changes)
 
 
 async def _claimed_event(fx: StoreFixture, eid: str, executor: str) -> None:
