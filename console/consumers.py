@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.http import QueryDict
 
@@ -55,9 +54,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         self.subscription = live.feed().subscribe(self._wants)
         await self.accept()
         if after >= 0:
-            missed = await sync_to_async(live.events_after)(
-                after, execution_id=self.execution_id, workflow_id=self.workflow_id
-            )
+            scope = {"execution_id": self.execution_id, "workflow_id": self.workflow_id}
+            missed = await live.events_after(after, **scope)
             for event in missed:
                 await self._send(event)
         self.pump = asyncio.ensure_future(self._forward())
@@ -106,9 +104,9 @@ async def _filter(query: QueryDict, key: str) -> str | None:
     problem = ids.id_problem(value)
     if problem is not None:
         if key == "execution":
-            found = await sync_to_async(live.exists)(execution_id=value)
+            found = await live.exists(execution_id=value)
         else:
-            found = await sync_to_async(live.exists)(workflow_id=value)
+            found = await live.exists(workflow_id=value)
         if not found:
             raise refusals.Refused(key, problem)
     return value

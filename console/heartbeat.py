@@ -2,7 +2,7 @@
 
 `FlowEngine.health()` answers for one process; the web process runs no workers. So every process that
 does (`runworkers`, the demo) records a heartbeat every `FLOWDECK_HEARTBEAT_SECONDS` (default 5) through
-the Django store's `record_heartbeat`, and a last one with no worker alive when it stops. A heartbeat that
+the store contract's `record_heartbeat`, and a last one with no worker alive when it stops. A heartbeat that
 cannot be written is logged and retried at the next beat: the workers never stop for it.
 """
 
@@ -16,11 +16,11 @@ import os
 import socket
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 
 from engine.engine import FlowEngine
+from store import heartbeats, spi
 
 __all__ = ["ExecutorView", "executors", "heartbeat_interval", "publishing", "record"]
 
@@ -36,18 +36,28 @@ def heartbeat_interval() -> timedelta:
     return timedelta(seconds=float(getattr(settings, "FLOWDECK_HEARTBEAT_SECONDS", DEFAULT_SECONDS)))
 
 
-def _beat_of(engine: FlowEngine, started: datetime, *, stopped: bool) -> dict[str, Any]:
-    health = dataclasses.asdict(engine.health())
-    health.pop("last_store_failure", None)  # the table keeps the count; the poll failure is the one shown
-    if stopped:
-        health["workers_alive"] = 0
-    return {**health, "host": socket.gethostname(), "pid": os.getpid(), "started": started}
+def _beat_of(engine: FlowEngine, started: datetime, *, stopped: bool) -> heartbeats.Heartbeat:
+    health = engine.health()
+    return heartbeats.Heartbeat(
+        executor_id=health.executor_id,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        started=started,
+        workers_alive=0 if stopped else health.workers_alive,
+        workers_configured=health.workers_configured,
+        poll_failures=health.poll_failures,
+        # the store keeps the count of store failures; the poll failure is the one shown
+        last_poll_failure=health.last_poll_failure,
+        last_poll_failure_at=health.last_poll_failure_at,
+        store_failures=health.store_failures,
+        claims_held=tuple(str(c) for c in health.claims_held),
+    )
 
 
 async def record(engine: FlowEngine, started: datetime, *, stopped: bool = False) -> bool:
     """One heartbeat of `engine`; answers whether it was written (a failure is logged, never raised)."""
     try:
-        await engine.store.record_heartbeat(_beat_of(engine, started, stopped=stopped))  # type: ignore[attr-defined]
+        await engine.store.record_heartbeat(_beat_of(engine, started, stopped=stopped))
     except Exception as error:  # any store trouble: the workers go on, the next beat tries again
         logger.warning(
             "could not record the heartbeat of %s: %s",
@@ -68,12 +78,8 @@ async def _beating(engine: FlowEngine, started: datetime, every: timedelta) -> N
 @contextlib.asynccontextmanager
 async def publishing(engine: FlowEngine, every: timedelta | None = None) -> AsyncIterator[None]:
     """Publish `engine`'s health while the block runs (enter it once the workers run): a beat at once,
-    one every `every`, and a last one with no worker alive on the way out. A store without heartbeats
-    (not the Django store) publishes nothing."""
-    if not hasattr(engine.store, "record_heartbeat"):
-        yield
-        return
-    started = engine.store.clock.now() if hasattr(engine.store, "clock") else engine.clock.now()
+    one every `every`, and a last one with no worker alive on the way out."""
+    started = engine.store.now()
     await record(engine, started)
     beating = asyncio.create_task(_beating(engine, started, every or heartbeat_interval()))
     try:
@@ -121,15 +127,13 @@ class ExecutorView:
         return "healthy" if self.healthy else "unhealthy"
 
 
-async def executors(store: object, within: timedelta = HEARD_WITHIN) -> list[ExecutorView]:
-    """The executors heard from within `within` (none for a store without heartbeats), by executor id."""
-    if not hasattr(store, "list_heartbeats"):
-        return []
-    now = store.clock.now()  # type: ignore[attr-defined]
+async def executors(store: spi.FlowStore, within: timedelta = HEARD_WITHIN) -> list[ExecutorView]:
+    """The executors heard from within `within`, by executor id."""
+    now = store.now()
     stale_after = (heartbeat_interval() * STALE_AFTER_BEATS).total_seconds()
     found = []
     for beat in await store.list_heartbeats(within):
-        age = max((now - beat["updated"]).total_seconds(), 0.0)
-        fields = {**beat, "claims_held": tuple(beat["claims_held"])}
+        age = max((now - beat.updated).total_seconds(), 0.0)
+        fields = {f.name: getattr(beat, f.name) for f in dataclasses.fields(beat)}
         found.append(ExecutorView(**fields, age_seconds=age, stale=age > stale_after))
     return found

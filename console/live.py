@@ -1,12 +1,13 @@
-"""The console's live feed: ONE database watcher per server process, fanned out to every open page.
+"""The console's live feed: ONE store watcher per server process, fanned out to every open page.
 
-Workers run in other processes, so the web process learns of their commits from the database. A single
-thread per process reads "events after the last id seen" (`queries.EVENTS_AFTER`) and hands each new event
-to every subscriber (a websocket consumer) on the subscriber's own event loop. On PostgreSQL the thread
-also LISTENs on the store's wake channel, so a signal, a start or a cancel from another process ends its
-wait at once; every other write is caught by the next read, at most `POLL_SECONDS` later. On SQLite it
-reads every `POLL_SECONDS` (a primary-key range read, cheap). However many pages are open, there is one
-watcher and one database connection.
+Workers run in other processes, so the web process learns of their commits from the store. A single thread
+per process, on an event loop of its own, reads the store's feed ("events after the last id seen",
+`FlowStore.events_after`) and hands each new event to every subscriber (a websocket consumer) on the
+subscriber's own event loop. Between reads it waits on `FlowStore.wait_for_change` for at most
+`POLL_SECONDS`: on PostgreSQL the Django store's LISTEN connection ends that wait at once for a signal, a
+start or a cancel from another process; every other write is caught by the next read, at most
+`POLL_SECONDS` later. On SQLite it reads every `POLL_SECONDS` (a primary-key range read, cheap). However
+many pages are open, there is one watcher on one store of its own (`runtime.open_store`).
 
 Ids are taken at insert and visible at commit, so a read can see id 12 before id 11 commits. Ids skipped
 over are kept as gaps and asked for again for `GAP_SECONDS` (then given up as rolled back).
@@ -19,15 +20,14 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from django.db import connections
-
-from console.conf import flowdeck_settings
-from store.django import queries, wakeups
-from store.django.models import Execution
+from console import runtime
+from store import feed as store_feed
+from store import spi
 
 __all__ = ["Feed", "LiveEvent", "Subscription", "events_after", "exists", "feed", "latest_event_id"]
 
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.1
 GAP_SECONDS = 10.0
-BATCH = 1000
+BATCH = store_feed.BATCH
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,10 @@ class LiveEvent:
     seq: int
     kind: str
 
+    @classmethod
+    def of(cls, event: store_feed.FeedEvent) -> LiveEvent:
+        return cls(event.id, event.execution_id, event.workflow_id, event.seq, event.kind)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "type": "event",
@@ -59,59 +63,28 @@ class LiveEvent:
         }
 
 
-def _scope_sql(execution_id: str | None, workflow_id: str | None, params: dict[str, Any]) -> str:
-    if execution_id is not None:
-        params["execution"] = execution_id
-        return " AND execution_id = %(execution)s"
-    if workflow_id is not None:
-        params["workflow"] = workflow_id
-        return " AND flow_id = %(workflow)s"
-    return ""
-
-
-def _read(
-    cursor: Any,
-    vendor: str,
-    after: int,
-    gaps: Iterator[int] | list[int] = (),
-    execution_id: str | None = None,
-    workflow_id: str | None = None,
-    limit: int = BATCH,
-) -> list[LiveEvent]:
-    params: dict[str, Any] = {"after": after, "limit": limit}
-    gap_ids = [int(g) for g in gaps]  # ints only: safe to write into the text
-    gap_sql = f" OR id IN ({', '.join(str(g) for g in gap_ids)})" if gap_ids else ""
-    sql = queries.EVENTS_AFTER.text(vendor).format(
-        gaps=gap_sql, scope=_scope_sql(execution_id, workflow_id, params)
-    )
-    cursor.execute(sql, params)
-    return [LiveEvent(int(r[0]), r[1], r[2], int(r[3]), r[4]) for r in cursor.fetchall()]
-
-
-def events_after(
+async def events_after(
     after: int, *, execution_id: str | None = None, workflow_id: str | None = None, limit: int = BATCH
 ) -> list[LiveEvent]:
     """Events above id `after` (of one execution or workflow), oldest first: what a reconnecting page
-    missed. Synchronous (call through `sync_to_async`)."""
-    connection = connections[flowdeck_settings().database_alias]
-    with connection.cursor() as cursor:
-        return _read(cursor, connection.vendor, after, (), execution_id, workflow_id, limit)
+    missed."""
+    found = await feed().store.events_after(
+        after, execution_id=execution_id, workflow_id=workflow_id, limit=limit
+    )
+    return [LiveEvent.of(event) for event in found]
 
 
-def exists(*, execution_id: str | None = None, workflow_id: str | None = None) -> bool:
-    """Whether the execution, or an execution of the workflow, is stored. Synchronous."""
-    executions = Execution.objects.using(flowdeck_settings().database_alias)
+async def exists(*, execution_id: str | None = None, workflow_id: str | None = None) -> bool:
+    """Whether the execution, or an execution of the workflow, is stored."""
+    store = feed().store
     if execution_id is not None:
-        return executions.filter(id=execution_id).exists()
-    return executions.filter(flow_id=workflow_id).exists()
+        return await store.get_execution(execution_id) is not None
+    return bool((await store.list_executions(workflow_id, None, 1)).items)
 
 
-def latest_event_id() -> int:
+async def latest_event_id() -> int:
     """The newest event's id: a page rendered now asks the feed for what comes after it."""
-    connection = connections[flowdeck_settings().database_alias]
-    with connection.cursor() as cursor:
-        cursor.execute(queries.LATEST_EVENT_ID.text(connection.vendor))
-        return int(cursor.fetchone()[0])
+    return await feed().store.latest_event_id()
 
 
 class Subscription:
@@ -135,8 +108,8 @@ class Subscription:
 class Feed:
     """The process's watcher thread (started by the first subscriber) and its subscribers."""
 
-    def __init__(self, alias: str) -> None:
-        self.alias = alias
+    def __init__(self, store: spi.FlowStore) -> None:
+        self.store = store
         self.cursor = 0  # the highest id read so far
         self.watchers_started = 0
         self._gaps: dict[int, float] = {}
@@ -185,58 +158,41 @@ class Feed:
         self._thread = None
         self._ready.clear()
 
+    def close(self) -> None:
+        """Stop the watcher and release the feed's store."""
+        self.stop()
+        runtime.close_store(self.store)
+
     # ------------------------------------------------------------------------------------- watcher
 
     def _run(self) -> None:
+        asyncio.run(self._watch())
+
+    async def _watch(self) -> None:
         backoff = 0.1
         while not self._stopping.is_set():
             try:
-                connection = connections[self.alias]
-                if connection.vendor == "postgresql":
-                    self._watch_postgres(connection)
-                else:
-                    self._watch_polling(connection)
+                await self._begin()
+                while not self._stopping.is_set():
+                    await self._step()
+                    backoff = 0.1
+                    await self.store.wait_for_change(timedelta(seconds=POLL_SECONDS))
             except Exception as error:  # keep watching whatever happens; log and start again
                 if self._stopping.is_set():
                     break
-                log.warning("console live feed lost the database (%s); retrying", error)
-                time.sleep(backoff)
+                log.warning("console live feed lost the store (%s); retrying", error)
+                await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
-        with contextlib.suppress(Exception):
-            connections[self.alias].close()
 
-    def _watch_polling(self, connection: Any) -> None:
-        with connection.cursor() as cursor:
-            self._begin(cursor, connection.vendor)
-        while not self._stopping.is_set():
-            with connection.cursor() as cursor:
-                self._step(cursor, connection.vendor)
-            self._stopping.wait(POLL_SECONDS)
-
-    def _watch_postgres(self, connection: Any) -> None:
-        import psycopg
-
-        params = wakeups.listener_params(connection)
-        with psycopg.connect(**params, autocommit=True) as conn:
-            conn.execute(f"LISTEN {queries.WAKE_CHANNEL}")
-            with conn.cursor() as cursor:
-                self._begin(cursor, "postgresql")
-                while not self._stopping.is_set():
-                    self._step(cursor, "postgresql")
-                    # A NOTIFY ends the wait early; the timeout catches writes that send none.
-                    for _ in conn.notifies(timeout=POLL_SECONDS, stop_after=1):
-                        pass
-
-    def _begin(self, cursor: Any, vendor: str) -> None:
+    async def _begin(self) -> None:
         if not self._ready.is_set():
-            cursor.execute(queries.LATEST_EVENT_ID.text(vendor))
-            self.cursor = max(self.cursor, int(cursor.fetchone()[0]))
+            self.cursor = max(self.cursor, await self.store.latest_event_id())
         self._ready.set()
 
-    def _step(self, cursor: Any, vendor: str) -> None:
+    async def _step(self) -> None:
         now = time.monotonic()
         self._gaps = {g: until for g, until in self._gaps.items() if until > now}
-        found = _read(cursor, vendor, self.cursor, sorted(self._gaps))
+        found = [LiveEvent.of(e) for e in await self.store.events_after(self.cursor, gaps=sorted(self._gaps))]
         for event in found:
             if event.id in self._gaps:
                 del self._gaps[event.id]
@@ -262,7 +218,7 @@ def feed() -> Feed:
     global _feed
     with _feed_lock:
         if _feed is None:
-            _feed = Feed(flowdeck_settings().database_alias)
+            _feed = Feed(runtime.open_store(pool_size=2))
         return _feed
 
 
@@ -271,5 +227,5 @@ def reset() -> None:
     global _feed
     with _feed_lock:
         if _feed is not None:
-            _feed.stop()
+            _feed.close()
         _feed = None

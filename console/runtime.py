@@ -17,9 +17,10 @@ from datetime import timedelta
 from console import discovery
 from console.conf import flowdeck_settings
 from engine.engine import FlowEngine
+from store import spi
 from store.django.store import DjangoStore
 
-__all__ = ["engine", "make_engine", "reset", "serve", "store"]
+__all__ = ["close_store", "engine", "make_engine", "open_store", "reset", "serve", "store"]
 
 _lock = threading.RLock()  # engine() builds the store under the same lock
 _store: DjangoStore | None = None
@@ -34,6 +35,19 @@ def store() -> DjangoStore:
         if _store is None:
             _store = DjangoStore(using=flowdeck_settings().database_alias)
         return _store
+
+
+def open_store(*, pool_size: int | None = None) -> spi.FlowStore:
+    """A store of its own on the configured alias, apart from the shared one: for a part of the process
+    that keeps its own connections (the live feed's watcher; a worker process's pool sized to its slots).
+    `pool_size` None is the backend's default. Release it with `close_store`."""
+    return DjangoStore(using=flowdeck_settings().database_alias, pool_size=pool_size)
+
+
+def close_store(store: spi.FlowStore) -> None:
+    """Release a store `open_store` answered: its connections, threads and listener (blocking)."""
+    if isinstance(store, DjangoStore):
+        store.close()
 
 
 async def serve(engine: FlowEngine, only: Iterable[str] | None = None) -> list[str]:

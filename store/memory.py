@@ -14,11 +14,11 @@ import asyncio
 import dataclasses
 import enum
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from store import spi
+from store import counts, feed, heartbeats, memory_reads, spi
 from store.clock import SYSTEM_CLOCK, Clock
 from store.held import HeldClaim
 
@@ -39,6 +39,11 @@ class MemoryData:
     latest: dict[str, str] = field(default_factory=dict)
     # one global counter, so every claim token is unique and greater than any before it
     next_token: int = 1
+    # the event feed: (execution id, seq) of every event in append order, its id the position + 1
+    feed: list[tuple[str, int]] = field(default_factory=list)
+    # when each (workflow id, hash) was first registered, and each executor's latest heartbeat
+    registered: dict[tuple[str, str], datetime] = field(default_factory=dict)
+    heartbeats: dict[str, heartbeats.RecordedHeartbeat] = field(default_factory=dict)
 
 
 class _Woken(enum.Enum):
@@ -206,6 +211,7 @@ class MemoryStore(spi.FlowStore):
         history = self.data.events.setdefault(execution_id, [])
         for event in events:
             history.append(event.with_seq(len(history) + 1))
+            self.data.feed.append((execution_id, len(history)))
 
     async def create_execution_if_absent(
         self,
@@ -370,6 +376,7 @@ class MemoryStore(spi.FlowStore):
         with self._lock:
             self.data.workflows.setdefault(info.id, {})[info.structural_hash] = info
             self.data.latest[info.id] = info.structural_hash
+            self.data.registered.setdefault((info.id, info.structural_hash), self.clock.now())
             self._changed(registration=True)
 
     # ---- operator writes
@@ -495,6 +502,57 @@ class MemoryStore(spi.FlowStore):
 
     async def list_workflow_versions(self, workflow_id: str) -> Sequence[spi.WorkflowInfo]:
         return list(self.data.workflows.get(workflow_id, {}).values())
+
+    # ---- what a console reads (store/memory_reads.py)
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    async def events_after(
+        self,
+        after: int,
+        *,
+        gaps: Collection[int] = (),
+        execution_id: str | None = None,
+        workflow_id: str | None = None,
+        limit: int = feed.BATCH,
+    ) -> Sequence[feed.FeedEvent]:
+        with self._lock:
+            return memory_reads.events_after(self.data, after, gaps, execution_id, workflow_id, limit)
+
+    async def latest_event_id(self) -> int:
+        return len(self.data.feed)
+
+    async def wait_for_change(self, timeout: timedelta) -> None:
+        await self._wait_for_change(self.generation, self.registrations, timeout.total_seconds())
+
+    async def record_heartbeat(self, beat: heartbeats.Heartbeat) -> None:
+        with self._lock:
+            memory_reads.record_heartbeat(self.data, beat, self.clock.now())
+
+    async def list_heartbeats(self, fresh_within: timedelta) -> Sequence[heartbeats.RecordedHeartbeat]:
+        with self._lock:
+            return memory_reads.list_heartbeats(self.data, self.clock.now() - fresh_within)
+
+    async def count_by_status(self, workflow_id: str | None = None) -> Sequence[counts.StatusCount]:
+        with self._lock:
+            return memory_reads.count_by_status(self.data, workflow_id)
+
+    async def count_by_version(self, workflow_id: str) -> Sequence[counts.VersionCount]:
+        with self._lock:
+            return memory_reads.count_by_version(self.data, workflow_id)
+
+    async def failure_kinds(self) -> Sequence[str]:
+        with self._lock:
+            return memory_reads.failure_kinds(self.data)
+
+    async def claims_by_executor(self) -> Sequence[counts.ExecutorClaims]:
+        with self._lock:
+            return memory_reads.claims_by_executor(self.data, self.clock.now())
+
+    async def recent_claimers(self, within: timedelta, scan: int = 5000) -> Sequence[counts.RecentClaimer]:
+        with self._lock:
+            return memory_reads.recent_claimers(self.data, self.clock.now() - within, scan)
 
 
 class _MemoryClaimed(HeldClaim):

@@ -37,8 +37,10 @@ This module holds the contract alone. The values it speaks in live one concept a
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime, timedelta
+
+from store import counts, feed, heartbeats
 
 # Re-exported: the names in __all__, and, as `X as X`, the codecs and `filter_matches`, which were never in
 # it but which callers reach as `spi.X`.
@@ -415,3 +417,68 @@ class FlowStore(abc.ABC):
         """End a non-terminal execution as `status` with no unwind (a person put the world right): writes
         the status and event, retires every wait row. CLAIM_HELD under a live claim; ALREADY_TERMINAL;
         NOT_FOUND."""
+
+    # ---- what an operations console reads (Flowdeck): the store's clock, the event feed, executor
+    # heartbeats, and the counts its pages show. Value types in store/feed.py, heartbeats.py, counts.py.
+
+    @abc.abstractmethod
+    def now(self) -> datetime:
+        """The store's clock: the now its writes stamp and its claim expiries are compared with."""
+
+    @abc.abstractmethod
+    async def events_after(
+        self,
+        after: int,
+        *,
+        gaps: Collection[int] = (),
+        execution_id: str | None = None,
+        workflow_id: str | None = None,
+        limit: int = feed.BATCH,
+    ) -> Sequence[feed.FeedEvent]:
+        """Every event whose id is above `after` or in `gaps` (ids a reader skipped that may still
+        commit), of one execution when `execution_id` is given (else of one workflow when `workflow_id`
+        is), by id, at most `limit`. Ids grow in append order across the whole store; on one execution
+        they follow its seq."""
+
+    @abc.abstractmethod
+    async def latest_event_id(self) -> int:
+        """The newest event's id, 0 for none: a reader starting now asks for the events after it."""
+
+    @abc.abstractmethod
+    async def wait_for_change(self, timeout: timedelta) -> None:
+        """Return once a write that could make a row ready lands (the writes that wake `claim_ready`: a
+        start, a signal, a cancel, a registration; from another process too where the backend hears of
+        them), or after `timeout` of monotonic time, whichever is first. A reader of `events_after` waits
+        here between reads; other events arrive at its next read."""
+
+    @abc.abstractmethod
+    async def record_heartbeat(self, beat: heartbeats.Heartbeat) -> None:
+        """Upsert `beat.executor_id`'s heartbeat, stamped `updated` with the store's now; `started` is
+        kept from the executor's first heartbeat (its given value, or the store's now then)."""
+
+    @abc.abstractmethod
+    async def list_heartbeats(self, fresh_within: timedelta) -> Sequence[heartbeats.RecordedHeartbeat]:
+        """The heartbeats updated within `fresh_within` of the store's now (inclusive), by executor id."""
+
+    @abc.abstractmethod
+    async def count_by_status(self, workflow_id: str | None = None) -> Sequence[counts.StatusCount]:
+        """Executions per workflow and status word (of one workflow when given), by workflow then status;
+        only the pairs with executions."""
+
+    @abc.abstractmethod
+    async def count_by_version(self, workflow_id: str) -> Sequence[counts.VersionCount]:
+        """Every version of `workflow_id` that is registered or named by an execution, by hash: when it
+        was first registered and its unended and total executions."""
+
+    @abc.abstractmethod
+    async def failure_kinds(self) -> Sequence[str]:
+        """The failure kinds of the Failed executions (every workflow), each once, sorted."""
+
+    @abc.abstractmethod
+    async def claims_by_executor(self) -> Sequence[counts.ExecutorClaims]:
+        """The live claims (expiring after the store's now), per executor id, by executor then execution."""
+
+    @abc.abstractmethod
+    async def recent_claimers(self, within: timedelta, scan: int = 5000) -> Sequence[counts.RecentClaimer]:
+        """The executors named by the ExecutionClaimed events stamped within `within` of the store's now
+        (the newest `scan` of them at most), latest claim first, with how many of those events each has."""

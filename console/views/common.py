@@ -160,7 +160,7 @@ async def page(
     request: HttpRequest, template: str, context: Mapping[str, Any], status: int = 200
 ) -> HttpResponse:
     """A whole page, stamped with the id of the newest event (where its websocket starts listening)."""
-    after = await sync_to_async(live.latest_event_id)()
+    after = await live.latest_event_id()
     user = await request.auser()
     full = {**context, "live_after": after, "user": user, "nav": context.get("nav", "")}
     html = await sync_to_async(render_to_string)(template, full, request)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
-from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
@@ -22,7 +21,6 @@ from console.views import common
 from engine import ids as ids_module
 from engine.engine import declared_inputs
 from store import spi
-from store.django.models import Execution
 
 __all__ = ["cancel_selected", "executions"]
 
@@ -66,16 +64,11 @@ class Query:
         return "?" + urlencode(kept) if kept else "?"
 
 
-def _failure_kinds() -> list[str]:
-    found = Execution.objects.filter(failure_kind__isnull=False).values_list("failure_kind", flat=True)
-    return sorted(set(found))
-
-
-def status_choices() -> list[str]:
+async def status_choices(store: spi.FlowStore) -> list[str]:
     """Every filter word: the base words, `failed:<kind>` for the kinds in the data, `waiting:<name>` for
     the inputs the served flows declare."""
     words = list(_BASE_WORDS)
-    words += [f"failed:{kind}" for kind in _failure_kinds()]
+    words += [f"failed:{kind}" for kind in await store.failure_kinds()]
     names = sorted({name for flow in registered_flows().values() for name in declared_inputs(flow)})
     words += [f"waiting:{name}" for name in names]
     return words
@@ -120,7 +113,7 @@ async def executions(request: HttpRequest) -> HttpResponse:
     context = {
         **table,
         "nav": "executions",
-        "status_choices": await sync_to_async(status_choices)(),
+        "status_choices": await status_choices(engine.store),
         "workflows": sorted(info.id for info in await engine.workflows.list()),
         "can_operate": await common.can_operate(request),
     }

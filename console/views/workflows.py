@@ -5,16 +5,13 @@ claims per executor, from the store; this process's own engine)."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from console import forms, heartbeat, refusals, runtime
@@ -25,7 +22,6 @@ from engine import errors, render, schema
 from engine.graph import build_graph
 from engine.progress import NodeStatus
 from store import spi
-from store.django.models import TERMINAL_KINDS, Event, Execution, WorkflowVersion
 
 __all__ = [
     "health",
@@ -45,10 +41,11 @@ _AT = (NodeStatus.RUNNING, NodeStatus.WAITING, NodeStatus.SLEEPING, NodeStatus.S
 COUNT_LIMIT = 500  # executions looked at for the per-node counts
 
 
-def _status_counts() -> dict[str, dict[str, int]]:
+async def _status_counts(store: spi.FlowStore, workflow_id: str | None = None) -> dict[str, dict[str, int]]:
+    """Per workflow id: its executions per status word."""
     counts: dict[str, dict[str, int]] = defaultdict(dict)
-    for row in Execution.objects.values("flow_id", "status_kind").annotate(n=Count("id")):
-        counts[row["flow_id"]][row["status_kind"]] = row["n"]
+    for count in await store.count_by_status(workflow_id):
+        counts[count.workflow_id][count.status] = count.executions
     return counts
 
 
@@ -56,7 +53,7 @@ def _status_counts() -> dict[str, dict[str, int]]:
 @require_GET
 async def workflows(request: HttpRequest) -> HttpResponse:
     engine = await runtime.engine()
-    counts = await sync_to_async(_status_counts)()
+    counts = await _status_counts(engine.store)
     shown = []
     for info in await engine.workflows.list():
         versions = await engine.store.list_workflow_versions(info.id)
@@ -97,30 +94,16 @@ def _graph_ids(workflow_id: str) -> dict[str, str]:
     return {n.id: n.path for n in build_graph(flow).nodes if n.path}
 
 
-def _execution_counts(workflow_id: str) -> dict[str, tuple[int, int]]:
-    """Per version hash: (unended, total) executions of `workflow_id`."""
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    rows = Execution.objects.filter(flow_id=workflow_id).values("hash", "status_kind").annotate(n=Count("id"))
-    for row in rows:
-        seen = counts[row["hash"]]
-        seen[1] += row["n"]
-        if row["status_kind"] not in TERMINAL_KINDS:
-            seen[0] += row["n"]
-    return {digest: (unended, total) for digest, (unended, total) in counts.items()}
-
-
-def _registered_at(workflow_id: str) -> dict[str, Any]:
-    return dict(WorkflowVersion.objects.filter(workflow_id=workflow_id).values_list("hash", "registered"))
-
-
 async def version_rows(workflow_id: str, stored: list[spi.WorkflowInfo]) -> list[dict[str, Any]]:
     """Every version of `workflow_id` the store knows, oldest first, with whether this process serves it
     (the versions its flows module declares; the last is the newest, what new starts use), when it was
     first registered, and its unended and total executions. Unended executions of a version nobody serves
     are parked."""
     served = [schema.structural_hash(flow) for flow in flow_versions().get(workflow_id, ())]
-    counts = await sync_to_async(_execution_counts)(workflow_id)
-    registered = await sync_to_async(_registered_at)(workflow_id)
+    engine = await runtime.engine()
+    versions = await engine.store.count_by_version(workflow_id)
+    counts = {v.hash: (v.unended, v.total) for v in versions if v.total}
+    registered = {v.hash: v.registered for v in versions if v.registered is not None}
     known = [info.structural_hash for info in stored]
     labels = {info.structural_hash: info.meta.version for info in stored}
     rows = []
@@ -146,7 +129,7 @@ async def workflow(request: HttpRequest, workflow_id: str) -> HttpResponse:
     info = await _info(workflow_id)
     engine = await runtime.engine()
     versions = list(await engine.store.list_workflow_versions(workflow_id))
-    counts = await sync_to_async(_status_counts)()
+    counts = await _status_counts(engine.store, workflow_id)
     context = {
         "info": info,
         "versions": await version_rows(workflow_id, versions),
@@ -295,41 +278,24 @@ async def parked_cancel(request: HttpRequest, workflow_id: str, digest: str) -> 
 # ------------------------------------------------------------------------------------------- health
 
 
-def _claims() -> dict[str, list[str]]:
-    held: dict[str, list[str]] = defaultdict(list)
-    rows = Execution.objects.filter(executor__isnull=False, claim_expiry__gt=timezone.now()).values_list(
-        "executor", "id"
-    )
-    for executor, eid in rows.order_by("executor", "id"):
-        held[executor].append(eid)
-    return dict(held)
+async def _claims(store: spi.FlowStore) -> list[tuple[str, list[str]]]:
+    """The live claims per executor, by executor id."""
+    return [(held.executor_id, list(held.execution_ids)) for held in await store.claims_by_executor()]
 
 
 RECENT = timedelta(minutes=10)
 
 
-def _recent_executors() -> list[dict[str, Any]]:
+async def _recent_executors(store: spi.FlowStore) -> list[dict[str, Any]]:
     """Executors that claimed executions lately (their ExecutionClaimed events), newest activity first:
     the workers of every process, as the store saw them."""
-    seen: dict[str, dict[str, Any]] = {}
-    rows = (
-        Event.objects.filter(kind="ExecutionClaimed", timestamp__gte=timezone.now() - RECENT)
-        .order_by("-id")
-        .values_list("data", "timestamp")[:5000]
-    )
-    for data, at in rows:
-        try:
-            executor = str(json.loads(data).get("executor_id") or "")
-        except ValueError:
-            continue
-        if not executor:
-            continue
-        entry = seen.setdefault(executor, {"executor": executor, "claims": 0, "last": at})
-        entry["claims"] += 1
-    return sorted(seen.values(), key=lambda e: e["last"], reverse=True)
+    return [
+        {"executor": seen.executor_id, "claims": seen.claims, "last": seen.last}
+        for seen in await store.recent_claimers(RECENT)
+    ]
 
 
-async def _executors_context(store: object) -> dict[str, Any]:
+async def _executors_context(store: spi.FlowStore) -> dict[str, Any]:
     """The executors' heartbeats (every process running workers), for the page and its refreshed part."""
     try:
         found = await heartbeat.executors(store)
@@ -369,8 +335,8 @@ async def health(request: HttpRequest) -> HttpResponse:
         **(await _executors_context(engine.store)),
         "nav": "health",
         "own": engine.health(),
-        "claims": sorted((await sync_to_async(_claims)()).items()),
-        "recent": await sync_to_async(_recent_executors)(),
+        "claims": await _claims(engine.store),
+        "recent": await _recent_executors(engine.store),
         "recent_minutes": int(RECENT.total_seconds() // 60),
         "store_error": store_error,
         "workflows": sorted(registered_flows()),

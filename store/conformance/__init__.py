@@ -15,8 +15,9 @@ wake-up), so `clock.advance` drives its deadline. A store whose blocking poll wa
 the same process wakes it at once) also runs `InProcessBlockingConformance`.
 
 The cases are grouped by invariant and verb, one mixin a module (`claims`, `writes`, `signals`, `history`,
-`fields`, `executions`, `cancel`, `search`, `workflows`, `operator_writes`), each a `StoreCase` (`case`);
-`FlowStoreConformance` is all of them. `support` holds the fixtures and helpers every case is written with.
+`fields`, `executions`, `cancel`, `search`, `workflows`, `operator_writes`, `console_reads`), each a
+`StoreCase` (`case`); `FlowStoreConformance` is all of them. `support` holds the fixtures and helpers
+every case is written with.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 from store.conformance.blocking import InProcessBlockingConformance
 from store.conformance.cancel import CancelCases
 from store.conformance.claims import ClaimCases
+from store.conformance.console_reads import ConsoleReadCases
 from store.conformance.executions import ExecutionCases
 from store.conformance.fields import FieldCases
 from store.conformance.history import HistoryCases
@@ -61,5 +63,6 @@ class FlowStoreConformance(
     SearchCases,
     WorkflowCases,
     OperatorWriteCases,
+    ConsoleReadCases,
 ):
     """kyo-flow's 115 store cases, translated, and Flowdeck's additions."""

@@ -23,7 +23,7 @@ import functools
 import json
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,8 +32,11 @@ from typing import Any, TypeVar
 from django.db import connections, transaction
 from django.db.models import Exists, F, OuterRef, Q
 
-from store import spi
+from store import counts, feed, heartbeats, spi
 from store.clock import SYSTEM_CLOCK, Clock
+from store.django import counts as django_counts
+from store.django import feed as django_feed
+from store.django import heartbeats as django_heartbeats
 from store.django import models, queries, rows
 from store.django.errors import translated
 from store.django.group_commit import GroupCommit
@@ -1026,50 +1029,59 @@ class DjangoStore(spi.FlowStore):
 
         return await self._run("list_workflow_versions", work)
 
-    # ---------------------------------------------------------------------------------- heartbeats
-    # Not part of the SPI: worker processes publish their engine's health here, so that the console
-    # (a web process, which runs no workers) can show every executor's.
+    # ---- what a console reads (store/django/feed.py, heartbeats.py, counts.py)
 
-    async def record_heartbeat(self, health: Mapping[str, Any]) -> None:
-        """Upsert the heartbeat of `health["executor_id"]`, stamped with the store's clock. `health` holds
-        `Health`'s fields (`claims_held` a sequence of ids) and optionally `host`, `pid`, `started`."""
-        now = self.clock.now()
-        executor_id = str(health["executor_id"])
-        values = {
-            "host": str(health.get("host") or ""),
-            "pid": int(health.get("pid") or 0),
-            "updated": now,
-            "workers_alive": int(health.get("workers_alive") or 0),
-            "workers_configured": int(health.get("workers_configured") or 0),
-            "poll_failures": int(health.get("poll_failures") or 0),
-            "last_poll_failure": health.get("last_poll_failure"),
-            "last_poll_failure_at": health.get("last_poll_failure_at"),
-            "store_failures": int(health.get("store_failures") or 0),
-            "claims_held": json.dumps(sorted(str(c) for c in health.get("claims_held") or ())),
-        }
+    def now(self) -> datetime:
+        return self.clock.now()
 
-        def work(tx: Tx) -> None:
-            beats = models.ExecutorHeartbeat.objects.using(self.using)
-            if not beats.filter(executor_id=executor_id).update(**values):
-                beats.create(executor_id=executor_id, started=health.get("started") or now, **values)
+    async def events_after(
+        self,
+        after: int,
+        *,
+        gaps: Collection[int] = (),
+        execution_id: str | None = None,
+        workflow_id: str | None = None,
+        limit: int = feed.BATCH,
+    ) -> Sequence[feed.FeedEvent]:
+        scope = {"execution_id": execution_id, "workflow_id": workflow_id}
+        work = functools.partial(django_feed.events_after, after=after, gaps=gaps, limit=limit, **scope)
+        return await self._run("events_after", work)
 
+    async def latest_event_id(self) -> int:
+        return await self._run("latest_event_id", django_feed.latest_event_id)
+
+    async def wait_for_change(self, timeout: timedelta) -> None:
+        if self._closed:  # a listener started now would outlive the store
+            raise spi.FlowStoreError("wait_for_change: the store is closed")
+        self._ensure_listening()  # other processes' writes arrive through the LISTEN connection
+        await django_feed.changed(self.hub, self.clock, timeout)
+
+    async def record_heartbeat(self, beat: heartbeats.Heartbeat) -> None:
+        work = functools.partial(django_heartbeats.record, beat=beat, now=self.now())
         await self._run("record_heartbeat", work)
 
-    async def list_heartbeats(self, fresh_within: timedelta) -> list[dict[str, Any]]:
-        """The heartbeats recorded within `fresh_within` of the store's clock, by executor id; each a dict
-        of the row's columns (`claims_held` a list)."""
-        since = self.clock.now() - fresh_within
+    async def list_heartbeats(self, fresh_within: timedelta) -> Sequence[heartbeats.RecordedHeartbeat]:
+        since = self.now() - fresh_within
+        return await self._run("list_heartbeats", functools.partial(django_heartbeats.listed, since=since))
 
-        def work(tx: Tx) -> list[dict[str, Any]]:
-            found = (
-                models.ExecutorHeartbeat.objects.using(self.using)
-                .filter(updated__gte=since)
-                .order_by("executor_id")
-                .values()
-            )
-            return [{**row, "claims_held": json.loads(row["claims_held"] or "[]")} for row in found]
+    async def count_by_status(self, workflow_id: str | None = None) -> Sequence[counts.StatusCount]:
+        work = functools.partial(django_counts.by_status, workflow_id=workflow_id)
+        return await self._run("count_by_status", work)
 
-        return await self._run("list_heartbeats", work)
+    async def count_by_version(self, workflow_id: str) -> Sequence[counts.VersionCount]:
+        work = functools.partial(django_counts.by_version, workflow_id=workflow_id)
+        return await self._run("count_by_version", work)
+
+    async def failure_kinds(self) -> Sequence[str]:
+        return await self._run("failure_kinds", django_counts.failure_kinds)
+
+    async def claims_by_executor(self) -> Sequence[counts.ExecutorClaims]:
+        work = functools.partial(django_counts.claims_by_executor, now=self.now())
+        return await self._run("claims_by_executor", work)
+
+    async def recent_claimers(self, within: timedelta, scan: int = 5000) -> Sequence[counts.RecentClaimer]:
+        work = functools.partial(django_counts.recent_claimers, since=self.now() - within, scan=scan)
+        return await self._run("recent_claimers", work)
 
 
 def _json(value: Any) -> Any:

@@ -1,10 +1,12 @@
-"""The health page shows every worker process's heartbeat (recorded through the Django store), escaped,
+"""The health page shows every worker process's heartbeat (recorded through the store contract), escaped,
 with executors silent for more than three heartbeats marked stale."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.test import AsyncClient
@@ -13,6 +15,7 @@ from console import runtime
 from engine.engine import FlowEngine
 from store.clock import ManualClock
 from store.django.store import DjangoStore
+from store.heartbeats import Heartbeat
 from tests.console.test_views import ESCAPED, engine, operator
 
 __all__ = ["engine", "operator"]
@@ -20,20 +23,20 @@ __all__ = ["engine", "operator"]
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
-def _beat(executor_id: str, **changes: object) -> dict[str, object]:
-    return {
-        "executor_id": executor_id,
-        "host": "box-1",
-        "pid": 4242,
-        "workers_alive": 1,
-        "workers_configured": 3,
-        "poll_failures": 17,
-        "last_poll_failure": "OperationalError: <script>alert(1)</script>",
-        "last_poll_failure_at": None,
-        "store_failures": 2,
-        "claims_held": ("c-9",),
-        **changes,
-    }
+def _beat(executor_id: str, **changes: Any) -> Heartbeat:
+    beat = Heartbeat(
+        executor_id=executor_id,
+        host="box-1",
+        pid=4242,
+        workers_alive=1,
+        workers_configured=3,
+        poll_failures=17,
+        last_poll_failure="OperationalError: <script>alert(1)</script>",
+        last_poll_failure_at=None,
+        store_failures=2,
+        claims_held=("c-9",),
+    )
+    return dataclasses.replace(beat, **changes)
 
 
 def _row(page: str, executor_id: str) -> str:

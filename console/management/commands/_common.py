@@ -24,7 +24,7 @@ from console.discovery import registered_flows
 from console.management.commands import _output
 from engine.engine import FlowEngine
 from engine.errors import FlowConfigError
-from store.django.store import DjangoStore
+from store import spi
 
 __all__ = [
     "bounded_body_threads",
@@ -141,7 +141,7 @@ def flows_to_serve(only: str | None) -> list[str]:
     return wanted
 
 
-def _store(slots: int) -> DjangoStore:
+def _store(slots: int) -> spi.FlowStore:
     """The process's store, with a connection pool sized to the attempts it can run at once.
 
     PostgreSQL's connections are a shared budget: N worker processes each holding the default pool would
@@ -149,7 +149,7 @@ def _store(slots: int) -> DjangoStore:
     alias = flowdeck_settings().database_alias
     if connections[alias].vendor != "postgresql":
         return runtime.store()
-    return DjangoStore(using=alias, pool_size=max(2, min(8, slots + 1)))
+    return runtime.open_store(pool_size=max(2, min(8, slots + 1)))
 
 
 def bounded_body_threads(slots: int) -> None:

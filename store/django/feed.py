@@ -1,0 +1,63 @@
+"""The Django store's event feed: events after an id (plus the gaps a reader asks for again), the newest
+id, and the wait between two reads (the store's wake hub, fed on PostgreSQL by its LISTEN connection).
+
+Each read is a work function for `DjangoStore._run`, on one transaction's `Tx`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from store import feed
+from store.clock import Clock
+from store.django import queries
+from store.django.wakeups import WakeHub
+
+if TYPE_CHECKING:
+    from store.django.store import Tx
+
+__all__ = ["changed", "events_after", "latest_event_id"]
+
+
+def _scope(execution_id: str | None, workflow_id: str | None, params: dict[str, Any]) -> str:
+    if execution_id is not None:
+        params["execution"] = execution_id
+        return " AND execution_id = %(execution)s"
+    if workflow_id is not None:
+        params["workflow"] = workflow_id
+        return " AND flow_id = %(workflow)s"
+    return ""
+
+
+def events_after(
+    tx: Tx,
+    after: int,
+    gaps: Collection[int],
+    execution_id: str | None,
+    workflow_id: str | None,
+    limit: int,
+) -> list[feed.FeedEvent]:
+    params: dict[str, Any] = {"after": after, "limit": limit}
+    gap_ids = sorted({int(g) for g in gaps})  # ints only: safe to write into the text
+    gap_sql = f" OR id IN ({', '.join(str(g) for g in gap_ids)})" if gap_ids else ""
+    found = tx.all(
+        queries.EVENTS_AFTER, params, gaps=gap_sql, scope=_scope(execution_id, workflow_id, params)
+    )
+    return [feed.FeedEvent(int(r[0]), r[1], r[2], int(r[3]), r[4]) for r in found]
+
+
+def latest_event_id(tx: Tx) -> int:
+    return int(tx.one(queries.LATEST_EVENT_ID)[0])
+
+
+async def changed(hub: WakeHub, clock: Clock, timeout: timedelta) -> None:
+    """Return at the hub's next change or after `timeout` on `clock`, whichever is first."""
+    change = hub.waiter()
+    sleeper = asyncio.ensure_future(clock.sleep(timeout.total_seconds()))
+    try:
+        await asyncio.wait({change, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        hub.forget(change)
+        sleeper.cancel()

@@ -1,0 +1,129 @@
+"""What the in-memory store answers an operations console: the feed, heartbeats and counts.
+
+Functions over a `MemoryData`, called by `MemoryStore` under its lock; each mirrors what the Django store
+reads with one query (store/django/feed.py, counts.py, heartbeats.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Collection
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from store import counts, feed, heartbeats, spi
+
+if TYPE_CHECKING:
+    from store.memory import MemoryData
+
+__all__ = [
+    "claims_by_executor",
+    "count_by_status",
+    "count_by_version",
+    "events_after",
+    "failure_kinds",
+    "list_heartbeats",
+    "recent_claimers",
+    "record_heartbeat",
+]
+
+
+def _feed_event(data: MemoryData, event_id: int) -> tuple[spi.Event, feed.FeedEvent]:
+    execution_id, seq = data.feed[event_id - 1]
+    event = data.events[execution_id][seq - 1]
+    return event, feed.FeedEvent(event_id, execution_id, event.flow_id, seq, str(event.kind))
+
+
+def events_after(
+    data: MemoryData,
+    after: int,
+    gaps: Collection[int],
+    execution_id: str | None,
+    workflow_id: str | None,
+    limit: int,
+) -> list[feed.FeedEvent]:
+    newest = len(data.feed)
+    wanted = sorted({*(g for g in gaps if 0 < g <= newest), *range(max(after, 0) + 1, newest + 1)})
+    found = []
+    for event_id in wanted:
+        if len(found) >= limit:
+            break
+        _, event = _feed_event(data, event_id)
+        if execution_id is not None and event.execution_id != execution_id:
+            continue
+        if execution_id is None and workflow_id is not None and event.workflow_id != workflow_id:
+            continue
+        found.append(event)
+    return found
+
+
+def record_heartbeat(data: MemoryData, beat: heartbeats.Heartbeat, now: datetime) -> None:
+    before = data.heartbeats.get(beat.executor_id)
+    started = before.started if before is not None else beat.started or now
+    fields = {f.name: getattr(beat, f.name) for f in dataclasses.fields(beat)}
+    fields.update(started=started, claims_held=tuple(sorted(beat.claims_held)))
+    data.heartbeats[beat.executor_id] = heartbeats.RecordedHeartbeat(**fields, updated=now)
+
+
+def list_heartbeats(data: MemoryData, since: datetime) -> list[heartbeats.RecordedHeartbeat]:
+    return [beat for _, beat in sorted(data.heartbeats.items()) if beat.updated >= since]
+
+
+def _kind(status: spi.Status) -> str:
+    return str(spi.status_to_json(status)["type"])
+
+
+def count_by_status(data: MemoryData, workflow_id: str | None) -> list[counts.StatusCount]:
+    found = Counter(
+        (row.flow_id, _kind(row.status))
+        for row in data.executions.values()
+        if workflow_id is None or row.flow_id == workflow_id
+    )
+    return [counts.StatusCount(wid, kind, n) for (wid, kind), n in sorted(found.items())]
+
+
+def count_by_version(data: MemoryData, workflow_id: str) -> list[counts.VersionCount]:
+    rows = [row for row in data.executions.values() if row.flow_id == workflow_id]
+    registered = {h: at for (wid, h), at in data.registered.items() if wid == workflow_id}
+    hashes = sorted({*registered, *(row.hash for row in rows)})
+    return [
+        counts.VersionCount(
+            digest,
+            registered.get(digest),
+            sum(1 for row in rows if row.hash == digest and not row.status.terminal),
+            sum(1 for row in rows if row.hash == digest),
+        )
+        for digest in hashes
+    ]
+
+
+def failure_kinds(data: MemoryData) -> list[str]:
+    statuses = [row.status for row in data.executions.values()]
+    return sorted({s.kind for s in statuses if isinstance(s, spi.Failed) and s.kind is not None})
+
+
+def claims_by_executor(data: MemoryData, now: datetime) -> list[counts.ExecutorClaims]:
+    held: dict[str, list[str]] = {}
+    for row in data.executions.values():
+        if row.executor is not None and row.claim_expiry is not None and row.claim_expiry > now:
+            held.setdefault(row.executor, []).append(row.execution_id)
+    return [counts.ExecutorClaims(executor, tuple(sorted(ids))) for executor, ids in sorted(held.items())]
+
+
+def recent_claimers(data: MemoryData, since: datetime, scan: int) -> list[counts.RecentClaimer]:
+    claims: Counter[str] = Counter()
+    last: dict[str, datetime] = {}
+    looked = 0
+    for event_id in range(len(data.feed), 0, -1):  # newest first
+        event, _ = _feed_event(data, event_id)
+        if event.kind != spi.EventKind.EXECUTION_CLAIMED or event.timestamp < since:
+            continue
+        looked += 1
+        if looked > scan:
+            break
+        executor = str(event.data.get("executor_id") or "")
+        if executor:
+            claims[executor] += 1
+            last.setdefault(executor, event.timestamp)
+    ordered = sorted(last, key=lambda executor: last[executor], reverse=True)
+    return [counts.RecentClaimer(executor, claims[executor], last[executor]) for executor in ordered]
