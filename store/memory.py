@@ -10,17 +10,16 @@ poll began never does.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import enum
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from store import spi
+from store import rules, spi
 from store.clock import SYSTEM_CLOCK, Clock
 from store.held import HeldClaim
+from store.wakes import WakeHub, Woken, wait_for_change
 
 __all__ = ["MemoryData", "MemoryStore"]
 
@@ -41,12 +40,6 @@ class MemoryData:
     next_token: int = 1
 
 
-class _Woken(enum.Enum):
-    WRITE = "write"
-    REGISTRATION = "registration"
-    TIMED_OUT = "timed-out"
-
-
 class MemoryStore(spi.FlowStore):
     """A `FlowStore` whose state lives in one `MemoryData`. `reset()` empties it."""
 
@@ -54,10 +47,8 @@ class MemoryStore(spi.FlowStore):
         self.clock = clock
         self.data = MemoryData()
         self._lock = threading.RLock()
-        # bumped by every successful write; `registrations` also by every put_workflow
-        self.generation = 0
-        self.registrations = 0
-        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
+        # bumped by every successful write; its `registrations` also by every put_workflow
+        self.hub = WakeHub()
 
     # ------------------------------------------------------------------------------------ inspection
 
@@ -76,41 +67,17 @@ class MemoryStore(spi.FlowStore):
 
     # ------------------------------------------------------------------------------------ wake-ups
 
+    @property
+    def generation(self) -> int:
+        return self.hub.generation
+
+    @property
+    def registrations(self) -> int:
+        return self.hub.registrations
+
     def _changed(self, *, registration: bool = False) -> None:
         """A write landed: wake every blocked poll (broadcast), whichever loop or thread it runs on."""
-        self.generation += 1
-        if registration:
-            self.registrations += 1
-        for loop, future in list(self._waiters):
-            try:
-                loop.call_soon_threadsafe(_resolve, future)
-            except RuntimeError:  # its loop is closed: nobody is waiting there any more
-                self._waiters.discard((loop, future))
-
-    async def _wait_for_change(self, generation: int, registrations: int, remaining: float) -> _Woken:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        waiter = (loop, future)
-        # Checked and registered under the lock every write holds, so a write from another thread cannot
-        # land between the check and the registration unseen.
-        with self._lock:
-            if self.registrations != registrations:
-                return _Woken.REGISTRATION
-            if self.generation != generation:
-                return _Woken.WRITE
-            self._waiters.add(waiter)
-        sleeper = asyncio.ensure_future(self.clock.sleep(remaining))
-        try:
-            await asyncio.wait({future, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            self._waiters.discard(waiter)
-            sleeper.cancel()
-            future.cancel()
-        if self.registrations != registrations:
-            return _Woken.REGISTRATION
-        if sleeper.done() and not sleeper.cancelled():
-            return _Woken.TIMED_OUT
-        return _Woken.WRITE
+        self.hub.changed(registration=registration)
 
     # ------------------------------------------------------------------------------------ claiming
 
@@ -135,8 +102,8 @@ class MemoryStore(spi.FlowStore):
                 # A wake that finds the time up still owes one ask: the clock may have moved between the
                 # ask and this check, and a sleep may have come due in between.
                 return self._claim(served, executor_id, lease, limit) if woken else []
-            woken_by = await self._wait_for_change(generation, registrations, remaining)
-            if woken_by is not _Woken.WRITE:
+            woken_by = await wait_for_change(self.hub, self.clock, generation, registrations, remaining)
+            if woken_by is not Woken.WRITE:
                 # at the deadline (a sleep can come due with no write), or after a registration (the caller
                 # polls again with its newer served set): one last ask
                 return self._claim(served, executor_id, lease, limit)
@@ -329,7 +296,7 @@ class MemoryStore(spi.FlowStore):
         live claim, and a wait row on that field (`_ready`'s rule, narrowed to what this write changed)."""
         if row.status.terminal or isinstance(row.status, spi.Stopped):
             return False
-        if self._claim_live(row, now):
+        if rules.claim_live(row, now):
             return False
         return any(isinstance(w, spi.WakeOnField) and w.name == name for w in row.waits.values())
 
@@ -338,33 +305,17 @@ class MemoryStore(spi.FlowStore):
     ) -> spi.CancelOutcome:
         with self._lock:
             row = self.data.executions.get(execution_id)
-            if row is None:
-                return spi.AlreadyTerminal(spi.Cancelled())
-            if row.status.terminal:
-                return spi.AlreadyTerminal(row.status)
-            stopped = isinstance(row.status, spi.Stopped)
-            if row.cancel_requested and not stopped:
-                return spi.AlreadyRequested()
+            refused = rules.cancel_refusal(row)
+            if refused is not None or row is None:
+                return refused or spi.AlreadyTerminal(spi.Cancelled())
             now = self.clock.now()
-            answer: spi.CancelOutcome = spi.AlreadyRequested() if row.cancel_requested else spi.Accepted()
-            status = _lifted(row.status) if stopped else row.status
+            write = rules.cancel_write(row, execution_id, reason, actor, now)
             self.data.executions[execution_id] = dataclasses.replace(
-                row,
-                status=status,
-                cancel_requested=True,
-                cancel_reason=row.cancel_reason if row.cancel_requested else reason,
-                updated=now,
+                row, status=write.status, cancel_requested=True, cancel_reason=write.reason, updated=now
             )
-            event = spi.Event(
-                spi.EventKind.CANCEL_REQUESTED,
-                row.flow_id,
-                execution_id,
-                now,
-                {"reason": reason, "actor": actor},
-            )
-            self._append(execution_id, [event])
+            self._append(execution_id, [write.event])
             self._changed()
-            return answer
+            return write.answer
 
     async def put_workflow(self, info: spi.WorkflowInfo) -> None:
         with self._lock:
@@ -374,26 +325,13 @@ class MemoryStore(spi.FlowStore):
 
     # ---- operator writes
 
-    def _operator_row(self, execution_id: str) -> spi.ExecutionState | spi.OperatorOutcome:
-        row = self.data.executions.get(execution_id)
-        if row is None:
-            return spi.OperatorOutcome.NOT_FOUND
-        if row.status.terminal:
-            return spi.OperatorOutcome.ALREADY_TERMINAL
-        return row
-
-    def _claim_live(self, row: spi.ExecutionState, now: datetime) -> bool:
-        return row.claim_token is not None and row.claim_expiry is not None and now < row.claim_expiry
-
     async def resume(self, execution_id: str, hash: str, event: spi.Event) -> spi.OperatorOutcome:
         with self._lock:
-            row = self._operator_row(execution_id)
-            if isinstance(row, spi.OperatorOutcome):
-                return row
-            now = self.clock.now()
-            if self._claim_live(row, now):
-                return spi.OperatorOutcome.CLAIM_HELD
-            status = _lifted(row.status) if isinstance(row.status, spi.Stopped) else row.status
+            row, now = self.data.executions.get(execution_id), self.clock.now()
+            refused = rules.operator_refusal(row, now)
+            if refused is not None or row is None:
+                return refused or spi.OperatorOutcome.NOT_FOUND
+            status = rules.lifted(row.status) if isinstance(row.status, spi.Stopped) else row.status
             self.data.executions[execution_id] = dataclasses.replace(
                 row, status=status, hash=hash, updated=now
             )
@@ -405,9 +343,10 @@ class MemoryStore(spi.FlowStore):
         self, execution_id: str, path: str, value: spi.FieldData | None, event: spi.Event
     ) -> spi.OperatorOutcome:
         with self._lock:
-            row = self._operator_row(execution_id)
-            if isinstance(row, spi.OperatorOutcome):
-                return row
+            row = self.data.executions.get(execution_id)
+            refused = rules.operator_refusal(row, None)
+            if refused is not None or row is None:
+                return refused or spi.OperatorOutcome.NOT_FOUND
             if not isinstance(row.status, spi.Stopped):
                 return spi.OperatorOutcome.NOT_STOPPED
             fields, marks = self.data.fields[execution_id], self.data.progress[execution_id]
@@ -426,12 +365,10 @@ class MemoryStore(spi.FlowStore):
 
     async def end(self, execution_id: str, status: spi.Failed, event: spi.Event) -> spi.OperatorOutcome:
         with self._lock:
-            row = self._operator_row(execution_id)
-            if isinstance(row, spi.OperatorOutcome):
-                return row
-            now = self.clock.now()
-            if self._claim_live(row, now):
-                return spi.OperatorOutcome.CLAIM_HELD
+            row, now = self.data.executions.get(execution_id), self.clock.now()
+            refused = rules.operator_refusal(row, now)
+            if refused is not None or row is None:
+                return refused or spi.OperatorOutcome.NOT_FOUND
             self.data.executions[execution_id] = _released(row, status=status, waits={}, updated=now)
             self._append(execution_id, [event])
             self._changed()
@@ -646,15 +583,3 @@ class _MemoryClaimed(HeldClaim):
 def _released(row: spi.ExecutionState, **changes: object) -> spi.ExecutionState:
     """The row with its claim made absent (executor, expiry and token), plus `changes`."""
     return dataclasses.replace(row, executor=None, claim_expiry=None, claim_token=None, **changes)  # type: ignore[arg-type]
-
-
-def _lifted(status: spi.Status) -> spi.Status:
-    """Where a stop goes when lifted: back to running, or back into the unwind it stopped inside."""
-    if isinstance(status, spi.Stopped) and status.cause is not None:
-        return spi.Compensating(status.cause)
-    return spi.Running()
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
