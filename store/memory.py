@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from store import rules, spi
 from store.clock import SYSTEM_CLOCK, Clock
 from store.held import HeldClaim
-from store.wakes import WakeHub, Woken, wait_for_change
+from store.wakes import Asked, WakeHub, poll
 
 __all__ = ["MemoryData", "MemoryStore"]
 
@@ -89,25 +89,10 @@ class MemoryStore(spi.FlowStore):
         limit: int,
         timeout: timedelta,
     ) -> Sequence[spi.Claimed]:
-        # The generation is taken before the first ask, so only writes made after the poll began wake it.
-        generation, registrations = self.generation, self.registrations
-        deadline = self.clock.monotonic() + timeout.total_seconds()
-        woken = False
-        while True:
-            claimed = self._claim(served, executor_id, lease, limit)
-            if claimed:
-                return claimed
-            remaining = deadline - self.clock.monotonic()
-            if remaining <= 0:
-                # A wake that finds the time up still owes one ask: the clock may have moved between the
-                # ask and this check, and a sleep may have come due in between.
-                return self._claim(served, executor_id, lease, limit) if woken else []
-            woken_by = await wait_for_change(self.hub, self.clock, generation, registrations, remaining)
-            if woken_by is not Woken.WRITE:
-                # at the deadline (a sleep can come due with no write), or after a registration (the caller
-                # polls again with its newer served set): one last ask
-                return self._claim(served, executor_id, lease, limit)
-            generation, woken = self.generation, True
+        async def ask() -> Asked[spi.Claimed]:
+            return self._claim(served, executor_id, lease, limit), None, None
+
+        return await poll(self.hub, self.clock, timeout, ask)
 
     def _claim(
         self, served: frozenset[tuple[str, str]], executor_id: str, lease: timedelta, limit: int
@@ -331,7 +316,7 @@ class MemoryStore(spi.FlowStore):
             refused = rules.operator_refusal(row, now)
             if refused is not None or row is None:
                 return refused or spi.OperatorOutcome.NOT_FOUND
-            status = rules.lifted(row.status) if isinstance(row.status, spi.Stopped) else row.status
+            status = rules.resumed(row.status)
             self.data.executions[execution_id] = dataclasses.replace(
                 row, status=status, hash=hash, updated=now
             )
@@ -344,11 +329,9 @@ class MemoryStore(spi.FlowStore):
     ) -> spi.OperatorOutcome:
         with self._lock:
             row = self.data.executions.get(execution_id)
-            refused = rules.operator_refusal(row, None)
+            refused = rules.operator_refusal(row, stopped=True)
             if refused is not None or row is None:
                 return refused or spi.OperatorOutcome.NOT_FOUND
-            if not isinstance(row.status, spi.Stopped):
-                return spi.OperatorOutcome.NOT_STOPPED
             fields, marks = self.data.fields[execution_id], self.data.progress[execution_id]
             if path in fields or path in marks:
                 return spi.OperatorOutcome.ALREADY_RECORDED

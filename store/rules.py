@@ -1,5 +1,6 @@
 """The decisions every store makes the same way in Python, whatever holds its rows: who may touch a row
-(the operator refusals), where a lifted stop goes, what a cancel request answers and writes.
+(the operator refusals), where a lifted stop goes (a resume, a cancel request on a Stopped row), what a
+cancel request answers and writes.
 
 Each takes the row as the store read it (an `spi.ExecutionState`, or the Django store's locked row: any
 value with the columns of `Row`) and changes nothing: the store applies the answer in its own transaction.
@@ -13,7 +14,16 @@ from typing import Protocol
 
 from store import spi
 
-__all__ = ["CancelWrite", "Row", "cancel_refusal", "cancel_write", "claim_live", "lifted", "operator_refusal"]
+__all__ = [
+    "CancelWrite",
+    "Row",
+    "cancel_refusal",
+    "cancel_write",
+    "claim_live",
+    "lifted",
+    "operator_refusal",
+    "resumed",
+]
 
 
 class Row(Protocol):
@@ -45,15 +55,24 @@ def lifted(status: spi.Status) -> spi.Status:
     return spi.Running()
 
 
-def operator_refusal(row: Row | None, now: datetime | None) -> spi.OperatorOutcome | None:
+def resumed(status: spi.Status) -> spi.Status:
+    """The status a resume writes: a Stopped one lifted, any other kept."""
+    return lifted(status) if isinstance(status, spi.Stopped) else status
+
+
+def operator_refusal(
+    row: Row | None, now: datetime | None = None, *, stopped: bool = False
+) -> spi.OperatorOutcome | None:
     """Why an operator write may not touch the row, None when it may. Given `now` (resume, end), a claim
-    holding the row refuses too; an answer passes None (it is judged on a Stopped row, whoever holds it)."""
+    holding the row refuses too; with `stopped` (answer), a row that is not Stopped does."""
     if row is None:
         return spi.OperatorOutcome.NOT_FOUND
     if row.status.terminal:
         return spi.OperatorOutcome.ALREADY_TERMINAL
     if now is not None and claim_live(row, now):
         return spi.OperatorOutcome.CLAIM_HELD
+    if stopped and not isinstance(row.status, spi.Stopped):
+        return spi.OperatorOutcome.NOT_STOPPED
     return None
 
 

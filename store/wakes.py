@@ -12,11 +12,14 @@ import asyncio
 import enum
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from datetime import timedelta
+from typing import Any, TypeVar
 
 from store.clock import Clock
 
-__all__ = ["WakeHub", "Woken", "wait_for_change"]
+__all__ = ["Asked", "WakeHub", "Woken", "poll", "wait_for_change"]
+
+T = TypeVar("T")
 
 
 class Woken(enum.Enum):
@@ -97,6 +100,37 @@ async def wait_for_change(
     if hub.registrations != registrations:
         return Woken.REGISTRATION
     return Woken.TIMED_OUT if timed_out else Woken.WRITE
+
+
+# One ask of a poll: what it claimed, and for its wait the alarm (seconds until a served row comes ready
+# with no write, if known) and what returns once another process committed (if nothing tells the hub).
+Asked = tuple[list[T], float | None, Callable[[], Awaitable[None]] | None]
+
+
+async def poll(
+    hub: WakeHub, clock: Clock, timeout: timedelta, ask: Callable[[], Awaitable[Asked[T]]]
+) -> list[T]:
+    """`claim_ready`'s loop: ask, and while nothing was claimed wait for a change and ask again, until the
+    deadline `timeout` from now."""
+    # Taken before the first ask: only a change made after the call began wakes it.
+    generation, registrations = hub.generation, hub.registrations
+    deadline = clock.monotonic() + timeout.total_seconds()
+    woken = False
+    while True:
+        claimed, alarm, elsewhere = await ask()
+        if claimed:
+            return claimed
+        remaining = deadline - clock.monotonic()
+        if remaining <= 0:
+            # A wake that finds the time up still owes one ask: the clock may have moved between the ask
+            # and this check, and a sleep may have come due in between.
+            return (await ask())[0] if woken else []
+        woken_by = await wait_for_change(hub, clock, generation, registrations, remaining, alarm, elsewhere)
+        if woken_by is not Woken.WRITE:
+            # at the deadline (a sleep can come due with no write), or after a registration (the caller
+            # polls again with its newer served set): one last ask
+            return (await ask())[0]
+        generation, woken = hub.generation, True
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

@@ -36,16 +36,15 @@ from store.django import models, queries, rows, search
 from store.django.claimed import DjangoClaimed
 from store.django.errors import translated
 from store.django.postgres import PostgresWrites
-from store.django.search import ALL as _ALL
 from store.django.search import FEW_TO_SORT, counted, executions_matching
 from store.django.sqlite import WATCH_INTERVAL as SQLITE_WATCH_INTERVAL
 from store.django.sqlite import SqliteWrites
 from store.django.tx import Locked, Tx
 from store.django.writes import Ask, Writes, creation_params
-from store.wakes import WakeHub, Woken, wait_for_change
+from store.wakes import Asked, WakeHub, poll
 
-# `counted`, `executions_matching` and `FEW_TO_SORT` live in store/django/search.py, re-exported here
-# where tests and tools first found them.
+# `counted`, `executions_matching`, `FEW_TO_SORT` (store/django/search.py) and `SQLITE_WATCH_INTERVAL`
+# (store/django/sqlite.py) are re-exported from here, where tests and tools first found them.
 __all__ = ["FEW_TO_SORT", "SQLITE_WATCH_INTERVAL", "DjangoStore", "counted", "executions_matching"]
 
 T = TypeVar("T")
@@ -169,31 +168,15 @@ class DjangoStore(spi.FlowStore):
         limit: int,
         timeout: timedelta,
     ) -> Sequence[spi.Claimed]:
-        hub = self.hub
         if timeout > timedelta(0):
             await self._writes.start_listening()
-        # Taken before the first ask: only a change made after the call began wakes it.
-        generation, registrations = hub.generation, hub.registrations
-        deadline = self.clock.monotonic() + timeout.total_seconds()
-        woken = False
-        while True:
-            ask = await self._ask(served, executor_id, lease, limit)
-            if ask.claims:
-                return self._handles(ask)
-            remaining = deadline - self.clock.monotonic()
-            if remaining <= 0:
-                # a wake that finds the time up still owes one ask (the clock moved since the last one)
-                return self._handles(await self._ask(served, executor_id, lease, limit)) if woken else []
-            alarm = (ask.next_wake - ask.now).total_seconds() if ask.next_wake is not None else None
-            elsewhere = self._writes.commits_elsewhere(ask)
-            woken_by = await wait_for_change(
-                hub, self.clock, generation, registrations, remaining, alarm, elsewhere
-            )
-            if woken_by is not Woken.WRITE:
-                # at the deadline (a sleep can come due with no write), or after a registration (the caller
-                # polls again with its newer served set): one last ask
-                return self._handles(await self._ask(served, executor_id, lease, limit))
-            generation, woken = hub.generation, True
+
+        async def ask() -> Asked[spi.Claimed]:
+            asked = await self._ask(served, executor_id, lease, limit)
+            alarm = (asked.next_wake - asked.now).total_seconds() if asked.next_wake is not None else None
+            return self._handles(asked), alarm, self._writes.commits_elsewhere(asked)
+
+        return await poll(self.hub, self.clock, timeout, ask)
 
     def _handles(self, ask: Ask) -> list[spi.Claimed]:
         return [DjangoClaimed(self, c.state, c.satisfied, c.token, c.ledger) for c in ask.claims]
@@ -365,7 +348,7 @@ class DjangoStore(spi.FlowStore):
             refused = rules.operator_refusal(row, now)
             if refused is not None or row is None:
                 return refused or spi.OperatorOutcome.NOT_FOUND
-            status = rules.lifted(row.status) if isinstance(row.status, spi.Stopped) else row.status
+            status = rules.resumed(row.status)
             row.write(tx, now, [event], status=status, hash=hash)
             self._wake_after_commit(tx)
             return spi.OperatorOutcome.APPLIED
@@ -379,11 +362,9 @@ class DjangoStore(spi.FlowStore):
 
         def work(tx: Tx) -> spi.OperatorOutcome:
             row = self._lock_row(tx, execution_id)
-            refused = rules.operator_refusal(row, None)
+            refused = rules.operator_refusal(row, stopped=True)
             if refused is not None or row is None:
                 return refused or spi.OperatorOutcome.NOT_FOUND
-            if not isinstance(row.status, spi.Stopped):
-                return spi.OperatorOutcome.NOT_STOPPED
             at = {"id": execution_id, "path": path}
             if tx.one(queries.RECORDED_AT, at)[0]:
                 return spi.OperatorOutcome.ALREADY_RECORDED
@@ -468,7 +449,7 @@ class DjangoStore(spi.FlowStore):
             if limit is None or limit < 0:
                 page, has_more = list(found[start:]), False
             else:
-                bounded = min(limit, _ALL)
+                bounded = min(limit, search.ALL)
                 page = list(found[start : start + bounded + 1])
                 has_more = len(page) > bounded
                 page = page[:bounded]
