@@ -1,8 +1,9 @@
 """The writer seam: how one database takes the Django store's hot operations, chosen once when the store is
 built. `PostgresWrites` (store/django/postgres.py) sends each as ONE statement in autocommit through group
 commit; `SqliteWrites` (store/django/sqlite.py) runs each as a transaction on the store's one thread, under
-SQLite's write lock. Everything else the store does (operator writes, cancel requests, registrations,
-reads) is one transaction on either database, in `DjangoStore` itself.
+SQLite's write lock. Everything else (operator writes, cancel requests, registrations, most reads, a
+claim's status change) is one transaction on either database, written once: in `DjangoStore` and
+`DjangoClaimed`. PostgreSQL falls back to those transactions where a statement's answer cannot tell.
 
 Also here: what a claim answers (`Ask`, one `Claim` per row), which the store turns into handles.
 """
