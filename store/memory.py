@@ -10,17 +10,16 @@ poll began never does.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import enum
 import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from store import counts, feed, heartbeats, memory_reads, spi
+from store import counts, feed, heartbeats, memory_reads, rules, spi
 from store.clock import SYSTEM_CLOCK, Clock
-from store.held import HeldClaim
+from store.memory_claimed import MemoryClaimed, released
+from store.wake_hub import Asked, WakeHub, poll, wait_for_change
 
 __all__ = ["MemoryData", "MemoryStore"]
 
@@ -46,12 +45,6 @@ class MemoryData:
     heartbeats: dict[str, heartbeats.RecordedHeartbeat] = field(default_factory=dict)
 
 
-class _Woken(enum.Enum):
-    WRITE = "write"
-    REGISTRATION = "registration"
-    TIMED_OUT = "timed-out"
-
-
 class MemoryStore(spi.FlowStore):
     """A `FlowStore` whose state lives in one `MemoryData`. `reset()` empties it."""
 
@@ -59,10 +52,8 @@ class MemoryStore(spi.FlowStore):
         self.clock = clock
         self.data = MemoryData()
         self._lock = threading.RLock()
-        # bumped by every successful write; `registrations` also by every put_workflow
-        self.generation = 0
-        self.registrations = 0
-        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
+        # bumped by every successful write; its `registrations` also by every put_workflow
+        self.hub = WakeHub()
 
     # ------------------------------------------------------------------------------------ inspection
 
@@ -81,41 +72,17 @@ class MemoryStore(spi.FlowStore):
 
     # ------------------------------------------------------------------------------------ wake-ups
 
+    @property
+    def generation(self) -> int:
+        return self.hub.generation
+
+    @property
+    def registrations(self) -> int:
+        return self.hub.registrations
+
     def _changed(self, *, registration: bool = False) -> None:
         """A write landed: wake every blocked poll (broadcast), whichever loop or thread it runs on."""
-        self.generation += 1
-        if registration:
-            self.registrations += 1
-        for loop, future in list(self._waiters):
-            try:
-                loop.call_soon_threadsafe(_resolve, future)
-            except RuntimeError:  # its loop is closed: nobody is waiting there any more
-                self._waiters.discard((loop, future))
-
-    async def _wait_for_change(self, generation: int, registrations: int, remaining: float) -> _Woken:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        waiter = (loop, future)
-        # Checked and registered under the lock every write holds, so a write from another thread cannot
-        # land between the check and the registration unseen.
-        with self._lock:
-            if self.registrations != registrations:
-                return _Woken.REGISTRATION
-            if self.generation != generation:
-                return _Woken.WRITE
-            self._waiters.add(waiter)
-        sleeper = asyncio.ensure_future(self.clock.sleep(remaining))
-        try:
-            await asyncio.wait({future, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            self._waiters.discard(waiter)
-            sleeper.cancel()
-            future.cancel()
-        if self.registrations != registrations:
-            return _Woken.REGISTRATION
-        if sleeper.done() and not sleeper.cancelled():
-            return _Woken.TIMED_OUT
-        return _Woken.WRITE
+        self.hub.changed(registration=registration)
 
     # ------------------------------------------------------------------------------------ claiming
 
@@ -127,25 +94,10 @@ class MemoryStore(spi.FlowStore):
         limit: int,
         timeout: timedelta,
     ) -> Sequence[spi.Claimed]:
-        # The generation is taken before the first ask, so only writes made after the poll began wake it.
-        generation, registrations = self.generation, self.registrations
-        deadline = self.clock.monotonic() + timeout.total_seconds()
-        woken = False
-        while True:
-            claimed = self._claim(served, executor_id, lease, limit)
-            if claimed:
-                return claimed
-            remaining = deadline - self.clock.monotonic()
-            if remaining <= 0:
-                # A wake that finds the time up still owes one ask: the clock may have moved between the
-                # ask and this check, and a sleep may have come due in between.
-                return self._claim(served, executor_id, lease, limit) if woken else []
-            woken_by = await self._wait_for_change(generation, registrations, remaining)
-            if woken_by is not _Woken.WRITE:
-                # at the deadline (a sleep can come due with no write), or after a registration (the caller
-                # polls again with its newer served set): one last ask
-                return self._claim(served, executor_id, lease, limit)
-            generation, woken = self.generation, True
+        async def ask() -> Asked[spi.Claimed]:
+            return self._claim(served, executor_id, lease, limit), None, None
+
+        return await poll(self.hub, self.clock, timeout, ask)
 
     def _claim(
         self, served: frozenset[tuple[str, str]], executor_id: str, lease: timedelta, limit: int
@@ -176,14 +128,14 @@ class MemoryStore(spi.FlowStore):
         expiry: datetime,
         now: datetime,
         ledger: tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]] | None = None,
-    ) -> _MemoryClaimed:
+    ) -> MemoryClaimed:
         """Claim `row` for `executor_id` under a fresh token (call under the lock); its handle."""
         token = self._take_token()
         stamped = dataclasses.replace(
             row, executor=executor_id, claim_expiry=expiry, claim_token=token, updated=now
         )
         self.data.executions[row.execution_id] = stamped
-        return _MemoryClaimed(self, stamped, self._satisfied(stamped, now), token, ledger)
+        return MemoryClaimed(self, stamped, self._satisfied(stamped, now), token, ledger)
 
     def _ready(self, row: spi.ExecutionState, served: frozenset[tuple[str, str]], now: datetime) -> bool:
         """I8, with Flowdeck's rule that a Stopped execution is never ready."""
@@ -335,7 +287,7 @@ class MemoryStore(spi.FlowStore):
         live claim, and a wait row on that field (`_ready`'s rule, narrowed to what this write changed)."""
         if row.status.terminal or isinstance(row.status, spi.Stopped):
             return False
-        if self._claim_live(row, now):
+        if rules.claim_live(row, now):
             return False
         return any(isinstance(w, spi.WakeOnField) and w.name == name for w in row.waits.values())
 
@@ -344,33 +296,17 @@ class MemoryStore(spi.FlowStore):
     ) -> spi.CancelOutcome:
         with self._lock:
             row = self.data.executions.get(execution_id)
-            if row is None:
-                return spi.AlreadyTerminal(spi.Cancelled())
-            if row.status.terminal:
-                return spi.AlreadyTerminal(row.status)
-            stopped = isinstance(row.status, spi.Stopped)
-            if row.cancel_requested and not stopped:
-                return spi.AlreadyRequested()
+            refused = rules.cancel_refusal(row)
+            if refused is not None or row is None:
+                return refused or spi.AlreadyTerminal(spi.Cancelled())
             now = self.clock.now()
-            answer: spi.CancelOutcome = spi.AlreadyRequested() if row.cancel_requested else spi.Accepted()
-            status = _lifted(row.status) if stopped else row.status
+            write = rules.cancel_write(row, execution_id, reason, actor, now)
             self.data.executions[execution_id] = dataclasses.replace(
-                row,
-                status=status,
-                cancel_requested=True,
-                cancel_reason=row.cancel_reason if row.cancel_requested else reason,
-                updated=now,
+                row, status=write.status, cancel_requested=True, cancel_reason=write.reason, updated=now
             )
-            event = spi.Event(
-                spi.EventKind.CANCEL_REQUESTED,
-                row.flow_id,
-                execution_id,
-                now,
-                {"reason": reason, "actor": actor},
-            )
-            self._append(execution_id, [event])
+            self._append(execution_id, [write.event])
             self._changed()
-            return answer
+            return write.answer
 
     async def put_workflow(self, info: spi.WorkflowInfo) -> None:
         with self._lock:
@@ -381,26 +317,13 @@ class MemoryStore(spi.FlowStore):
 
     # ---- operator writes
 
-    def _operator_row(self, execution_id: str) -> spi.ExecutionState | spi.OperatorOutcome:
-        row = self.data.executions.get(execution_id)
-        if row is None:
-            return spi.OperatorOutcome.NOT_FOUND
-        if row.status.terminal:
-            return spi.OperatorOutcome.ALREADY_TERMINAL
-        return row
-
-    def _claim_live(self, row: spi.ExecutionState, now: datetime) -> bool:
-        return row.claim_token is not None and row.claim_expiry is not None and now < row.claim_expiry
-
     async def resume(self, execution_id: str, hash: str, event: spi.Event) -> spi.OperatorOutcome:
         with self._lock:
-            row = self._operator_row(execution_id)
-            if isinstance(row, spi.OperatorOutcome):
-                return row
-            now = self.clock.now()
-            if self._claim_live(row, now):
-                return spi.OperatorOutcome.CLAIM_HELD
-            status = _lifted(row.status) if isinstance(row.status, spi.Stopped) else row.status
+            row, now = self.data.executions.get(execution_id), self.clock.now()
+            refused = rules.operator_refusal(row, now)
+            if refused is not None or row is None:
+                return refused or spi.OperatorOutcome.NOT_FOUND
+            status = rules.resumed(row.status)
             self.data.executions[execution_id] = dataclasses.replace(
                 row, status=status, hash=hash, updated=now
             )
@@ -412,11 +335,10 @@ class MemoryStore(spi.FlowStore):
         self, execution_id: str, path: str, value: spi.FieldData | None, event: spi.Event
     ) -> spi.OperatorOutcome:
         with self._lock:
-            row = self._operator_row(execution_id)
-            if isinstance(row, spi.OperatorOutcome):
-                return row
-            if not isinstance(row.status, spi.Stopped):
-                return spi.OperatorOutcome.NOT_STOPPED
+            row = self.data.executions.get(execution_id)
+            refused = rules.operator_refusal(row, stopped=True)
+            if refused is not None or row is None:
+                return refused or spi.OperatorOutcome.NOT_FOUND
             fields, marks = self.data.fields[execution_id], self.data.progress[execution_id]
             if path in fields or path in marks:
                 return spi.OperatorOutcome.ALREADY_RECORDED
@@ -433,13 +355,11 @@ class MemoryStore(spi.FlowStore):
 
     async def end(self, execution_id: str, status: spi.Failed, event: spi.Event) -> spi.OperatorOutcome:
         with self._lock:
-            row = self._operator_row(execution_id)
-            if isinstance(row, spi.OperatorOutcome):
-                return row
-            now = self.clock.now()
-            if self._claim_live(row, now):
-                return spi.OperatorOutcome.CLAIM_HELD
-            self.data.executions[execution_id] = _released(row, status=status, waits={}, updated=now)
+            row, now = self.data.executions.get(execution_id), self.clock.now()
+            refused = rules.operator_refusal(row, now)
+            if refused is not None or row is None:
+                return refused or spi.OperatorOutcome.NOT_FOUND
+            self.data.executions[execution_id] = released(row, status=status, waits={}, updated=now)
             self._append(execution_id, [event])
             self._changed()
             return spi.OperatorOutcome.APPLIED
@@ -524,7 +444,8 @@ class MemoryStore(spi.FlowStore):
         return len(self.data.feed)
 
     async def wait_for_change(self, timeout: timedelta) -> None:
-        await self._wait_for_change(self.generation, self.registrations, timeout.total_seconds())
+        hub = self.hub
+        await wait_for_change(hub, self.clock, hub.generation, hub.registrations, timeout.total_seconds())
 
     async def record_heartbeat(self, beat: heartbeats.Heartbeat) -> None:
         with self._lock:
@@ -553,166 +474,3 @@ class MemoryStore(spi.FlowStore):
     async def recent_claimers(self, within: timedelta, scan: int = 5000) -> Sequence[counts.RecentClaimer]:
         with self._lock:
             return memory_reads.recent_claimers(self.data, self.clock.now() - within, scan)
-
-
-class _MemoryClaimed(HeldClaim):
-    """A claim handle: every write re-reads the row and applies the token+expiry rule at write time."""
-
-    def __init__(
-        self,
-        store: MemoryStore,
-        state: spi.ExecutionState,
-        satisfied: frozenset[str],
-        token: int,
-        ledger: tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]] | None = None,
-    ) -> None:
-        super().__init__(state, satisfied, token)
-        self._store = store
-        self._ledger = ledger
-
-    async def prefetched_ledger(self) -> tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]] | None:
-        """Only a created-claimed or delivery-claimed row's handle has one (the store held the whole record
-        just then)."""
-        return self._ledger
-
-    def _held(self) -> tuple[spi.ExecutionState, datetime] | None:
-        """The row and the store's now, if this handle's claim still holds it (call under the lock)."""
-        now = self._store.clock.now()
-        row = self._store.data.executions.get(self._state.execution_id)
-        if row is None or row.claim_token != self._token:
-            return None
-        if row.claim_expiry is None or now >= row.claim_expiry:
-            return None
-        return row, now
-
-    def _commit(self, row: spi.ExecutionState, events: Sequence[spi.Event]) -> None:
-        store = self._store
-        store.data.executions[row.execution_id] = row
-        store._append(row.execution_id, events)
-        self.heard_cancel(row.cancel_requested, row.cancel_reason)
-        store._changed()
-
-    async def append_event(
-        self, event: spi.Event, *, preceding: Sequence[spi.Event] = ()
-    ) -> spi.WriteOutcome:
-        with self._store._lock:
-            held = self._held()
-            if held is None:
-                return spi.WriteOutcome.CLAIM_LOST
-            row, now = held
-            self._commit(dataclasses.replace(row, updated=now), [*preceding, event])
-            return spi.WriteOutcome.APPLIED
-
-    async def record_wait(
-        self, path: str, wake: spi.Wake, event: spi.Event, *, preceding: Sequence[spi.Event] = ()
-    ) -> spi.WriteOutcome:
-        with self._store._lock:
-            held = self._held()
-            if held is None:
-                return spi.WriteOutcome.CLAIM_LOST
-            row, now = held
-            waits = dict(row.waits)
-            waits.setdefault(path, wake)  # put-if-absent: a replayed sleep keeps its first deadline
-            self._commit(dataclasses.replace(row, waits=waits, updated=now), [*preceding, event])
-            return spi.WriteOutcome.APPLIED
-
-    async def renew_claim(self, lease: timedelta) -> bool:
-        with self._store._lock:
-            held = self._held()
-            if held is None:
-                return False
-            row, now = held
-            self._commit(dataclasses.replace(row, claim_expiry=now + lease, updated=now), [])
-            return True
-
-    async def update_status(
-        self, status: spi.Status, event: spi.Event, *, preceding: Sequence[spi.Event] = ()
-    ) -> spi.StatusOutcome:
-        with self._store._lock:
-            held = self._held()
-            if held is None:
-                return spi.StatusOutcome.CLAIM_LOST
-            row, now = held
-            if status.terminal or row.status.terminal:
-                return spi.StatusOutcome.WRONG_SIDE_OF_TERMINAL
-            self._commit(dataclasses.replace(row, status=status, updated=now), [*preceding, event])
-            return spi.StatusOutcome.APPLIED
-
-    async def record_progress(
-        self,
-        path: str,
-        value: spi.FieldData | None,
-        event: spi.Event,
-        *,
-        preceding: Sequence[spi.Event] = (),
-        extra_fields: Mapping[str, spi.FieldData] | None = None,
-        clear_cancel: bool = False,
-    ) -> spi.ProgressOutcome:
-        store = self._store
-        with store._lock:
-            held = self._held()
-            if held is None:
-                return spi.ProgressOutcome.CLAIM_LOST
-            row, now = held
-            eid = row.execution_id
-            fields, marks = store.data.fields[eid], store.data.progress[eid]
-            if (path in fields) if value is not None else (path in marks):
-                return spi.ProgressOutcome.ALREADY_RECORDED
-            if value is not None:
-                fields[path] = value
-            else:
-                marks.add(path)
-            for name, extra in (extra_fields or {}).items():
-                fields.setdefault(name, extra)
-            waits = {p: w for p, w in row.waits.items() if p != path}
-            changed = dataclasses.replace(row, waits=waits, updated=now)
-            if clear_cancel:
-                changed = dataclasses.replace(changed, cancel_requested=False, cancel_reason="")
-            self._commit(changed, [*preceding, event])
-            return spi.ProgressOutcome.RECORDED
-
-    async def finish(
-        self, outcome: spi.ClaimOutcome, *, preceding: Sequence[spi.Event] = ()
-    ) -> spi.StatusOutcome:
-        with self._store._lock:
-            held = self._held()
-            if held is None:
-                return spi.StatusOutcome.CLAIM_LOST
-            row, now = held
-            match outcome:
-                case spi.Terminal(status, event):
-                    if not status.terminal or row.status.terminal:
-                        return spi.StatusOutcome.WRONG_SIDE_OF_TERMINAL
-                    if isinstance(status, spi.Completed) and row.cancel_requested:
-                        # judged under the same lock as the write: a request accepted before this
-                        # point is never followed by Completed (I2)
-                        self.heard_cancel(True, row.cancel_reason)
-                        return spi.StatusOutcome.CANCEL_REQUESTED
-                    self._commit(_released(row, status=status, waits={}, updated=now), [*preceding, event])
-                case spi.Suspended(waiting_on):
-                    waits = {p: w for p, w in row.waits.items() if p in waiting_on}
-                    self._commit(_released(row, waits=waits, updated=now), preceding)
-                case spi.Stop(status, event):
-                    if not isinstance(status, spi.Stopped) or row.status.terminal:
-                        return spi.StatusOutcome.WRONG_SIDE_OF_TERMINAL
-                    self._commit(_released(row, status=status, waits={}, updated=now), [*preceding, event])
-                case _:
-                    raise TypeError(f"not a claim outcome: {outcome!r}")
-            return spi.StatusOutcome.APPLIED
-
-
-def _released(row: spi.ExecutionState, **changes: object) -> spi.ExecutionState:
-    """The row with its claim made absent (executor, expiry and token), plus `changes`."""
-    return dataclasses.replace(row, executor=None, claim_expiry=None, claim_token=None, **changes)  # type: ignore[arg-type]
-
-
-def _lifted(status: spi.Status) -> spi.Status:
-    """Where a stop goes when lifted: back to running, or back into the unwind it stopped inside."""
-    if isinstance(status, spi.Stopped) and status.cause is not None:
-        return spi.Compensating(status.cause)
-    return spi.Running()
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)

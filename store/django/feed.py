@@ -5,20 +5,16 @@ Each read is a work function for `DjangoStore._run`, on one transaction's `Tx`."
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Collection
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from store import feed
-from store.clock import Clock
 from store.django import queries
-from store.django.wakeups import WakeHub
 
 if TYPE_CHECKING:
     from store.django.store import Tx
 
-__all__ = ["changed", "events_after", "latest_event_id"]
+__all__ = ["events_after", "latest_event_id"]
 
 
 def _scope(execution_id: str | None, workflow_id: str | None, params: dict[str, Any]) -> str:
@@ -50,14 +46,3 @@ def events_after(
 
 def latest_event_id(tx: Tx) -> int:
     return int(tx.one(queries.LATEST_EVENT_ID)[0])
-
-
-async def changed(hub: WakeHub, clock: Clock, timeout: timedelta) -> None:
-    """Return at the hub's next change or after `timeout` on `clock`, whichever is first."""
-    change = hub.waiter()
-    sleeper = asyncio.ensure_future(clock.sleep(timeout.total_seconds()))
-    try:
-        await asyncio.wait({change, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        hub.forget(change)
-        sleeper.cancel()

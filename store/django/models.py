@@ -196,7 +196,7 @@ class TokenCounter(models.Model):
 
 class ExecutorHeartbeat(models.Model):
     """What one worker process last said of its engine (`FlowEngine.health()`), so that a web process,
-    which runs no workers, can show every executor's health. Not part of the SPI: the Django store's own."""
+    which runs no workers, can show every executor's health (`FlowStore.record_heartbeat`)."""
 
     executor_id = models.CharField(primary_key=True, max_length=255)
     host = models.CharField(max_length=255, default="", blank=True)

@@ -566,57 +566,86 @@ def claimed_write(
     satisfied, a kept sleep, or a write that raced it), and only then the statement NOTIFYs the other
     processes' pollers: an execution suspended on inputs nobody gave yet wakes nobody.
     """
-    parts = [
-        "claim AS (SELECT id, last_seq, cancel_requested, cancel_reason FROM flowstore_execution "
-        "WHERE id = %(id)s AND claim_token = %(token)s AND claim_expiry > %(now)s FOR UPDATE)"
-    ]
+    parts = [_CLAIM_CTE, _go_cte(gate, unless_cancelled)]
+    if extra_fields:
+        parts.append(_extra_fields_cte(extra_fields))
+    if insert_wait:
+        parts.append(_PUT_WAIT_CTE)
+    if delete_waits:
+        parts.append(_retired_cte(delete_waits, keep))
+    if events:
+        parts.append(_history_cte(events))
+    parts.append(_stamped_cte(events, set_status, release, clear_cancel))
+    signal = _wake_columns(keep) if notify else ""
+    answer = (
+        "stamped.cancel_requested IS NOT NULL, COALESCE(stamped.cancel_requested, claim.cancel_requested), "
+        "COALESCE(stamped.cancel_reason, claim.cancel_reason)"
+    )
+    return "WITH " + ",\n".join(parts) + f"\nSELECT {answer}{signal} FROM claim LEFT JOIN stamped ON TRUE"
+
+
+# The pieces of `claimed_write`, in the order it chains them.
+_CLAIM_CTE = (
+    "claim AS (SELECT id, last_seq, cancel_requested, cancel_reason FROM flowstore_execution "
+    "WHERE id = %(id)s AND claim_token = %(token)s AND claim_expiry > %(now)s FOR UPDATE)"
+)
+
+_PUT_WAIT_CTE = (
+    "put_wait AS (INSERT INTO flowstore_wait (execution_id, path, kind, at, field_name) "
+    "SELECT id, %(path)s, %(kind)s, %(at)s::timestamptz, %(field_name)s FROM go "
+    "ON CONFLICT (execution_id, path) DO NOTHING)"
+)
+
+
+def _go_cte(gate: str | None, unless_cancelled: bool) -> str:
+    """`go`: the claimed row, or only when the write-once `gate` wrote / no cancel request is pending."""
     if gate == "field":
-        parts.append(
+        return (
             "go AS (INSERT INTO flowstore_field (execution_id, name, value, tag) "
             "SELECT id, %(path)s, %(value)s, %(tag)s FROM claim "
             "ON CONFLICT (execution_id, name) DO NOTHING RETURNING execution_id AS id)"
         )
-    elif gate == "mark":
-        parts.append(
+    if gate == "mark":
+        return (
             "go AS (INSERT INTO flowstore_progress (execution_id, path) SELECT id, %(path)s FROM claim "
             "ON CONFLICT (execution_id, path) DO NOTHING RETURNING execution_id AS id)"
         )
-    elif unless_cancelled:
-        parts.append("go AS (SELECT id FROM claim WHERE NOT cancel_requested)")
-    else:
-        parts.append("go AS (SELECT id FROM claim)")
-    if extra_fields:
-        rows = ", ".join(f"(%(x{i}n)s, %(x{i}v)s, %(x{i}t)s)" for i in range(extra_fields))
-        parts.append(
-            "extra AS (INSERT INTO flowstore_field (execution_id, name, value, tag) "
-            f"SELECT go.id, x.n, x.v, x.t FROM go CROSS JOIN (VALUES {rows}) AS x(n, v, t) "
-            "ON CONFLICT (execution_id, name) DO NOTHING)"
-        )
-    if insert_wait:
-        parts.append(
-            "put_wait AS (INSERT INTO flowstore_wait (execution_id, path, kind, at, field_name) "
-            "SELECT id, %(path)s, %(kind)s, %(at)s::timestamptz, %(field_name)s FROM go "
-            "ON CONFLICT (execution_id, path) DO NOTHING)"
-        )
+    if unless_cancelled:
+        return "go AS (SELECT id FROM claim WHERE NOT cancel_requested)"
+    return "go AS (SELECT id FROM claim)"
+
+
+def _extra_fields_cte(count: int) -> str:
+    rows = ", ".join(f"(%(x{i}n)s, %(x{i}v)s, %(x{i}t)s)" for i in range(count))
+    return (
+        "extra AS (INSERT INTO flowstore_field (execution_id, name, value, tag) "
+        f"SELECT go.id, x.n, x.v, x.t FROM go CROSS JOIN (VALUES {rows}) AS x(n, v, t) "
+        "ON CONFLICT (execution_id, name) DO NOTHING)"
+    )
+
+
+def _retired_cte(delete_waits: str, keep: int) -> str:
     if delete_waits == "path":
         where = "AND w.path = %(path)s"
     elif delete_waits == "except":
         where = "AND w.path NOT IN (" + ", ".join(f"%(keep{i})s" for i in range(keep)) + ")" if keep else ""
     else:
         where = ""
-    if delete_waits:
-        parts.append(
-            f"retired AS (DELETE FROM flowstore_wait w USING go WHERE w.execution_id = go.id {where})"
-        )
-    if events:
-        rows = ", ".join(
-            f"({i + 1}, %(ev{i}f)s, %(ev{i}k)s, %(ev{i}t)s::timestamptz, %(ev{i}d)s)" for i in range(events)
-        )
-        parts.append(
-            "history AS (INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data) "
-            "SELECT claim.id, claim.last_seq + v.n, v.f, v.k, v.t, v.d "
-            f"FROM claim JOIN go ON go.id = claim.id CROSS JOIN (VALUES {rows}) AS v(n, f, k, t, d))"
-        )
+    return f"retired AS (DELETE FROM flowstore_wait w USING go WHERE w.execution_id = go.id {where})"
+
+
+def _history_cte(events: int) -> str:
+    rows = ", ".join(
+        f"({i + 1}, %(ev{i}f)s, %(ev{i}k)s, %(ev{i}t)s::timestamptz, %(ev{i}d)s)" for i in range(events)
+    )
+    return (
+        "history AS (INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data) "
+        "SELECT claim.id, claim.last_seq + v.n, v.f, v.k, v.t, v.d "
+        f"FROM claim JOIN go ON go.id = claim.id CROSS JOIN (VALUES {rows}) AS v(n, f, k, t, d))"
+    )
+
+
+def _stamped_cte(events: int, set_status: bool, release: bool, clear_cancel: bool) -> str:
     sets = [f"updated = %(now)s, last_seq = e.last_seq + {events}"]
     if set_status:
         sets.append(
@@ -627,34 +656,31 @@ def claimed_write(
         sets.append("executor = NULL, claim_expiry = NULL, claim_token = NULL")
     if clear_cancel:
         sets.append("cancel_requested = FALSE, cancel_reason = ''")
-    parts.append(
+    return (
         f"stamped AS (UPDATE flowstore_execution e SET {', '.join(sets)} FROM go WHERE e.id = go.id "
         "RETURNING e.cancel_requested, e.cancel_reason)"
     )
-    signal = ""
-    if notify:
-        kept = "w.path IN (" + ", ".join(f"%(keep{i})s" for i in range(keep)) + ")" if keep else "FALSE"
-        # The wait rows and fields as the statement's snapshot has them (its DELETE is not visible to it),
-        # narrowed to the kept rows. A write that committed while this statement waited for the row lock
-        # (a signal, a cancel) is invisible to that snapshot, but it moved last_seq, which the locked row
-        # (`claim`) shows and the snapshot does not: then wake, to be safe.
-        wakes = (
-            "(stamped.cancel_requested "
-            "OR claim.last_seq <> (SELECT s.last_seq FROM flowstore_execution s WHERE s.id = claim.id) "
-            "OR NOT EXISTS (SELECT 1 FROM flowstore_wait w "
-            f"WHERE w.execution_id = claim.id AND {kept}) OR EXISTS (SELECT 1 FROM flowstore_wait w "
-            f"WHERE w.execution_id = claim.id AND {kept} AND (w.kind = 'at' OR EXISTS (SELECT 1 FROM "
-            "flowstore_field f WHERE f.execution_id = w.execution_id AND f.name = w.field_name))))"
-        )
-        signal = (
-            f", {wakes} AS wakes, CASE WHEN stamped.cancel_requested IS NOT NULL AND {wakes} "
-            f"THEN pg_notify('{WAKE_CHANNEL}', %(origin)s) END"
-        )
-    answer = (
-        "stamped.cancel_requested IS NOT NULL, COALESCE(stamped.cancel_requested, claim.cancel_requested), "
-        "COALESCE(stamped.cancel_reason, claim.cancel_reason)"
+
+
+def _wake_columns(keep: int) -> str:
+    """`notify`'s fourth column (whether the row may now be ready) and the NOTIFY sent only then."""
+    kept = "w.path IN (" + ", ".join(f"%(keep{i})s" for i in range(keep)) + ")" if keep else "FALSE"
+    # The wait rows and fields as the statement's snapshot has them (its DELETE is not visible to it),
+    # narrowed to the kept rows. A write that committed while this statement waited for the row lock
+    # (a signal, a cancel) is invisible to that snapshot, but it moved last_seq, which the locked row
+    # (`claim`) shows and the snapshot does not: then wake, to be safe.
+    wakes = (
+        "(stamped.cancel_requested "
+        "OR claim.last_seq <> (SELECT s.last_seq FROM flowstore_execution s WHERE s.id = claim.id) "
+        "OR NOT EXISTS (SELECT 1 FROM flowstore_wait w "
+        f"WHERE w.execution_id = claim.id AND {kept}) OR EXISTS (SELECT 1 FROM flowstore_wait w "
+        f"WHERE w.execution_id = claim.id AND {kept} AND (w.kind = 'at' OR EXISTS (SELECT 1 FROM "
+        "flowstore_field f WHERE f.execution_id = w.execution_id AND f.name = w.field_name))))"
     )
-    return "WITH " + ",\n".join(parts) + f"\nSELECT {answer}{signal} FROM claim LEFT JOIN stamped ON TRUE"
+    return (
+        f", {wakes} AS wakes, CASE WHEN stamped.cancel_requested IS NOT NULL AND {wakes} "
+        f"THEN pg_notify('{WAKE_CHANNEL}', %(origin)s) END"
+    )
 
 
 CREATE_AT_ONCE = Query(

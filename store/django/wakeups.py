@@ -1,65 +1,21 @@
-"""Waking blocked `claim_ready` callers: a broadcast hub, and what feeds it from other processes.
-
-The hub counts changes (a generation). A caller records the generation before its first ask, so only a
-change made after the call began wakes it, and one change wakes every blocked caller, on whatever event
-loop or thread each runs. Local writes bump it directly; writes of other processes arrive through
-PostgreSQL's LISTEN/NOTIFY (one listener connection per store, on its own thread) or, on SQLite, through
-the caller's own short poll of `PRAGMA data_version`.
+"""What feeds the wake hub (`store/wake_hub.py`) from other processes: on PostgreSQL their NOTIFYs, heard by
+one listener connection per store on its own thread (on SQLite, the caller's own short poll of
+`PRAGMA data_version`, in store/django/sqlite.py). Local writes bump the hub directly.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
 from typing import Any
 
 from store.django import queries
+from store.wake_hub import WakeHub
+
+__all__ = ["PostgresListener", "WakeHub", "listener_params", "payload"]
 
 log = logging.getLogger(__name__)
-
-
-class WakeHub:
-    """A change generation and the futures of the callers blocked on it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.generation = 0
-        self.registrations = 0
-        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
-
-    def changed(self, *, registration: bool = False) -> None:
-        """Something that may make a row ready happened: wake every blocked caller."""
-        with self._lock:
-            self.generation += 1
-            if registration:
-                self.registrations += 1
-            waiters = list(self._waiters)
-        for loop, future in waiters:
-            try:
-                loop.call_soon_threadsafe(_resolve, future)
-            except RuntimeError:  # its loop is closed: nobody waits there any more
-                with self._lock:
-                    self._waiters.discard((loop, future))
-
-    def waiter(self) -> asyncio.Future[None]:
-        """A future resolved at the next change; `forget` it when done."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        with self._lock:
-            self._waiters.add((loop, future))
-        return future
-
-    def forget(self, future: asyncio.Future[None]) -> None:
-        with self._lock:
-            self._waiters.discard((future.get_loop(), future))
-        future.cancel()
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 # The NOTIFY payload is the sending store's origin, with this suffix after a "/" for a registration.

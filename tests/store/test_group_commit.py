@@ -16,6 +16,7 @@ import pytest
 from store import spi
 from store.clock import ManualClock
 from store.django.group_commit import GroupCommit
+from store.django.postgres import PostgresWrites
 from store.django.store import DjangoStore
 from tests.store.django_support import POSTGRES_URL, database_access, postgres_alias
 
@@ -51,8 +52,15 @@ async def _claimed(store: DjangoStore, ids: list[str]) -> dict[str, spi.Claimed]
     return {handle.state.execution_id: handle for handle in handles}
 
 
+def _writers(store: DjangoStore) -> dict[asyncio.AbstractEventLoop, GroupCommit]:
+    """The store's group commits, one per event loop (PostgreSQL's writer seam holds them)."""
+    writes = store._writes
+    assert isinstance(writes, PostgresWrites)
+    return writes.writers
+
+
 def _writer(store: DjangoStore) -> GroupCommit:
-    return store._writers[asyncio.get_running_loop()]
+    return _writers(store)[asyncio.get_running_loop()]
 
 
 async def _hold_the_connection(store: DjangoStore) -> asyncio.Future[Any]:
@@ -221,7 +229,7 @@ def test_each_event_loop_gets_its_own_writer(store: DjangoStore) -> None:
         return [s.execution_id for s in (await store.list_executions(None, None, 10)).items]
 
     assert sorted(asyncio.run(states())) == ["one", "two"]
-    assert len(store._writers) == 1  # the first loop's writer was let go when the second began
+    assert len(_writers(store)) == 1  # the first loop's writer was let go when the second began
 
 
 def test_a_writer_whose_loop_ended_without_cancelling_it_closes_its_connection_when_collected(

@@ -1,0 +1,153 @@
+"""Reading executions through the ORM: their states with their waits, and a `list_executions` search
+(what it selects, what it counts for its total, and how it takes a page in created order)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connections
+from django.db.models import Exists, OuterRef, Q
+
+from store import spi
+from store.django import models, queries, rows
+from store.django.tx import Tx
+
+__all__ = ["ALL", "FEW_TO_SORT", "counted", "execution_page", "executions_matching", "states_in"]
+
+# A page bound that no database overflows on ("all of them").
+ALL = 2**62
+# An id-prefix search matching at most this many executions sorts its matches for the page (see
+# `_page_of_few`); more matches are dense enough for the walk down the created index to find a page soon.
+FEW_TO_SORT = 20_000
+
+
+def states_in(using: str, ids: Sequence[str] | None, queryset: Any) -> list[spi.ExecutionState]:
+    """The states of the executions of `queryset` (narrowed to `ids` when given), each with its waits."""
+    if ids is not None:
+        queryset = queryset.filter(id__in=ids)
+    found = list(queryset.values_list(*queries.EXECUTION_COLUMNS))
+    waits: dict[str, dict[str, spi.Wake]] = {}
+    if found:
+        wait_rows = models.Wait.objects.using(using).filter(execution_id__in=[r[0] for r in found])
+        for eid, path, kind, at, field_name in wait_rows.values_list(
+            "execution_id", "path", "kind", "at", "field_name"
+        ):
+            waits.setdefault(eid, {})[path] = rows.wake_of(kind, at, field_name)
+    return [rows.execution_state(r, waits.get(r[0], {})) for r in found]
+
+
+def execution_page(
+    tx: Tx,
+    using: str,
+    flow_id: str | None,
+    filt: spi.ExecutionFilter.Any | None,
+    limit: int | None,
+    offset: int,
+    id_prefix: str | None,
+) -> spi.ExecutionPage:
+    """`list_executions`, in the transaction `tx`: the page, newest created first, and the exact total."""
+    queryset = executions_matching(using, flow_id, filt, id_prefix)
+    total = counted(using, flow_id, filt, id_prefix, queryset).count()
+    start = max(0, offset)
+    stop = start + min(limit, ALL) if limit is not None and limit >= 0 else None
+    if id_prefix and tx.vendor == "postgresql" and total <= FEW_TO_SORT:
+        order = _page_of_few(tx, queryset, start, stop)
+    else:
+        page = queryset.order_by("-created", "-serial")[start:stop]
+        order = list(page.values_list("id", flat=True))
+    states = {s.execution_id: s for s in states_in(using, order, models.Execution.objects.using(using))}
+    return spi.ExecutionPage(items=[states[i] for i in order], total=total)
+
+
+def _page_of_few(tx: Tx, matching: Any, start: int, stop: int | None) -> list[str]:
+    """PostgreSQL: a page of a search known to match few executions, taken by sorting the matches.
+
+    Asked for a page in created order, the planner walks the created index down from the newest row and
+    filters: cheap when matches are spread over time, but an id prefix often names old executions only,
+    and then the walk passes every newer row first (1.6 s for 10,000 matches under 990,000 newer rows).
+    Materializing the matches first (the id index's range) and sorting them costs what they number."""
+    inner, params = matching.values("id", "created", "serial").query.sql_with_params()
+    tx.cursor.execute(
+        queries.SORTED_PAGE.text(tx.vendor).format(matching=inner),
+        [*params, None if stop is None else stop - start, start],
+    )
+    return [row[0] for row in tx.cursor.fetchall()]
+
+
+def counted(
+    using: str,
+    flow_id: str | None,
+    filt: spi.ExecutionFilter.Any | None,
+    id_prefix: str | None,
+    matching: Any,
+) -> Any:
+    """What a search counts for its exact total (`.count()` of it). A wait-kind arm counts distinct
+    executions among the wait rows (an index-only scan of the rows that wait) instead of probing every
+    execution for a row."""
+    Arm = spi.ExecutionFilter
+    if not isinstance(filt, Arm.Sleeping | Arm.WaitingForInput):
+        return matching
+    waits = models.Wait.objects.using(using)
+    if isinstance(filt, Arm.Sleeping):
+        waits = waits.filter(kind=models.Wait.AT)
+    else:
+        waits = waits.filter(kind=models.Wait.ON_FIELD)
+        if filt.name is not None:
+            waits = waits.filter(field_name=filt.name)
+    if flow_id is not None:
+        waits = waits.filter(execution__flow_id=flow_id)
+    if id_prefix:
+        if connections[using].vendor == "sqlite":
+            waits = waits.filter(execution_id__gte=id_prefix, execution_id__lt=id_prefix + "\U0010ffff")
+        else:
+            waits = waits.filter(execution__id__startswith=id_prefix)
+    return waits.values("execution_id").distinct()
+
+
+def executions_matching(
+    using: str, flow_id: str | None, filt: spi.ExecutionFilter.Any | None, id_prefix: str | None
+) -> Any:
+    """The executions a `list_executions` call selects, unpaged (each arm mirrors `spi.filter_matches`)."""
+    queryset = models.Execution.objects.using(using).all()
+    if flow_id is not None:
+        queryset = queryset.filter(flow_id=flow_id)
+    if id_prefix:
+        if connections[using].vendor == "sqlite":
+            # SQLite's LIKE ignores case; a range on its byte-wise (code point) order does not
+            queryset = queryset.filter(id__gte=id_prefix, id__lt=id_prefix + "\U0010ffff")
+        else:
+            queryset = queryset.filter(id__startswith=id_prefix)
+    if filt is None:
+        return queryset
+    active = ~Q(status_kind__in=models.TERMINAL_KINDS)
+    waits = models.Wait.objects.using(using).filter(execution=OuterRef("pk"))
+    Arm = spi.ExecutionFilter
+    match filt:
+        case Arm.Running():
+            return queryset.filter(status_kind=models.RUNNING)
+        case Arm.Completed():
+            return queryset.filter(status_kind=models.COMPLETED)
+        case Arm.Cancelled():
+            return queryset.filter(status_kind=models.CANCELLED)
+        case Arm.Compensating():
+            return queryset.filter(status_kind=models.COMPENSATING)
+        case Arm.Failed(kind):
+            if kind is not None:
+                # failure_kind is written for Failed rows only (rows.status_columns), so it selects them
+                # alone, and its partial index then counts them without visiting the table
+                return queryset.filter(failure_kind=kind)
+            return queryset.filter(status_kind=models.FAILED)
+        case Arm.Sleeping():
+            return queryset.filter(Exists(waits.filter(kind=models.Wait.AT)))
+        case Arm.WaitingForInput(name):
+            on_field = waits.filter(kind=models.Wait.ON_FIELD)
+            return queryset.filter(Exists(on_field if name is None else on_field.filter(field_name=name)))
+        case Arm.Cancelling():
+            return queryset.filter(Q(cancel_requested=True) & active)
+        case Arm.Orphaned(served_hashes):
+            return queryset.filter(active & ~Q(hash__in=sorted(served_hashes)))
+        case Arm.Stopped(code):
+            queryset = queryset.filter(status_kind=models.STOPPED)
+            return queryset if code is None else queryset.filter(stop_code=code)
+    raise TypeError(f"not a filter: {filt!r}")

@@ -1,0 +1,175 @@
+"""The writer seam: how one database takes the Django store's hot operations, chosen once when the store is
+built. `PostgresWrites` (store/django/postgres.py) sends each as ONE statement in autocommit through group
+commit; `SqliteWrites` (store/django/sqlite.py) runs each as a transaction on the store's one thread, under
+SQLite's write lock. Everything else (operator writes, cancel requests, registrations, most reads, a
+claim's status change) is one transaction on either database, written once: in `DjangoStore` and
+`DjangoClaimed`. PostgreSQL falls back to those transactions where a statement's answer cannot tell.
+
+Also here: what a claim answers (`Ask`, one `Claim` per row), which the store turns into handles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+from store import spi
+from store.django import rows
+
+if TYPE_CHECKING:
+    from store.django.claimed import DjangoClaimed
+    from store.django.tx import Tx
+
+__all__ = ["Ask", "Claim", "Writes", "creation_params"]
+
+Ledger = tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claimed row: its state, its satisfied waits, the token, and (read with it) its ledger."""
+
+    state: spi.ExecutionState
+    satisfied: frozenset[str]
+    token: int
+    ledger: Ledger | None = None
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One claim attempt: what it claimed, or when a served row comes ready with no write (and, on
+    SQLite, the data version its wait watches)."""
+
+    claims: list[Claim]
+    now: datetime
+    next_wake: datetime | None = None
+    data_version: int | None = None
+
+
+class Writes(Protocol):
+    """The operations whose way to the database differs between PostgreSQL and SQLite. Each keeps the SPI
+    verb's invariant exactly as the other does; none wakes this process's pollers beyond what the verb
+    says (the store's hub), and every answer is given once the write is durable."""
+
+    def claim(
+        self,
+        served: frozenset[tuple[str, str]],
+        executor_id: str,
+        expiry: datetime,
+        limit: int,
+        now: datetime,
+    ) -> asyncio.Future[Ask]:
+        """Start one claim attempt (the caller shields it, so it may outlive the caller's wait)."""
+        ...
+
+    async def start_listening(self) -> None:
+        """Before a blocking poll: make sure other processes' writes reach the hub."""
+        ...
+
+    def commits_elsewhere(self, ask: Ask) -> Callable[[], Awaitable[None]] | None:
+        """What returns once another process committed, when nothing tells the hub of it; None when
+        something does."""
+        ...
+
+    def notify(self, tx: Tx, *, registration: bool) -> None:
+        """In a transactional write that can make a row ready: tell the other processes at its commit."""
+        ...
+
+    async def create(
+        self,
+        execution_id: str,
+        flow_id: str,
+        hash: str,
+        status: spi.Status,
+        event: spi.Event,
+        fields: Mapping[str, spi.FieldData] | None,
+        now: datetime,
+    ) -> bool: ...
+
+    async def create_claimed(
+        self, params: dict[str, Any], fields: Mapping[str, spi.FieldData] | None, event: spi.Event
+    ) -> Sequence[Any] | None:
+        """The claimed row's columns (`creation_params` with executor and expiry), None if the id exists."""
+        ...
+
+    async def signal(
+        self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event, now: datetime
+    ) -> spi.SignalOutcome: ...
+
+    async def signal_and_claim(
+        self,
+        execution_id: str,
+        name: str,
+        value: spi.FieldData,
+        event: spi.Event,
+        now: datetime,
+        executor_id: str,
+        expiry: datetime,
+    ) -> tuple[spi.SignalOutcome, Claim | None]: ...
+
+    async def get_execution(self, execution_id: str) -> spi.ExecutionState | None: ...
+
+    # ---- under a claim (the handle's verbs; `update_status` is one transaction on both)
+
+    async def append_event(self, handle: DjangoClaimed, events: Sequence[spi.Event]) -> spi.WriteOutcome: ...
+
+    async def record_wait(
+        self, handle: DjangoClaimed, path: str, wake: spi.Wake, events: Sequence[spi.Event]
+    ) -> spi.WriteOutcome: ...
+
+    async def renew_claim(self, handle: DjangoClaimed, lease: timedelta) -> bool: ...
+
+    async def record_progress(
+        self,
+        handle: DjangoClaimed,
+        path: str,
+        value: spi.FieldData | None,
+        events: Sequence[spi.Event],
+        extra_fields: Mapping[str, spi.FieldData] | None,
+        clear_cancel: bool,
+    ) -> spi.ProgressOutcome: ...
+
+    async def finish(
+        self, handle: DjangoClaimed, outcome: spi.ClaimOutcome, preceding: Sequence[spi.Event]
+    ) -> spi.StatusOutcome: ...
+
+    # ---- lifecycle
+
+    def close(self) -> None:
+        """With the store: stop what serves this database beside the store's threads."""
+        ...
+
+    async def aclose(self) -> None:
+        """With the store, on the running loop: close what belongs to it."""
+        ...
+
+
+def creation_params(
+    execution_id: str,
+    flow_id: str,
+    hash: str,
+    status: spi.Status,
+    event: spi.Event,
+    fields: Mapping[str, spi.FieldData] | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The parameters a creating statement takes: the row, its Created event (`ev0…`), its seed fields
+    (`s{i}…`, as `queries.seed_fields` numbers them)."""
+    [(event_flow_id, kind, timestamp, data)] = rows.event_values([event])
+    params: dict[str, Any] = {
+        "id": execution_id,
+        "flow_id": flow_id,
+        "hash": hash,
+        "now": now,
+        "ev0f": event_flow_id,
+        "ev0k": kind,
+        "ev0t": timestamp,
+        "ev0d": data,
+        **rows.status_columns(status),
+    }
+    for i, (name, seed) in enumerate((fields or {}).items()):
+        params.update({f"s{i}n": name, f"s{i}v": seed.value, f"s{i}t": seed.tag})
+    return params
