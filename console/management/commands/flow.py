@@ -20,7 +20,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 from pydantic import ValidationError
 
-from console import runtime, tokens
+from console import runtime, tokens, waits
 from console.cli import FLOW_VERBS
 from console.conf import flowdeck_settings
 from console.management.commands import _output
@@ -76,16 +76,6 @@ def status_word(status: spi.Status) -> str:
     if isinstance(status, spi.Failed):
         return f"failed:{status.kind or 'error'}"
     return status.show()
-
-
-def _waits_text(state: spi.ExecutionState) -> str:
-    parts = []
-    for name, wake in sorted(state.waits.items()):
-        if isinstance(wake, spi.WakeAt):
-            parts.append(f"{name} until {wake.at:%Y-%m-%d %H:%M}")
-        else:
-            parts.append(f"input {wake.name}")
-    return ", ".join(parts)
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -253,7 +243,7 @@ class Command(_output.SafeOutputCommand):
                 s.flow_id,
                 status_word(s.status),
                 f"{s.updated:%Y-%m-%d %H:%M:%S}",
-                _waits_text(s),
+                waits.line(s),
             )
             for s in page.items
         ]
@@ -293,7 +283,7 @@ class Command(_output.SafeOutputCommand):
             lines.append(f"cancel requested: {s.cancel_reason or '(no reason)'}")
         lines += _status_lines(s.status)
         if s.waits:
-            lines.append(f"waiting on {_waits_text(s)}")
+            lines.append(f"waiting on {waits.line(s)}")
         if detail.inputs:
             lines.append(
                 "inputs     "
