@@ -21,9 +21,9 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 
-from console import runtime
+from console import discovery, runtime, waits
+from console.conf import flowdeck_settings
 from engine.engine import FlowEngine
-from examples.fulfilment import flows
 from store import spi
 
 __all__ = ["DEMO_USER", "Seeded", "ensure_admin", "order", "seed"]
@@ -116,10 +116,18 @@ async def _start_absent(engine: FlowEngine, wanted: Wanted) -> bool:
 async def seed_parked(store: spi.FlowStore) -> None:
     """Start `demo-parked` under the previous version of `fulfilment` with an engine that runs nothing.
 
-    No worker serves that version afterwards (they register the current one), so it stays parked until an
-    operator resumes it onto the current version (`flow resume demo-parked --go`)."""
+    That version comes from the flows module `FLOWDECK_DEMO_PREVIOUS_FLOWS` names, read by discovery as
+    any flows module is. No worker serves it afterwards (they register the current one), so it stays
+    parked until an operator resumes it onto the current version (`flow resume demo-parked --go`)."""
+    module = flowdeck_settings().demo_previous_flows
+    if not module:
+        raise discovery.FlowDiscoveryError(
+            "FLOWDECK_DEMO_PREVIOUS_FLOWS names no flows module: the demo's parked execution needs one"
+        )
     old = FlowEngine(store)
-    await old.register("fulfilment", flows.fulfilment_v1)
+    for workflow_id, versions in discovery.flows_of(module).items():
+        for flow in versions:
+            await old.register(workflow_id, flow)
     await _start_absent(old, PARKED)
 
 
@@ -166,6 +174,6 @@ def _word(state: spi.ExecutionState) -> str:
     if isinstance(status, spi.Failed):
         return f"failed:{status.kind}"
     if isinstance(status, spi.Running) and state.waits:
-        kinds = {"input" if isinstance(w, spi.WakeOnField) else "sleep" for w in state.waits.values()}
+        kinds = {"input" if w.input_name is not None else "sleep" for w in waits.waits_of(state)}
         return "running (" + " + ".join(sorted(kinds)) + ")"
     return status.show()

@@ -17,8 +17,7 @@ import socket
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 
-from django.conf import settings
-
+from console.conf import flowdeck_settings
 from engine.engine import FlowEngine
 from store import heartbeats, spi
 
@@ -26,14 +25,13 @@ __all__ = ["ExecutorView", "executors", "heartbeat_interval", "publishing", "rec
 
 logger = logging.getLogger("console.heartbeat")
 
-DEFAULT_SECONDS = 5.0
 # An executor shows when it was heard from this recently; it is stale after this many missed beats.
 HEARD_WITHIN = timedelta(minutes=1)
 STALE_AFTER_BEATS = 3
 
 
 def heartbeat_interval() -> timedelta:
-    return timedelta(seconds=float(getattr(settings, "FLOWDECK_HEARTBEAT_SECONDS", DEFAULT_SECONDS)))
+    return flowdeck_settings().heartbeat
 
 
 def _beat_of(engine: FlowEngine, started: datetime, *, stopped: bool) -> heartbeats.Heartbeat:

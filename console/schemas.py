@@ -14,6 +14,7 @@ from ninja import Schema
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
+from console import waits
 from engine import dry_run, ids
 from engine.engine import ExecutionDetail, InputStatus
 from engine.errors import FlowInvalidId
@@ -225,13 +226,7 @@ class ExecutionDetailDto(ExecutionInfoDto):
 
 
 def waits_of(state: spi.ExecutionState) -> list[WaitDto]:
-    rows = []
-    for path, wake in sorted(state.waits.items()):
-        if isinstance(wake, spi.WakeAt):
-            rows.append(WaitDto(path=path, kind="sleeping", detail=wake.at.isoformat()))
-        else:
-            rows.append(WaitDto(path=path, kind="waiting", detail=wake.name))
-    return rows
+    return [WaitDto(path=w.path, kind=w.kind, detail=w.detail) for w in waits.waits_of(state)]
 
 
 def execution_info_of(state: spi.ExecutionState) -> ExecutionInfoDto:

@@ -183,3 +183,8 @@ LOGGING = {
 
 # Modules holding flows, besides every installed app's `flows.py`.
 FLOWDECK_FLOW_MODULES: list[str] = []
+
+# The flows module (read by discovery, as any flows module is) declaring the versions no process serves,
+# that the demo parks an execution on: here, the fulfilment example installed above. The settings are the
+# one place naming the example; console.demo itself imports none.
+FLOWDECK_DEMO_PREVIOUS_FLOWS = "examples.fulfilment.previous"

@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 
-from console import live, refusals
+from console import live, refusals, waits
 from console.models import OPERATE_PERMISSION, RUN_PERMISSION
 from engine import errors
 from store import spi
@@ -39,21 +39,8 @@ __all__ = [
 FOLD_CHARS = 600  # a value longer than this is folded (shown on demand)
 
 
-@dataclass(frozen=True)
-class WaitView:
-    """One wait row: a person's input, or a deadline (`at`, for the countdown)."""
-
-    path: str
-    input_name: str | None
-    at: datetime | None
-
-    @property
-    def words(self) -> str:
-        return (
-            f"input {self.input_name}"
-            if self.input_name is not None
-            else f"until {self.at:%Y-%m-%d %H:%M:%S}"
-        )
+WaitView = waits.Wait
+"""One wait row (`console.waits.Wait`: the one place a wait is written)."""
 
 
 @dataclass(frozen=True)
@@ -71,14 +58,7 @@ class Row:
     cancel_requested: bool
 
 
-def waits_of(state: spi.ExecutionState) -> tuple[WaitView, ...]:
-    found = []
-    for path, wake in sorted(state.waits.items()):
-        if isinstance(wake, spi.WakeOnField):
-            found.append(WaitView(path, wake.name, None))
-        else:
-            found.append(WaitView(path, None, wake.at))
-    return tuple(found)
+waits_of = waits.waits_of
 
 
 def badge_of(state: spi.ExecutionState) -> str:

@@ -184,7 +184,7 @@ def build_engine(options: Mapping[str, Any], *, poll_timeout: timedelta | None =
             renew_every=span("renew_every", conf.renew_every),
             batch_size=batch_size,
             poll_timeout=poll_timeout or conf.poll_timeout,
-            shutdown_grace=span("shutdown_grace", timedelta(seconds=10)),
+            shutdown_grace=span("shutdown_grace", conf.shutdown_grace),
         )
     except FlowConfigError as error:
         problems = "\n".join(f"  - {p}" for p in error.problems)

@@ -30,6 +30,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections
 
 from console import demo, deploy, heartbeat, runtime
+from console.conf import flowdeck_settings
 from console.management.commands._common import engine_logging, usage_error
 from engine.engine import FlowEngine
 
@@ -205,4 +206,4 @@ class _Workers(threading.Thread):
         if self._loop is not None and self._stopping is not None and not self._loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop already ended
                 self._loop.call_soon_threadsafe(self._stopping.set)
-        self.join(timeout=settings.__dict__.get("FLOWDECK_DEMO_STOP_SECONDS", 30))
+        self.join(timeout=flowdeck_settings().demo_stop.total_seconds())

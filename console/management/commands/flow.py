@@ -20,7 +20,7 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 from pydantic import ValidationError
 
-from console import runtime, tokens
+from console import runtime, tokens, waits
 from console.cli import FLOW_VERBS
 from console.conf import flowdeck_settings
 from console.management.commands import _output
@@ -78,16 +78,6 @@ def status_word(status: spi.Status) -> str:
     return status.show()
 
 
-def _waits_text(state: spi.ExecutionState) -> str:
-    parts = []
-    for name, wake in sorted(state.waits.items()):
-        if isinstance(wake, spi.WakeAt):
-            parts.append(f"{name} until {wake.at:%Y-%m-%d %H:%M}")
-        else:
-            parts.append(f"input {wake.name}")
-    return ", ".join(parts)
-
-
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """Aligned columns; each cell on its one line (its control characters, newlines too, escaped)."""
     rows = [[_output.escape("" if c is None else str(c)) for c in row] for row in rows]
@@ -113,6 +103,98 @@ def _report_text(report: Any) -> str:
     return "\n".join(map(_output.escape, lines))  # each on its line, whatever a detail holds
 
 
+# ---------------------------------------------------------------------------------------- arguments
+
+
+def _ls_arguments(ls: CommandParser) -> None:
+    ls.add_argument("--workflow", "-w", help="only this workflow")
+    ls.add_argument("--status", "-s", help="a filter: " + ", ".join(spi.ExecutionFilter.WIRE_WORDS))
+    ls.add_argument("--limit", "-n", type=int, default=25, help="at most this many (default 25)")
+    ls.add_argument("--offset", type=int, default=0, help="skip this many")
+    ls.add_argument("--prefix", help="only ids starting with this")
+
+
+def _show_arguments(show: CommandParser) -> None:
+    show.add_argument("execution_id", metavar="EID")
+    show.add_argument("--history", type=int, default=20, help="the latest events to show (default 20)")
+
+
+def _start_arguments(start: CommandParser) -> None:
+    start.add_argument("workflow_id", metavar="WF")
+    start.add_argument("--id", dest="execution_id", help="the execution id (default: a random one)")
+    start.add_argument(
+        "--input",
+        "-i",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="an input delivered at start (repeatable)",
+    )
+
+
+def _signal_arguments(signal: CommandParser) -> None:
+    signal.add_argument("execution_id", metavar="EID")
+    signal.add_argument("name", metavar="NAME")
+    signal.add_argument("value", metavar="JSON")
+
+
+def _cancel_arguments(cancel: CommandParser) -> None:
+    cancel.add_argument("execution_id", metavar="EID")
+    cancel.add_argument("reason", metavar="REASON", nargs="?", default="")
+
+
+def _cancel_all_arguments(cancel_all: CommandParser) -> None:
+    cancel_all.add_argument("workflow_id", metavar="WF")
+    cancel_all.add_argument("--reason", default="", help="why")
+
+
+def _resume_arguments(resume: CommandParser) -> None:
+    resume.add_argument("execution_id", metavar="EID")
+    resume.add_argument("--go", action="store_true", help="resume it for real")
+
+
+def _answer_arguments(answer: CommandParser) -> None:
+    answer.add_argument("execution_id", metavar="EID")
+    answer.add_argument("node", metavar="NODE")
+    answer.add_argument("value", metavar="JSON", nargs="?", help="the node's value (none for a step)")
+
+
+def _end_arguments(end: CommandParser) -> None:
+    end.add_argument("execution_id", metavar="EID")
+    end.add_argument("reason", metavar="REASON", nargs="?", default="ended by an operator")
+
+
+def _diagram_arguments(diagram: CommandParser) -> None:
+    diagram.add_argument("workflow_id", metavar="WF", nargs="?")
+    diagram.add_argument("--format", "-f", default="mermaid", help=", ".join(render.FORMATS))
+    diagram.add_argument("--execution", "-e", metavar="EID", help="paint this execution's progress")
+
+
+def _parked_arguments(parked: CommandParser) -> None:
+    parked.add_argument("workflow_id", metavar="WF")
+
+
+# Each verb: its name, its one-line help (also its description) and its own arguments, in `--help` order.
+_VERBS: tuple[tuple[str, str, Callable[[CommandParser], None]], ...] = (
+    ("ls", "list executions, newest first", _ls_arguments),
+    ("show", "an execution: status, waits, inputs, values, recent history", _show_arguments),
+    ("start", "start an execution of a workflow", _start_arguments),
+    ("signal", "deliver an input to a waiting execution", _signal_arguments),
+    ("cancel", "ask an execution to cancel (its undos run)", _cancel_arguments),
+    ("cancel-all", "ask every unended execution of a workflow to cancel", _cancel_all_arguments),
+    (
+        "resume",
+        "dry-run a stopped or parked execution on the newest version; --go to act",
+        _resume_arguments,
+    ),
+    ("answer", "record what a node did, for a stopped execution", _answer_arguments),
+    ("end", "end an execution Failed, running no undos", _end_arguments),
+    ("diagram", "draw a workflow (or, with --execution, an execution's progress)", _diagram_arguments),
+    ("parked", "executions held under a version no process serves", _parked_arguments),
+    ("token", "API tokens: create, list, revoke", tokens.add_arguments),
+)
+
+
 # ------------------------------------------------------------------------------------------ command
 
 
@@ -124,74 +206,10 @@ class Command(_output.SafeOutputCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-
-        def verb(name: str, help: str) -> CommandParser:
+        for name, help, arguments in _VERBS:
             sub = verbs.add_parser(name, help=help, description=help)
             sub.add_argument("--json", action="store_true", help="answer JSON, for scripts")
-            return sub
-
-        ls = verb("ls", "list executions, newest first")
-        ls.add_argument("--workflow", "-w", help="only this workflow")
-        ls.add_argument(
-            "--status",
-            "-s",
-            help="a filter: " + ", ".join(spi.ExecutionFilter.WIRE_WORDS),
-        )
-        ls.add_argument("--limit", "-n", type=int, default=25, help="at most this many (default 25)")
-        ls.add_argument("--offset", type=int, default=0, help="skip this many")
-        ls.add_argument("--prefix", help="only ids starting with this")
-
-        show = verb("show", "an execution: status, waits, inputs, values, recent history")
-        show.add_argument("execution_id", metavar="EID")
-        show.add_argument("--history", type=int, default=20, help="the latest events to show (default 20)")
-
-        start = verb("start", "start an execution of a workflow")
-        start.add_argument("workflow_id", metavar="WF")
-        start.add_argument("--id", dest="execution_id", help="the execution id (default: a random one)")
-        start.add_argument(
-            "--input",
-            "-i",
-            action="append",
-            default=[],
-            metavar="NAME=JSON",
-            help="an input delivered at start (repeatable)",
-        )
-
-        signal = verb("signal", "deliver an input to a waiting execution")
-        signal.add_argument("execution_id", metavar="EID")
-        signal.add_argument("name", metavar="NAME")
-        signal.add_argument("value", metavar="JSON")
-
-        cancel = verb("cancel", "ask an execution to cancel (its undos run)")
-        cancel.add_argument("execution_id", metavar="EID")
-        cancel.add_argument("reason", metavar="REASON", nargs="?", default="")
-
-        cancel_all = verb("cancel-all", "ask every unended execution of a workflow to cancel")
-        cancel_all.add_argument("workflow_id", metavar="WF")
-        cancel_all.add_argument("--reason", default="", help="why")
-
-        resume = verb("resume", "dry-run a stopped or parked execution on the newest version; --go to act")
-        resume.add_argument("execution_id", metavar="EID")
-        resume.add_argument("--go", action="store_true", help="resume it for real")
-
-        answer = verb("answer", "record what a node did, for a stopped execution")
-        answer.add_argument("execution_id", metavar="EID")
-        answer.add_argument("node", metavar="NODE")
-        answer.add_argument("value", metavar="JSON", nargs="?", help="the node's value (none for a step)")
-
-        end = verb("end", "end an execution Failed, running no undos")
-        end.add_argument("execution_id", metavar="EID")
-        end.add_argument("reason", metavar="REASON", nargs="?", default="ended by an operator")
-
-        diagram = verb("diagram", "draw a workflow (or, with --execution, an execution's progress)")
-        diagram.add_argument("workflow_id", metavar="WF", nargs="?")
-        diagram.add_argument("--format", "-f", default="mermaid", help=", ".join(render.FORMATS))
-        diagram.add_argument("--execution", "-e", metavar="EID", help="paint this execution's progress")
-
-        parked = verb("parked", "executions held under a version no process serves")
-        parked.add_argument("workflow_id", metavar="WF")
-
-        tokens.add_arguments(verb("token", "API tokens: create, list, revoke"))
+            arguments(sub)
 
     def handle(self, *args: Any, **options: Any) -> None:
         verb: str = options["verb"]
@@ -253,7 +271,7 @@ class Command(_output.SafeOutputCommand):
                 s.flow_id,
                 status_word(s.status),
                 f"{s.updated:%Y-%m-%d %H:%M:%S}",
-                _waits_text(s),
+                waits.line(s),
             )
             for s in page.items
         ]
@@ -293,7 +311,7 @@ class Command(_output.SafeOutputCommand):
             lines.append(f"cancel requested: {s.cancel_reason or '(no reason)'}")
         lines += _status_lines(s.status)
         if s.waits:
-            lines.append(f"waiting on {_waits_text(s)}")
+            lines.append(f"waiting on {waits.line(s)}")
         if detail.inputs:
             lines.append(
                 "inputs     "

@@ -50,7 +50,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--shutdown-grace",
             type=float,
-            help="seconds running attempts may finish after a stop signal (default 10)",
+            help="seconds running attempts may finish after a stop signal "
+            f"(default {conf.shutdown_grace.total_seconds():g})",
         )
         parser.add_argument(
             "--flows", help="comma-separated workflow ids to serve (default: every discovered one)"
