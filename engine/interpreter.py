@@ -4,7 +4,7 @@ An attempt reads the record (fields and history) once, then walks the flow's nod
 whose record it finds is skipped and its value read back (its compensations noted again); the first node
 without one runs, and is recorded before the next begins. Recording a node is ONE store write, and it is
 the write that starts the next node: before a body runs, one write carries the previous node's record
-(value, undo notes, completion: `Attempt.deferred`), the events pending since (the attempt's
+(value, undo notes, completion: `Recorder.deferred`), the events pending since (the attempt's
 ExecutionClaimed, a consumed input, a woken sleep) and this node's StepStarted. So a start is durable before
 its body, and the cancel flag that same write answers (`Claimed.cancel_requested`, refreshed by every
 accepted write, so the check costs no read) decides whether the body runs: a node whose start is recorded
@@ -22,6 +22,11 @@ How an attempt ends (`run_attempt` answers an `AttemptReport`):
 * the world not answering past the node's schedule → Stop(F0003); a mistake → Stop(F0001), nothing undone;
   an at-most-once node found started but unfinished → Stop(F0004);
 * a lost claim, a store failure, or the task being cancelled → nothing more is written.
+
+The parts live in modules of their own: the walk over the nodes (engine/walker.py), the record it reads and
+adds to (engine/recorder.py), a body's call, timeout and retries (engine/bodies.py), a fork's branches side
+by side (engine/forks.py), the signals and report an attempt ends with (engine/outcomes.py, whose names are
+importable from here), and the unwind (engine/compensation.py). This module runs one attempt with them.
 """
 
 from __future__ import annotations
