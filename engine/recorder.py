@@ -293,11 +293,11 @@ class Recorder:
     async def wait(self, path: str, wake: spi.Wake, event: spi.Event) -> None:
         raise NotImplementedError
 
-    async def join(self, jobs: Jobs) -> None:
+    def join(self, jobs: Jobs) -> Awaitable[None]:
         """Every job must finish (see `forks.join`)."""
         raise NotImplementedError
 
-    async def race(self, jobs: Jobs) -> int:
+    def race(self, jobs: Jobs) -> Awaitable[int]:
         """The index of the job that produced a value first (see `forks.race`)."""
         raise NotImplementedError
 
@@ -326,11 +326,12 @@ class RealRecorder(Recorder):
             return None
         return self.claimed.cancel_reason if self.claimed.cancel_requested else None
 
-    async def join(self, jobs: Jobs) -> None:
-        await forks.join(self, jobs)
+    # plain calls handing back the fork's coroutine: no frame of their own on the walk
+    def join(self, jobs: Jobs) -> Awaitable[None]:
+        return forks.join(self, jobs)
 
-    async def race(self, jobs: Jobs) -> int:
-        return await forks.race(self, jobs)
+    def race(self, jobs: Jobs) -> Awaitable[int]:
+        return forks.race(self, jobs)
 
     # ------------------------------------------------------------------------------------- writes
 
