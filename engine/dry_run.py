@@ -5,6 +5,9 @@ first node that would run a body (or wait). It runs no body and writes nothing. 
 it passes are re-evaluated and compared to the record, because they are the question a node was asked: a
 subflow's mapped child inputs, a foreach's collection (its count), the branch a dispatch's conditions
 choose. A different answer is F0102. A recorded durable key that no node of the new version owns is F0101.
+
+It is the interpreter's own walker (engine/walker.py) handed the `DryRecorder` below instead of the real
+one: everything the dry run does differently is in that recorder.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ after it is seen by the next node's start, or refuses the Completed ending).
 
 from __future__ import annotations
 
+import abc
 import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -94,7 +95,7 @@ class Deferred:
     extra: dict[str, spi.FieldData]
 
 
-class Recorder:
+class Recorder(abc.ABC):
     """The record as one attempt sees it, and the decisions at a node boundary. The methods the two
     recorders answer differently are the ones this base leaves to them."""
 
@@ -153,28 +154,9 @@ class Recorder:
         kind = type(error).__name__ if isinstance(error, FlowDomainError) else None
         return self.event(spi.EventKind.STEP_FAILED, step_name=path, error=str(error), error_kind=kind)
 
-    def note(self, event: spi.Event) -> None:
-        """An event for the next write."""
-        self.pending.append(event)
-
-    def note_field(self, path: str, data: spi.FieldData) -> None:
-        """A field for the next write (a foreach's count)."""
-        self.pending_fields[path] = data
-
     def keep(self, path: str) -> None:
         if path not in self.virtual:
             self.kept.append(path)
-
-    def discharge(self, path: str) -> None:
-        """A delivered input the walk consumed: its row goes when the attempt ends; the event rides on the
-        next write."""
-        if path in self.waits and path not in self.discharged:
-            self.discharged.add(path)
-            self.pending.append(self.event(spi.EventKind.INPUT_DISCHARGED, input_name=path))
-
-    def woken(self, path: str, row: spi.Wake | None) -> bool:
-        """Whether a sleep's row was satisfied for this attempt."""
-        return path in self.satisfied and isinstance(row, spi.WakeAt)
 
     # ---------------------------------------------------------------------------------- completions
 
@@ -221,22 +203,6 @@ class Recorder:
         self.completed.add(path)
         self.unflushed = True
 
-    async def supply(self, prefix: str, supplied: Mapping[str, spi.FieldData]) -> None:
-        """A subflow's child inputs, mapped on entry, recorded with the next write (the last one carries
-        the others as extra fields)."""
-        self.guard(prefix)
-        *first, (last, data) = supplied.items()
-        self.pending.extend(self.event(spi.EventKind.INPUT_SUPPLIED, input_name=p) for p, _ in first)
-        extra = dict(first)
-        await self.defer(last, data, self.event(spi.EventKind.INPUT_SUPPLIED, input_name=last), extra)
-        self.completed.update(supplied)
-
-    def miscounted(self, path: str, recorded: int, now: int) -> BaseException:
-        """A foreach's collection has another count than the record's."""
-        error = FlowNondeterministicCollection(path, recorded, now)
-        self.pending.append(self.failed_event(path, error))
-        return error
-
     def question_choice(self, path: str, recorded: str, now: str) -> None:
         if now != recorded:
             raise Question(path, f"the record chose branch {recorded!r}, now {now!r}")
@@ -259,26 +225,51 @@ class Recorder:
 
     # ------------------------------------------------------------------ answered by each recorder
 
+    @abc.abstractmethod
+    def note(self, event: spi.Event) -> None:
+        """An event for the next write."""
+
+    @abc.abstractmethod
+    def note_field(self, path: str, data: spi.FieldData) -> None:
+        """A field for the next write (a foreach's count)."""
+
+    @abc.abstractmethod
+    def discharge(self, path: str) -> None:
+        """A delivered input the walk consumed."""
+
+    @abc.abstractmethod
+    def woken(self, path: str, row: spi.Wake | None) -> bool:
+        """Whether a sleep's row was satisfied for this attempt."""
+
+    @abc.abstractmethod
+    async def supply(self, prefix: str, supplied: Mapping[str, spi.FieldData]) -> None:
+        """A subflow's child inputs, as its mapper gives them on entry."""
+
+    @abc.abstractmethod
+    def miscounted(self, path: str, recorded: int, now: int) -> BaseException:
+        """What to raise when a foreach's collection has another count than the record's."""
+
+    @abc.abstractmethod
     def guard(self, path: str) -> None:
         """A node boundary that does work: raise what stops the walk here, if anything."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def heard_cancel(self) -> str | None:
         """The reason of a cancel a listening wait should hear now, or None."""
-        raise NotImplementedError
 
-    async def flush(self, start: spi.Event | None = None) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    async def flush(self, start: spi.Event | None = None) -> None: ...
 
+    @abc.abstractmethod
     async def defer(
         self,
         path: str,
         value: spi.FieldData | None,
         event: spi.Event,
         extra: Mapping[str, spi.FieldData] | None = None,
-    ) -> None:
-        raise NotImplementedError
+    ) -> None: ...
 
+    @abc.abstractmethod
     async def progress(
         self,
         path: str,
@@ -287,30 +278,87 @@ class Recorder:
         *,
         extra: Mapping[str, spi.FieldData] | None = None,
         clear_cancel: bool = False,
-    ) -> spi.ProgressOutcome:
-        raise NotImplementedError
+    ) -> spi.ProgressOutcome: ...
 
-    async def wait(self, path: str, wake: spi.Wake, event: spi.Event) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    async def wait(self, path: str, wake: spi.Wake, event: spi.Event) -> None: ...
 
+    @abc.abstractmethod
     def join(self, jobs: Jobs) -> Awaitable[None]:
         """Every job must finish (see `forks.join`)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def race(self, jobs: Jobs) -> Awaitable[int]:
         """The index of the job that produced a value first (see `forks.race`)."""
-        raise NotImplementedError
 
 
 class RealRecorder(Recorder):
     """Writes through the attempt's claim."""
 
-    def __init__(self, flow: Flow, claimed: spi.Claimed, **record: Any) -> None:
-        super().__init__(flow, **record)
+    def __init__(
+        self,
+        flow: Flow,
+        claimed: spi.Claimed,
+        *,
+        execution_id: str,
+        status: spi.Status,
+        fields: Mapping[str, spi.FieldData],
+        history: Iterable[spi.Event],
+        clock: Clock,
+        executor_id: str = "",
+        waits: Mapping[str, spi.Wake] | None = None,
+        satisfied: frozenset[str] = frozenset(),
+    ) -> None:
+        super().__init__(
+            flow,
+            execution_id=execution_id,
+            status=status,
+            fields=fields,
+            history=history,
+            clock=clock,
+            executor_id=executor_id,
+            waits=waits,
+            satisfied=satisfied,
+        )
         self.claimed = claimed
         self.inflight: set[asyncio.Future[Any]] = set()  # a fork's writes in flight (see `_io`)
         self.broken: BaseException | None = None  # the first of them that failed
         self.forks = 0  # how many joins and races are running their branches side by side
+
+    def note(self, event: spi.Event) -> None:
+        """An event for the next write."""
+        self.pending.append(event)
+
+    def note_field(self, path: str, data: spi.FieldData) -> None:
+        """A field for the next write (a foreach's count)."""
+        self.pending_fields[path] = data
+
+    def discharge(self, path: str) -> None:
+        """A delivered input the walk consumed: its row goes when the attempt ends; the event rides on the
+        next write."""
+        if path in self.waits and path not in self.discharged:
+            self.discharged.add(path)
+            self.pending.append(self.event(spi.EventKind.INPUT_DISCHARGED, input_name=path))
+
+    def woken(self, path: str, row: spi.Wake | None) -> bool:
+        """Whether a sleep's row was satisfied for this attempt."""
+        return path in self.satisfied and isinstance(row, spi.WakeAt)
+
+    async def supply(self, prefix: str, supplied: Mapping[str, spi.FieldData]) -> None:
+        """A subflow's child inputs, mapped on entry, recorded with the next write (the last one carries
+        the others as extra fields)."""
+        self.guard(prefix)
+        *first, (last, data) = supplied.items()
+        self.pending.extend(self.event(spi.EventKind.INPUT_SUPPLIED, input_name=p) for p, _ in first)
+        extra = dict(first)
+        await self.defer(last, data, self.event(spi.EventKind.INPUT_SUPPLIED, input_name=last), extra)
+        self.completed.update(supplied)
+
+    def miscounted(self, path: str, recorded: int, now: int) -> BaseException:
+        """A foreach's collection has another count than the record's."""
+        error = FlowNondeterministicCollection(path, recorded, now)
+        self.pending.append(self.failed_event(path, error))
+        return error
 
     def guard(self, path: str) -> None:
         """A resumed unwind raises its verdict; a cancel request (unless the flow listens at its waits)
