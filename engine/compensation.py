@@ -13,23 +13,53 @@ the Stopped status, so that a resume continues the unwind instead of running the
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from engine import bodies
 from engine.context import UndoNote, resolve_handler
 from engine.nodes import Body, Knobs
+from engine.outcomes import StopFor, describe
 from engine.schedule import Schedule
 from store import spi
 
-if TYPE_CHECKING:
-    from engine.interpreter import Attempt
-
-__all__ = ["Handler", "compensate_knobs", "terminal_status", "undo_handlers", "unwind"]
+__all__ = ["Books", "Handler", "Retrier", "compensate_knobs", "terminal_status", "undo_handlers", "unwind"]
 
 # "3 immediate tries" for a handler whose node declares no retry schedule
 _IMMEDIATE = Schedule.fixed(timedelta(0)).take(2)
+
+
+class Books(Protocol):
+    """What the unwind reads and writes of the attempt's record (the interpreter's recorder)."""
+
+    status: spi.Status
+    compensated: set[str]
+
+    def event(self, kind: spi.EventKind, **data: Any) -> spi.Event: ...
+
+    def note(self, event: spi.Event) -> None: ...
+
+    async def set_status(self, status: spi.Status, event: spi.Event) -> None: ...
+
+    async def progress(
+        self, path: str, value: spi.FieldData | None, event: spi.Event
+    ) -> spi.ProgressOutcome: ...
+
+
+class Retrier(Protocol):
+    """How the unwind runs a handler: under a schedule (the interpreter's body runner)."""
+
+    async def with_retry(
+        self,
+        path: str,
+        knobs: Knobs,
+        once: Callable[[int], Awaitable[Any]],
+        *,
+        retry_any: bool = False,
+        exhausted: Callable[[BaseException], BaseException] | None = None,
+    ) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -71,54 +101,52 @@ def terminal_status(cause: spi.Cause) -> spi.Status:
     return spi.Failed(cause.error, cause.kind)
 
 
-def terminal_event(run: Attempt, cause: spi.Cause) -> spi.Event:
+def terminal_event(books: Books, cause: spi.Cause) -> spi.Event:
     if isinstance(cause, spi.Cancellation):
-        return run.event(spi.EventKind.CANCELLED, reason=cause.reason)
-    return run.event(spi.EventKind.FAILED, error=cause.error, error_kind=cause.kind)
+        return books.event(spi.EventKind.CANCELLED, reason=cause.reason)
+    return books.event(spi.EventKind.FAILED, error=cause.error, error_kind=cause.kind)
 
 
-async def unwind(run: Attempt, cause: spi.Cause) -> spi.Terminal:
+async def unwind(
+    books: Books, retrier: Retrier, handlers: Sequence[Handler], cause: spi.Cause
+) -> spi.Terminal:
     """Run every handler not yet marked compensated, newest first; answer the terminal outcome.
 
     Raises what the interpreter turns into other outcomes: a stop (F0002) when a handler keeps failing,
     Parked when a handler's retry waits in a durable row, ClaimLost, FlowStoreError.
     """
-    from engine import interpreter  # the unwind is a part of the interpreter; imported late, no cycle
-
     latest: dict[str, Handler] = {}
-    for handler in run.handlers:
+    for handler in handlers:
         latest.pop(handler.name, None)
         latest[handler.name] = handler  # a race's arms may note one name twice: the last noting counts
-    todo = [h for h in reversed(latest.values()) if h.name not in run.compensated]
+    todo = [h for h in reversed(latest.values()) if h.name not in books.compensated]
     if latest:
-        if not isinstance(run.status, spi.Compensating):
-            started = run.event(spi.EventKind.COMPENSATION_STARTED, cause=spi.cause_to_json(cause))
-            await run.set_status(spi.Compensating(cause), started)
+        if not isinstance(books.status, spi.Compensating):
+            started = books.event(spi.EventKind.COMPENSATION_STARTED, cause=spi.cause_to_json(cause))
+            await books.set_status(spi.Compensating(cause), started)
         for handler in todo:
-            await _compensate(run, handler, cause, interpreter)
-        run.pending.append(run.event(spi.EventKind.COMPENSATION_COMPLETED))
-    return spi.Terminal(terminal_status(cause), terminal_event(run, cause))
+            await _compensate(books, retrier, handler, cause)
+        books.note(books.event(spi.EventKind.COMPENSATION_COMPLETED))
+    return spi.Terminal(terminal_status(cause), terminal_event(books, cause))
 
 
-async def _compensate(run: Attempt, handler: Handler, cause: spi.Cause, interpreter: Any) -> None:
+async def _compensate(books: Books, retrier: Retrier, handler: Handler, cause: spi.Cause) -> None:
     def exhausted(error: BaseException) -> BaseException:
-        run.pending.append(
-            run.event(spi.EventKind.COMPENSATION_FAILED, error=str(error), node_name=handler.name)
-        )
-        return interpreter.StopFor(
+        books.note(books.event(spi.EventKind.COMPENSATION_FAILED, error=str(error), node_name=handler.name))
+        return StopFor(
             "F0002",
             handler.name,
             f"the compensation {handler.name!r} kept failing: {error}",
-            interpreter.describe(error),
+            describe(error),
             cause,
         )
 
     async def once(attempt: int) -> None:
-        await handler.run(run.call)
+        await handler.run(bodies.call)
 
-    await run.with_retry(
+    await retrier.with_retry(
         handler.name, compensate_knobs(handler.knobs), once, retry_any=True, exhausted=exhausted
     )
-    mark = run.event(spi.EventKind.NODE_COMPENSATED, node_name=handler.name)
-    await run.progress(f"{handler.name}#compensated", None, mark)
-    run.compensated.add(handler.name)
+    mark = books.event(spi.EventKind.NODE_COMPENSATED, node_name=handler.name)
+    await books.progress(f"{handler.name}#compensated", None, mark)
+    books.compensated.add(handler.name)

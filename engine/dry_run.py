@@ -5,21 +5,27 @@ first node that would run a body (or wait). It runs no body and writes nothing. 
 it passes are re-evaluated and compared to the record, because they are the question a node was asked: a
 subflow's mapped child inputs, a foreach's collection (its count), the branch a dispatch's conditions
 choose. A different answer is F0102. A recorded durable key that no node of the new version owns is F0101.
+
+It is the interpreter's own walker (engine/walker.py) handed the `DryRecorder` below instead of the real
+one: everything the dry run does differently is in that recorder.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
-from engine import interpreter, schema
+from engine import schema
 from engine.errors import FlowExecutionNotFound
 from engine.flow import Flow
-from engine.interpreter import Attempt, Halt, Question, Scope, StopFor
+from engine.outcomes import Halt, Parked, Question, StopFor
+from engine.recorder import Recorder
+from engine.walker import Scope, Walker
 from store import spi
 from store.clock import Clock
 
-__all__ = ["Conflict", "ResumeReport", "dry_run"]
+__all__ = ["Conflict", "DryRecorder", "ResumeReport", "dry_run"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,7 @@ async def dry_run(flow: Flow, store: spi.FlowStore, execution_id: str, *, clock:
         raise FlowExecutionNotFound(execution_id)
     fields = await store.get_all_fields(execution_id)
     history = (await store.get_history(execution_id)).events
-    run = Attempt(
+    rec = DryRecorder(
         flow,
         execution_id=execution_id,
         status=state.status,
@@ -57,7 +63,7 @@ async def dry_run(flow: Flow, store: spi.FlowStore, execution_id: str, *, clock:
     conflicts = unowned(flow, fields, history)
     next_node: str | None = None
     try:
-        await run.walk(flow.nodes, Scope(""))
+        await Walker(flow, rec).walk(flow.nodes, Scope(""))
     except Halt as halt:
         next_node = halt.path
     except Question as question:
@@ -67,11 +73,96 @@ async def dry_run(flow: Flow, store: spi.FlowStore, execution_id: str, *, clock:
         next_node = stop.stopped.node or None
         if stop.stopped.code == "F0102":
             conflicts.append(Conflict("F0102", stop.stopped.node, stop.stopped.reason))
-    except interpreter.Parked as parked:
+    except Parked as parked:
         next_node = min(parked.paths)
     except Exception as error:  # the new version fails on the record (a loop out of schedule, ...)
         conflicts.append(Conflict("F0102", "", f"{type(error).__name__}: {error}"))
-    return ResumeReport(kept=list(dict.fromkeys(run.kept)), next_node=next_node, conflicts=conflicts)
+    return ResumeReport(kept=list(dict.fromkeys(rec.kept)), next_node=next_node, conflicts=conflicts)
+
+
+# ------------------------------------------------------------------------------------- the recorder
+
+
+class DryRecorder(Recorder):
+    """The dry run's recorder: it never writes, stops (Halt) at the first node that would run a body or
+    wait, and has the walk ask recorded nodes' questions again (`reasks`) to compare them with the record.
+    A woken sleep is one whose deadline has passed by now, as the next claim would find it."""
+
+    reasks = True
+
+    def guard(self, path: str) -> None:
+        raise Halt(path)
+
+    def heard_cancel(self) -> str | None:
+        return None
+
+    def note(self, event: spi.Event) -> None:
+        pass  # nothing is written, so nothing waits for a write
+
+    def note_field(self, path: str, data: spi.FieldData) -> None:
+        pass
+
+    def discharge(self, path: str) -> None:
+        pass
+
+    def woken(self, path: str, row: spi.Wake | None) -> bool:
+        return isinstance(row, spi.WakeAt) and (self.clock.now() >= row.at or path in self.satisfied)
+
+    async def supply(self, prefix: str, supplied: Mapping[str, spi.FieldData]) -> None:
+        """The child's inputs as the mapper gives them now, in memory: the child reads them, the report
+        does not count them as kept."""
+        self.fields.update(supplied)
+        self.virtual.update(supplied)
+
+    def miscounted(self, path: str, recorded: int, now: int) -> BaseException:
+        return Question(path, f"the record has {recorded} items, now {now}")
+
+    async def join(self, jobs: Sequence[Callable[[], Awaitable[None]]]) -> None:
+        for job in jobs:
+            await job()
+
+    async def race(self, jobs: Sequence[Callable[[], Awaitable[None]]]) -> int:
+        """The first branch that gets through without halting wins; none did: the first halt."""
+        halted: Halt | None = None
+        for index, job in enumerate(jobs):
+            try:
+                await job()
+                return index
+            except Halt as halt:
+                halted = halted or halt
+        assert halted is not None
+        raise halted
+
+    async def flush(self, start: spi.Event | None = None) -> None:
+        _wrote()
+
+    async def defer(
+        self,
+        path: str,
+        value: spi.FieldData | None,
+        event: spi.Event,
+        extra: Mapping[str, spi.FieldData] | None = None,
+    ) -> None:
+        _wrote()
+
+    async def progress(
+        self,
+        path: str,
+        value: spi.FieldData | None,
+        event: spi.Event,
+        *,
+        extra: Mapping[str, spi.FieldData] | None = None,
+        clear_cancel: bool = False,
+    ) -> spi.ProgressOutcome:
+        _wrote()
+
+    async def wait(self, path: str, wake: spi.Wake, event: spi.Event) -> None:
+        _wrote()
+
+
+def _wrote() -> NoReturn:
+    # a dry run reaching a write is a bug in the walk, not a user's
+    raise RuntimeError("a dry run tried to write")
 
 
 # ------------------------------------------------------------------------------------------- F0101

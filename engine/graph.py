@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from engine import nodes
+from engine import nodes, traversal
 from engine import progress as progress_
 from engine.progress import NodeStatus, Progress
 
@@ -118,7 +118,10 @@ def type_name(t: Any) -> str:
 # ------------------------------------------------------------------------------------------------ fold
 
 
-class _Fold:
+class _Fold(traversal.Visitor[Scope]):
+    """Folds each node into the nodes and edges that draw it (`visit(node, prefix, parent)` answers
+    where its piece starts and ends)."""
+
     def __init__(self, name: str) -> None:
         self.name = name
         self.count = 0
@@ -142,7 +145,7 @@ class _Fold:
         start: str | None = None
         end: str | None = None
         for node in flow.nodes:
-            piece = self.piece(node, prefix, parent)
+            piece = self.visit(node, prefix, parent)
             if piece.start is None:
                 continue
             if end is not None:
@@ -151,39 +154,49 @@ class _Fold:
             end = piece.end
         return Scope(start, end)
 
-    def piece(self, node: nodes.Node, prefix: str, parent: str) -> Scope:
-        if isinstance(node, nodes.Parallel):
-            return self.parallel(node, prefix, parent)
-        path = progress_.qualify(prefix, node.name)
-        kind = progress_.node_type(node)
-        match node:
-            case nodes.Input() | nodes.Output():
-                one = self.add(kind, node.name, parent, path=path, tag=type_name(node.type))
-            case nodes.Sleep():
-                one = self.add(kind, node.name, parent, path=path, duration=show_duration(node.duration))
-            case nodes.ForEach():
-                one = self.add(
-                    kind, node.name, parent, path=path, tag=type_name(node.type), concurrency=node.concurrency
-                )
-            case nodes.Loop():
-                one = self.add(kind, node.name, parent, path=path, tag=type_name(node.type))
-                self.edge(one, one, "again", style="back")
-            case nodes.LoopOn():
-                schedule = node.schedule.describe()
-                one = self.add(
-                    kind, node.name, parent, path=path, tag=type_name(node.type), schedule=schedule
-                )
-                self.edge(one, one, f"every {schedule}", style="back")
-            case nodes.Dispatch():
-                return self.dispatch(node, path, parent)
-            case nodes.Subflow():
-                one = self.add(kind, node.name, parent, path=path, tag=node.child.name)
-                self.scopes[one] = self.chain(node.child, path, one)
-            case _:
-                one = self.add(kind, node.name, parent, path=path)
+    def one(self, node: nodes.Node, prefix: str, parent: str, **attrs: Any) -> str:
+        """A named node drawn as one box (its id)."""
+        path = traversal.qualify(prefix, node.name)
+        return self.add(traversal.kind(node), node.name, parent, path=path, **attrs)
+
+    def visit_input(self, node: nodes.Input, prefix: str, parent: str) -> Scope:
+        one = self.one(node, prefix, parent, tag=type_name(node.type))
         return Scope(one, one)
 
-    def dispatch(self, node: nodes.Dispatch, path: str, parent: str) -> Scope:
+    def visit_output(self, node: nodes.Output, prefix: str, parent: str) -> Scope:
+        one = self.one(node, prefix, parent, tag=type_name(node.type))
+        return Scope(one, one)
+
+    def visit_step(self, node: nodes.Step, prefix: str, parent: str) -> Scope:
+        one = self.one(node, prefix, parent)
+        return Scope(one, one)
+
+    def visit_sleep(self, node: nodes.Sleep, prefix: str, parent: str) -> Scope:
+        one = self.one(node, prefix, parent, duration=show_duration(node.duration))
+        return Scope(one, one)
+
+    def visit_foreach(self, node: nodes.ForEach, prefix: str, parent: str) -> Scope:
+        one = self.one(node, prefix, parent, tag=type_name(node.type), concurrency=node.concurrency)
+        return Scope(one, one)
+
+    def visit_loop(self, node: nodes.Loop, prefix: str, parent: str) -> Scope:
+        one = self.one(node, prefix, parent, tag=type_name(node.type))
+        self.edge(one, one, "again", style="back")
+        return Scope(one, one)
+
+    def visit_loop_on(self, node: nodes.LoopOn, prefix: str, parent: str) -> Scope:
+        schedule = node.schedule.describe()
+        one = self.one(node, prefix, parent, tag=type_name(node.type), schedule=schedule)
+        self.edge(one, one, f"every {schedule}", style="back")
+        return Scope(one, one)
+
+    def visit_subflow(self, node: nodes.Subflow, prefix: str, parent: str) -> Scope:
+        one = self.one(node, prefix, parent, tag=node.child.name)
+        self.scopes[one] = self.chain(node.child, traversal.qualify(prefix, node.name), one)
+        return Scope(one, one)
+
+    def visit_dispatch(self, node: nodes.Dispatch, prefix: str, parent: str) -> Scope:
+        path = traversal.qualify(prefix, node.name)
         head = self.add("dispatch", node.name, parent, path=path, tag=type_name(node.type))
         arms = [*node.branches, *([node.default] if node.default is not None else [])]
         ids = [self.add("branch", arm.name, parent, path=path) for arm in arms]
@@ -195,7 +208,7 @@ class _Fold:
             self.edge(head, join)
         return Scope(head, join)
 
-    def parallel(self, node: nodes.Parallel, prefix: str, parent: str) -> Scope:
+    def visit_parallel(self, node: nodes.Parallel, prefix: str, parent: str) -> Scope:
         race = node.kind == "race"
         fork = self.add("race-fork" if race else "fork", node.kind, parent)
         join = self.add("race-join" if race else "join", "", parent)

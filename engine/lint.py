@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine import arguments, nodes, schema
+from engine import arguments, nodes, schema, traversal
 from engine.nodes import NO_STATE, Body
 
 if TYPE_CHECKING:
@@ -128,8 +128,10 @@ Scope = dict[str, "Scope | None"]
 """The fields a body's ctx holds at a node: a name maps to the subflow's own scope, or None for a value."""
 
 
-class _Fields:
-    """Walks a flow in execution order, tracking which fields exist, and checks each body's ctx reads."""
+class _Fields(traversal.Visitor[None]):
+    """Walks a flow in execution order, tracking which fields exist, and checks each body's ctx reads.
+    Each visit checks its node's bodies against `available` (what earlier nodes produce; a compensate=
+    handler also sees the node's own value), then adds what the node produces."""
 
     def __init__(self, warnings: list[LintWarning]) -> None:
         self.warnings = warnings
@@ -137,38 +139,64 @@ class _Fields:
     def walk(self, flow: Flow, available: Scope, prefix: str) -> Scope:
         available = dict(available)
         for node in flow.nodes:
-            if isinstance(node, nodes.Parallel):
-                produced: Scope = {}
-                for branch in node.branches:
-                    produced.update(self.walk(branch, available, prefix))
-                available.update(produced)
-                continue
-            path = schema.qualify(prefix, node.name)
-            own = {**available, node.name: None}
-            match node:
-                case nodes.Input() | nodes.Sleep():
-                    self.check(path, node, node.on_cancel, 0, available)
-                case nodes.Output() | nodes.Step():
-                    self.check(path, node, node.body, 0, available)
-                    self.check(path, node, node.compensate, 0, own)
-                case nodes.Dispatch():
-                    for arm in (*node.branches, *([node.default] if node.default else [])):
-                        self.check(path, node, arm.condition, 0, available)
-                        self.check(path, node, arm.body, 0, available)
-                    self.check(path, node, node.compensate, 0, own)
-                case nodes.Loop() | nodes.LoopOn():
-                    self.check(path, node, node.body, 0 if node.initial is NO_STATE else 1, available)
-                    self.check(path, node, node.compensate, 0, own)
-                case nodes.ForEach():
-                    self.check(path, node, node.items, 0, available)
-                    self.check(path, node, node.body, 1, available)
-                case nodes.Subflow():
-                    self.check(path, node, node.mapper, 0, available)
-                    available[node.name] = self.walk(node.child, {}, path)
-                    continue
-            if not isinstance(node, nodes.Step | nodes.Sleep):
-                available[node.name] = None
+            self.visit(node, prefix, available)
         return available
+
+    def visit_parallel(self, node: nodes.Parallel, prefix: str, available: Scope) -> None:
+        produced: Scope = {}
+        for branch in node.branches:
+            produced.update(self.walk(branch, available, prefix))
+        available.update(produced)
+
+    def visit_input(self, node: nodes.Input, prefix: str, available: Scope) -> None:
+        self.check(traversal.qualify(prefix, node.name), node, node.on_cancel, 0, available)
+        available[node.name] = None
+
+    def visit_sleep(self, node: nodes.Sleep, prefix: str, available: Scope) -> None:
+        self.check(traversal.qualify(prefix, node.name), node, node.on_cancel, 0, available)
+
+    def visit_output(self, node: nodes.Output, prefix: str, available: Scope) -> None:
+        self.valued(node, prefix, available, [(node.body, 0)], node.compensate)
+
+    def visit_step(self, node: nodes.Step, prefix: str, available: Scope) -> None:
+        path = traversal.qualify(prefix, node.name)
+        self.check(path, node, node.body, 0, available)
+        self.check(path, node, node.compensate, 0, {**available, node.name: None})
+
+    def visit_dispatch(self, node: nodes.Dispatch, prefix: str, available: Scope) -> None:
+        arms = (*node.branches, *([node.default] if node.default else []))
+        bodies = [(body, 0) for arm in arms for body in (arm.condition, arm.body)]
+        self.valued(node, prefix, available, bodies, node.compensate)
+
+    def visit_loop(self, node: nodes.Loop, prefix: str, available: Scope) -> None:
+        self.valued(node, prefix, available, [(node.body, _ctx_at(node.initial))], node.compensate)
+
+    def visit_loop_on(self, node: nodes.LoopOn, prefix: str, available: Scope) -> None:
+        self.valued(node, prefix, available, [(node.body, _ctx_at(node.initial))], node.compensate)
+
+    def visit_foreach(self, node: nodes.ForEach, prefix: str, available: Scope) -> None:
+        self.valued(node, prefix, available, [(node.items, 0), (node.body, 1)], None)
+
+    def visit_subflow(self, node: nodes.Subflow, prefix: str, available: Scope) -> None:
+        path = traversal.qualify(prefix, node.name)
+        self.check(path, node, node.mapper, 0, available)
+        available[node.name] = self.walk(node.child, {}, path)
+
+    def valued(
+        self,
+        node: nodes.Node,
+        prefix: str,
+        available: Scope,
+        bodies: list[tuple[Body | None, int]],
+        compensate: Body | None,
+    ) -> None:
+        """A node with a value: its bodies (with where their ctx parameter sits), its handler, then its
+        value is available downstream."""
+        path = traversal.qualify(prefix, node.name)
+        for body, ctx_index in bodies:
+            self.check(path, node, body, ctx_index, available)
+        self.check(path, node, compensate, 0, {**available, node.name: None})
+        available[node.name] = None
 
     def check(self, path: str, node: nodes.Node, body: Body | None, ctx_index: int, available: Scope) -> None:
         if body is None:
@@ -178,6 +206,11 @@ class _Fields:
             if message:
                 sites = tuple(dict.fromkeys(s for s in (node.location, read.location) if s))
                 self.warnings.append(LintWarning("unknown-field", f"{path!r}: {message}", path, sites))
+
+
+def _ctx_at(initial: object) -> int:
+    """Where a loop body's ctx sits: `body(ctx)`, or `body(state, ctx)` for a stateful loop."""
+    return 0 if initial is NO_STATE else 1
 
 
 @dataclass(frozen=True)

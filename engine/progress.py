@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from engine import nodes, schema
+from engine import nodes, schema, traversal
+from engine.traversal import qualify
 from store import spi
 
 if TYPE_CHECKING:
@@ -83,39 +84,14 @@ class Progress:
 
 def node_type(node: nodes.Node) -> str:
     """The node kind's word, as NodeInfo and the diagrams spell it."""
-    return _TYPES[type(node)]
-
-
-_TYPES: dict[type, str] = {
-    nodes.Input: "input",
-    nodes.Output: "output",
-    nodes.Step: "step",
-    nodes.Sleep: "sleep",
-    nodes.Dispatch: "dispatch",
-    nodes.Loop: "loop",
-    nodes.LoopOn: "loop_on",
-    nodes.ForEach: "foreach",
-    nodes.Subflow: "subflow",
-    nodes.Parallel: "parallel",
-}
-
-
-def qualify(prefix: str, name: str) -> str:
-    return f"{prefix}~{name}" if prefix else name
+    return traversal.kind(node)
 
 
 def walk(flow: Flow, prefix: str = "") -> Iterator[tuple[str, nodes.Node]]:
     """Every named node of `flow` with its durable path, in plan order (subflow children after their
     subflow, parallel branches one after the other)."""
-    for node in flow.nodes:
-        if isinstance(node, nodes.Parallel):
-            for branch in node.branches:
-                yield from walk(branch, prefix)
-            continue
-        path = qualify(prefix, node.name)
-        yield path, node
-        if isinstance(node, nodes.Subflow):
-            yield from walk(node.child, path)
+    for place in traversal.walk(flow, prefix):
+        yield place.path, place.node
 
 
 # --------------------------------------------------------------------------------------------- record

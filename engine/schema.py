@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from engine import errors, nodes, values
+from engine import errors, nodes, traversal, values
 from engine.nodes import NO_STATE, Node
 from engine.schedule import Schedule
+from engine.traversal import qualify
 from store import spi
 
 if TYPE_CHECKING:
@@ -48,11 +49,6 @@ _RESULTS = (nodes.Output, nodes.Dispatch, nodes.Loop, nodes.LoopOn)
 """Node kinds whose one value two race branches may share (first writer wins at the store)."""
 
 
-def qualify(prefix: str, name: str) -> str:
-    """The durable path of `name` inside the subflow instance at `prefix` (top level: "")."""
-    return f"{prefix}~{name}" if prefix else name
-
-
 # ------------------------------------------------------------------------------------------ claims
 
 
@@ -72,28 +68,7 @@ class Claim:
 
 def claims(flow: Flow) -> list[Claim]:
     """Every durable path a node claims, in walk order (subflow children under their instance path)."""
-    found: list[Claim] = []
-    _claim(flow, "", (), itertools.count(), found)
-    return found
-
-
-def _claim(
-    flow: Flow,
-    prefix: str,
-    branches: tuple[tuple[int, str, int], ...],
-    occurrence: Iterator[int],
-    found: list[Claim],
-) -> None:
-    for node in flow.nodes:
-        if isinstance(node, nodes.Parallel):
-            here = next(occurrence)
-            for index, branch in enumerate(node.branches):
-                _claim(branch, prefix, (*branches, (here, node.kind, index)), occurrence, found)
-            continue
-        path = qualify(prefix, node.name)
-        found.append(Claim(path, node, branches))
-        if isinstance(node, nodes.Subflow):
-            _claim(node.child, path, branches, occurrence, found)
+    return [Claim(place.path, place.node, place.branches) for place in traversal.walk(flow)]
 
 
 def _blessed(a: Claim, b: Claim) -> bool:
@@ -146,17 +121,13 @@ def reserved_names(flow: Flow) -> list[tuple[str, str]]:
     return found
 
 
-def _waits(flow: Flow, prefix: str = "", inside_subflow: bool = False) -> Iterator[nodes.Input | nodes.Sleep]:
+def _waits(flow: Flow) -> Iterator[nodes.Input | nodes.Sleep]:
     """Every input or sleep the execution may sit in. A subflow's inputs never wait: its mapper
     supplies them on entry."""
-    for node in flow.nodes:
-        if isinstance(node, nodes.Parallel):
-            for branch in node.branches:
-                yield from _waits(branch, prefix, inside_subflow)
-        elif isinstance(node, nodes.Sleep) or (isinstance(node, nodes.Input) and not inside_subflow):
+    for place in traversal.walk(flow):
+        node = place.node
+        if isinstance(node, nodes.Sleep) or (isinstance(node, nodes.Input) and not place.nested):
             yield node
-        elif isinstance(node, nodes.Subflow):
-            yield from _waits(node.child, qualify(prefix, node.name), True)
 
 
 def listen_mismatch(flow: Flow) -> tuple[list[str], list[str]] | None:
@@ -275,41 +246,59 @@ def _schedule(schedule: Schedule) -> str:
 
 def _shape(flow: Flow, types: list[str]) -> str:
     """One walk builds both halves: the shape tokens (returned) and the type entries (appended)."""
-    tokens = ["INIT"]
-    for node in flow.nodes:
-        tokens.append(_token(node, types))
-    return f"SEQ({','.join(tokens)})"
+    return _Shape(types).sequence(flow)
 
 
-def _token(node: Node, types: list[str]) -> str:
-    if isinstance(node, nodes.Parallel):
-        inner = ",".join(_shape(branch, types) for branch in node.branches)
+class _Shape(traversal.Visitor[str]):
+    """A node's shape token; its type entry (if it has a value) goes to `types` on the way."""
+
+    def __init__(self, types: list[str]) -> None:
+        self.types = types
+
+    def sequence(self, flow: Flow) -> str:
+        tokens = ["INIT"]
+        for node in flow.nodes:
+            tokens.append(self.visit(node))
+        return f"SEQ({','.join(tokens)})"
+
+    def typed(self, node: Node) -> str:
+        self.types.append(f"{node.name}:{node_tag(node)}")
+        return node.name
+
+    def visit_parallel(self, node: nodes.Parallel) -> str:
+        inner = ",".join(self.sequence(branch) for branch in node.branches)
         return {"zip": "ZIP", "race": "RACE"}.get(node.kind, "ALL") + f"({inner})"
-    if isinstance(node, nodes.Subflow):
-        return f"INV:{node.name}({_shape(node.child, types)})"
-    if isinstance(node, nodes.Input | nodes.Output | nodes.Dispatch | nodes.ForEach):
-        types.append(f"{node.name}:{node_tag(node)}")
-    elif isinstance(node, nodes.Loop | nodes.LoopOn):
-        types.append(f"{node.name}:{node_tag(node)}:{_state_tag(node.initial)}")
-    match node:
-        case nodes.Input():
-            return f"I:{node.name}:{node_tag(node)}"
-        case nodes.Output():
-            return f"O:{node.name}:{node_tag(node)}"
-        case nodes.Step():
-            return f"S:{node.name}"
-        case nodes.Sleep():
-            return f"SL:{node.name}:{_seconds(node.duration)}"
-        case nodes.Dispatch():
-            arms = [*node.branches, *([node.default] if node.default else [])]
-            return f"D:{node.name}:{','.join(a.name for a in arms)}"
-        case nodes.Loop():
-            return f"L:{node.name}"
-        case nodes.LoopOn():
-            return f"LO:{node.name}:{_schedule(node.schedule)}"
-        case nodes.ForEach():
-            return f"FE:{node.name}:{node.concurrency if node.concurrency is not None else 'unbounded'}"
-    raise TypeError(f"not a node: {node!r}")
+
+    def visit_subflow(self, node: nodes.Subflow) -> str:
+        return f"INV:{node.name}({self.sequence(node.child)})"
+
+    def visit_input(self, node: nodes.Input) -> str:
+        return f"I:{self.typed(node)}:{node_tag(node)}"
+
+    def visit_output(self, node: nodes.Output) -> str:
+        return f"O:{self.typed(node)}:{node_tag(node)}"
+
+    def visit_step(self, node: nodes.Step) -> str:
+        return f"S:{node.name}"
+
+    def visit_sleep(self, node: nodes.Sleep) -> str:
+        return f"SL:{node.name}:{_seconds(node.duration)}"
+
+    def visit_dispatch(self, node: nodes.Dispatch) -> str:
+        arms = [*node.branches, *([node.default] if node.default else [])]
+        return f"D:{self.typed(node)}:{','.join(a.name for a in arms)}"
+
+    def visit_loop(self, node: nodes.Loop) -> str:
+        self.types.append(f"{node.name}:{node_tag(node)}:{_state_tag(node.initial)}")
+        return f"L:{node.name}"
+
+    def visit_loop_on(self, node: nodes.LoopOn) -> str:
+        self.types.append(f"{node.name}:{node_tag(node)}:{_state_tag(node.initial)}")
+        return f"LO:{node.name}:{_schedule(node.schedule)}"
+
+    def visit_foreach(self, node: nodes.ForEach) -> str:
+        self.typed(node)
+        return f"FE:{node.name}:{node.concurrency if node.concurrency is not None else 'unbounded'}"
 
 
 def structure(flow: Flow) -> str:
@@ -354,12 +343,8 @@ def _node_meta(node: Node) -> spi.WorkflowMeta:
 
 def _top_level(flow: Flow) -> Iterator[Node]:
     """The nodes whose names are top-level durable names: parallels flattened, subflows not expanded."""
-    for node in flow.nodes:
-        if isinstance(node, nodes.Parallel):
-            for branch in node.branches:
-                yield from _top_level(branch)
-        else:
-            yield node
+    for place in traversal.walk(flow, subflows=False):
+        yield place.node
 
 
 def workflow_info(workflow_id: str, flow: Flow) -> spi.WorkflowInfo:
