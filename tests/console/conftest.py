@@ -54,7 +54,10 @@ def console_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
         "DJANGO_SETTINGS_MODULE": "tests.console.settings",
         "PYTHONPATH": str(ROOT),
         "FLOWDECK_LOG_LEVEL": "WARNING",
+        # where a test releases `slow_undo`'s undo (tests/console/flows.py): `releases_of(console)`
+        "FLOWDECK_TEST_RELEASES": str(logs / "releases"),
     }
+    (logs / "releases").mkdir()
     api_support._run(env, "manage.py", "migrate", "--verbosity", "0")
     credentials = json.loads(api_support._run(env, "-m", "tests.api.seed_users"))
     port = api_support._free_port()
