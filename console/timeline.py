@@ -521,7 +521,9 @@ def duration_text(span: timedelta) -> str:
 
 
 def offset_text(at: datetime, origin: datetime) -> str:
-    """`at` relative to the execution's first event: +12 ms, +1.25 s."""
+    """`at` relative to the execution's first event: 0, +12 ms, +1.25 s."""
+    if at == origin:
+        return "0"
     return "+" + duration_text(at - origin) if at >= origin else duration_text(at - origin)
 
 
