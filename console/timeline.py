@@ -485,12 +485,13 @@ def build(events: Iterable[Event], now: datetime, waiting: Collection[str] | Non
         builder.feed(event)
     builder.settle()
     live = builder.finished is None
-    lanes = []
-    for name in builder.order:
-        bars = tuple(b for b in builder.bars if b.lane == name)
-        marks = tuple(m for m in builder.markers if m.lane == name)
-        if bars or marks:
-            lanes.append(Lane(name, bars, marks))
+    bars: dict[str, list[Bar]] = {name: [] for name in builder.order}
+    marks: dict[str, list[Marker]] = {name: [] for name in builder.order}
+    for bar in builder.bars:
+        bars[bar.lane].append(bar)
+    for mark in builder.markers:
+        marks[mark.lane].append(mark)
+    lanes = [Lane(n, tuple(bars[n]), tuple(marks[n])) for n in builder.order if bars[n] or marks[n]]
     instants = [b.start for b in builder.bars] + [m.at for m in builder.markers]
     start = min(instants, default=now)
     ends = [b.until(now) for b in builder.bars] + instants + ([now] if live and instants else [])

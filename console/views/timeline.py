@@ -28,6 +28,9 @@ LANES_PAGE = 40
 SCALE = 1000  # the track's viewBox width
 _MIN_WIDTH = 3.0  # a bar of a few microseconds still shows as a sliver
 _TICKS = 5
+_SUGGESTED = (
+    500  # node names offered as you type; past that, type the name (a foreach's items run to thousands)
+)
 
 
 def absolute(at: datetime) -> str:
@@ -115,7 +118,7 @@ def layout(
         "span": timeline.duration_text(tl.span),
         "origin": _moment(tl.start, tl.start),
         "kinds": tl.event_kinds(),
-        "nodes": tl.node_names(),
+        "nodes": tl.node_names()[:_SUGGESTED],
         "kind": kind,
         "node": node,
         "page": page,
