@@ -12,6 +12,7 @@ The download is the REST history route's document for the whole history
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,9 +44,18 @@ def _moment(at: datetime, origin: datetime) -> dict[str, str]:
 
 
 class _Scale:
-    def __init__(self, tl: timeline.Timeline) -> None:
-        self.start = tl.start
-        self.seconds = max(tl.span.total_seconds(), 1e-6)
+    """The axis over the shown lanes' extent: a page of a long history, or a filter, is drawn across the
+    whole width instead of as slivers of the execution's span (the labels stay relative to its start)."""
+
+    def __init__(self, lanes: Sequence[timeline.Lane], tl: timeline.Timeline, now: datetime) -> None:
+        starts = [lane.start for lane in lanes]
+        ends = [lane.start + lane.busy(now) for lane in lanes]
+        self.start = min(starts, default=tl.start)
+        self.end = max(ends, default=tl.end)
+        if lanes and lanes[0].name == timeline.EXECUTION_LANE:
+            self.end = max(self.end, tl.end)
+        self.seconds = max((self.end - self.start).total_seconds(), 1e-6)
+        self.whole = (self.start, self.end) == (tl.start, tl.end)
 
     def x(self, at: datetime) -> float:
         return round(min(max((at - self.start).total_seconds() / self.seconds, 0.0), 1.0) * SCALE, 2)
@@ -108,14 +118,16 @@ def layout(
     shown = tl.filtered(kind=kind, node=node)
     lanes, pages = timeline.lanes_page(shown.lanes, page, LANES_PAGE)
     page = min(max(page, 0), pages - 1)
-    scale = _Scale(tl)
-    ticks = [tl.start + tl.span * (i / (_TICKS - 1)) for i in range(_TICKS)]
+    scale = _Scale(lanes, tl, now)
+    window = scale.end - scale.start
+    ticks = [scale.start + window * (i / (_TICKS - 1)) for i in range(_TICKS)]
     return {
         "tl": tl,
         "lanes": [_lane_view(lane, tl, scale, now) for lane in lanes],
         "unwinds": [(*scale.box(u.start, u.end or now), u.cause) for u in tl.unwinds],
         "ticks": [_moment(t, tl.start) for t in ticks],
         "span": timeline.duration_text(tl.span),
+        "window": None if scale.whole else (_moment(scale.start, tl.start), _moment(scale.end, tl.start)),
         "origin": _moment(tl.start, tl.start),
         "kinds": tl.event_kinds(),
         "nodes": tl.node_names()[:_SUGGESTED],
