@@ -93,7 +93,11 @@ def _lane_view(lane: timeline.Lane, tl: timeline.Timeline, scale: _Scale, now: d
         {"x": min(scale.x(m.at), SCALE - 2), "cls": f"tl-mark tl-mark-{m.kind}", "title": _mark_title(m)}
         for m in lane.markers
     ]
-    failures = [b.detail for b in lane.bars if b.outcome in ("failed", "retried", "timed-out") and b.detail]
+    failures = [
+        b.detail if b.outcome == "failed" else f"attempt {b.attempt} {b.outcome}: {b.detail}"
+        for b in lane.bars
+        if b.outcome in ("failed", "retried", "timed-out", "compensation-failed") and b.detail
+    ]
     return {
         "name": lane.name,
         "outcome": lane.outcome(),

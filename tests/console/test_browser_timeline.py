@@ -27,6 +27,11 @@ def _lanes(page: Any) -> list[str]:
     return list(page.evaluate(LANES))
 
 
+def _card(page: Any, name: str) -> None:
+    """The timeline card alone, at the size an operator reads it (the page's full shot is beside it)."""
+    page.locator("#timeline-card").screenshot(path=str(ROOT / "test-artifacts" / f"console-{name}-card.png"))
+
+
 def _open(page: Any, console: Console, eid: str) -> None:
     page.goto(f"{console.base}/executions/{eid}")
     page.wait_for_selector("#timeline .tl-grid")
@@ -57,6 +62,7 @@ def test_the_timeline_of_a_waiting_order_with_absolute_times_on_hover(
     assert "attempt 1 · completed ·" in bar.text_content()
     assert " UTC → " in bar.text_content()
     shot(page, "timeline-waiting")
+    _card(page, "timeline-waiting")
     page.set_viewport_size({"width": 800, "height": 900})
     page.locator("#timeline-card").screenshot(
         path=str(ROOT / "test-artifacts" / "console-timeline-narrow.png")
@@ -77,6 +83,7 @@ def test_filters_by_event_kind_and_node(console_live: Console, page: Any) -> Non
     page.wait_for_function(f"JSON.stringify({LANES}) === JSON.stringify(['decision'])")
     assert "over 100000" in page.inner_text("#timeline [data-tl-lane=decision] .tl-error")
     shot(page, "timeline-filtered")
+    _card(page, "timeline-filtered")
 
 
 def test_a_node_that_completes_extends_the_timeline_live(console_live: Console, page: Any) -> None:
@@ -95,6 +102,7 @@ def test_a_node_that_completes_extends_the_timeline_live(console_live: Console, 
     )
     assert page.inner_text("#timeline [data-tl-lane=ship] .tl-state") == "completed"
     shot(page, "timeline-live")
+    _card(page, "timeline-live")
 
 
 def _write_big(eid: str) -> None:
@@ -158,3 +166,4 @@ def test_a_ten_thousand_event_history_stays_responsive(console_live: Console, pa
     assert drawn < 15, f"the timeline took {drawn:.2f} s"
     assert paged < 15, f"the next page took {paged:.2f} s"
     shot(page, "timeline-10000")
+    _card(page, "timeline-10000")
