@@ -7,6 +7,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -16,8 +17,10 @@ from console import live, runtime
 from console.discovery import discover
 from console.views.timeline import LANES_PAGE
 from engine.engine import FlowEngine
+from store import spi
 from tests.console import big_history
-from tests.console.test_views import _user
+from tests.console.flows import HOSTILE_NAME
+from tests.console.test_views import ESCAPED, _user
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -110,3 +113,26 @@ async def test_bad_input_is_a_4xx(engine: FlowEngine, viewer: AsyncClient) -> No
     await engine.workflows.start("counter", execution_id="c-2")
     assert (await viewer.get("/executions/c-2/timeline/?page=-1")).status_code == 400
     assert (await viewer.get("/executions/c-2/timeline/?page=x")).status_code == 400
+
+
+async def test_a_hostile_node_name_is_text_in_the_timeline(engine: FlowEngine, viewer: AsyncClient) -> None:
+    """A node named as markup is escaped in the label, the SVG's title and aria-label, and the filter."""
+    claimed = await engine.store.create_claimed_if_absent(
+        "h-2",
+        "hostile",
+        "x",
+        spi.Running(),
+        spi.Event(spi.EventKind.CREATED, "hostile", "h-2", engine.store.now()),
+        executor_id="t",
+        lease=timedelta(minutes=1),
+    )
+    assert claimed is not None
+    waiting = spi.EventKind.INPUT_WAITING
+    await claimed.append_event(
+        spi.Event(waiting, "hostile", "h-2", engine.store.now(), {"input_name": HOSTILE_NAME})
+    )
+    html = (await viewer.get("/executions/h-2/timeline/")).content.decode()
+    assert HOSTILE_NAME not in html
+    assert (
+        html.count(ESCAPED) >= 4
+    )  # the lane's data attribute, its label, the track's aria-label, the datalist
