@@ -111,7 +111,8 @@ class HistoryQuery(Schema):
 async def read_execution_history(
     request: HttpRequest, execution_id: schemas.ExecutionIdParam, page: Query[HistoryQuery]
 ) -> schemas.HistoryResponse:
-    """Events in append order. An unknown execution answers an empty page (spec §1, route 7)."""
+    """Events in append order. An unknown execution answers an empty page (spec §1, route 7). With
+    `limit=-1` this is the whole history, the document the console's timeline saves as JSON."""
     engine = await runtime.engine()
     limit = None if page.limit < 0 else page.limit
     return schemas.history_of(await engine.executions.history(execution_id, limit, page.offset))

@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, path, register_converter
 from django.views.generic import RedirectView
 
-from console.views import account, converters, execution, executions, workflows
+from console.views import account, converters, execution, executions, timeline, workflows
 
 __all__ = ["urlpatterns"]
 
@@ -29,6 +29,8 @@ urlpatterns: list[URLPattern] = [
     path(E + "fields/", execution.fields, name="console-execution-fields"),
     path(E + "history/", execution.history, name="console-execution-history"),
     path(E + "diagram/<str:format>/", execution.diagram, name="console-execution-diagram"),
+    path(E + "timeline/", timeline.timeline_fragment, name="console-execution-timeline"),
+    path(E + "history.json", timeline.history_json, name="console-execution-history-json"),
     path(E + "signal/", execution.signal, name="console-execution-signal"),
     path(E + "cancel/", execution.cancel, name="console-execution-cancel"),
     path(E + "resume/", execution.resume, name="console-execution-resume"),

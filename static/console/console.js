@@ -89,6 +89,7 @@
         after = Math.max(after, event.id);
         document.body.dataset.liveLast = String(after);
         listeners.forEach((fn) => fn(event));
+        document.dispatchEvent(new CustomEvent("flowdeck:live", { detail: event })); // for page scripts of their own (timeline.js)
       };
       socket.onclose = (closed) => {
         if (closed.code === 4400) { // the server refused this page's filter: asking again cannot help
