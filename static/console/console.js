@@ -178,10 +178,22 @@
   function executionPage() {
     const fragments = [...document.querySelectorAll("[data-live-fragment]")];
     const diagram = document.getElementById("diagram");
+    // W10: one live redraw at a time, the next one after it. Started every 100 ms, a redraw slower than
+    // that was always superseded by the next, and the diagram showed nothing until the execution went
+    // quiet.
+    let drawingLive = false, drawAgain = false;
+    async function redraw() {
+      if (drawingLive) { drawAgain = true; return; }
+      drawingLive = true;
+      try { await drawDiagram(diagram, diagram.dataset.format, true); } finally {
+        drawingLive = false;
+        if (drawAgain) { drawAgain = false; redraw(); }
+      }
+    }
     const refresh = throttle(() => {
       fragments.forEach(refreshFragment);
       appendHistory();
-      drawDiagram(diagram, diagram.dataset.format, true);
+      redraw();
     }, 100);
     onLive(() => refresh());
     // A stale fragment catches up once the operator leaves it.
