@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10")
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,7 @@ def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
         _w7_row(get(runs, "W7/flowdeck")),
         *_w8_rows(runs),
         _w9_row(get(runs, "W9/flowdeck")),
+        _w10_row(get(runs, "W10/flowdeck")),
     ]
 
 
@@ -219,6 +220,21 @@ def _w9_row(f9: Any) -> Row:
         "",
         "growth ≤ 20 MB",
         f9["rss_growth_mb"] <= 20,
+    )
+
+
+def _w10_row(f10: Any) -> Row:
+    target = "p95 ≤ 250 ms"
+    if failed(f10):
+        return Row("W10", "node committed → DOM shows it, ms p50 / p95", failed(f10) or "", target=target)
+    return Row(
+        "W10",
+        f"node committed → DOM shows it ({f10['updates']} updates, {f10['gap_s']:g} s apart), ms p50 / p95",
+        f"{f10['ms']['p50']:.1f} / {f10['ms']['p95']:.1f}",
+        "n/a",
+        "",
+        target,
+        f10["ms"]["p95"] <= 250,
     )
 
 

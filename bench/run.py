@@ -40,6 +40,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w7_reps": 20,
         "w9_sleepers": 10_000,
         "w9_settle": 1.0,
+        "w10_updates": 50,
+        "w10_gap": 1.0,
     },
     "quick": {
         "clients": 8,
@@ -56,6 +58,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w7_reps": 10,
         "w9_sleepers": 500,
         "w9_settle": 1.0,
+        "w10_updates": 50,
+        "w10_gap": 0.3,
     },
     "tiny": {
         "clients": 2,
@@ -72,11 +76,14 @@ SIZES: dict[str, dict[str, Any]] = {
         "w7_reps": 2,
         "w9_sleepers": 20,
         "w9_settle": 0.2,
+        "w10_updates": 3,
+        "w10_gap": 0.3,
     },
 }
 
 FLOWDECK = "bench.workloads"
 DBOS = "bench.peers.dbos_workloads"
+LIVE_PAGE = "bench.live_page"
 
 
 def log(message: str) -> None:
@@ -207,6 +214,12 @@ def plan(s: dict[str, Any]) -> list[Planned]:
             for system in ("flowdeck", "dbos")
         ),
         (frozenset({"W9"}), "W9/flowdeck", "W9 flowdeck", child(FLOWDECK, *w9_args)),
+        (
+            frozenset({"W10"}),
+            "W10/flowdeck",
+            "W10 flowdeck",
+            child(LIVE_PAGE, "w10", "--steps", s["w10_updates"], "--gap", s["w10_gap"]),
+        ),
     ]
 
 

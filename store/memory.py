@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from store import counts, feed, heartbeats, memory_reads, rules, spi
+from store import counts, feed, heartbeats, memory_node_stats, memory_reads, node_stats, rules, spi
 from store.clock import SYSTEM_CLOCK, Clock
 from store.memory_claimed import MemoryClaimed, released
 from store.wake_hub import Asked, WakeHub, poll, wait_for_change
@@ -474,3 +474,17 @@ class MemoryStore(spi.FlowStore):
     async def recent_claimers(self, within: timedelta, scan: int = 5000) -> Sequence[counts.RecentClaimer]:
         with self._lock:
             return memory_reads.recent_claimers(self.data, self.clock.now() - within, scan)
+
+    # ---- what a workflow page reads of each node (store/memory_node_stats.py)
+
+    async def nodes_now(
+        self, workflow_id: str, scan: int = node_stats.SCAN
+    ) -> Sequence[node_stats.NodeCount]:
+        with self._lock:
+            return memory_node_stats.nodes_now(self.data, workflow_id, scan)
+
+    async def node_stats(
+        self, workflow_id: str, recent: int = node_stats.RECENT
+    ) -> Sequence[node_stats.NodeStats]:
+        with self._lock:
+            return memory_node_stats.node_stats_of(self.data, workflow_id, recent)

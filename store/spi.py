@@ -40,7 +40,7 @@ import abc
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 
-from store import counts, feed, heartbeats
+from store import counts, feed, heartbeats, node_stats
 
 # Re-exported: the names in __all__, and, as `X as X`, the codecs and `filter_matches`, which were never in
 # it but which callers reach as `spi.X`.
@@ -482,3 +482,21 @@ class FlowStore(abc.ABC):
     async def recent_claimers(self, within: timedelta, scan: int = 5000) -> Sequence[counts.RecentClaimer]:
         """The executors named by the ExecutionClaimed events stamped within `within` of the store's now
         (the newest `scan` of them at most), latest claim first, with how many of those events each has."""
+
+    # ---- what a workflow page reads of each node (Flowdeck). Value types and folds in store/node_stats.py.
+
+    @abc.abstractmethod
+    async def nodes_now(
+        self, workflow_id: str, scan: int = node_stats.SCAN
+    ) -> Sequence[node_stats.NodeCount]:
+        """The unended executions of `workflow_id` at each node now (`NodeCount` says what "at" means per
+        state), of the newest `scan` unended executions at most, by path then state."""
+
+    @abc.abstractmethod
+    async def node_stats(
+        self, workflow_id: str, recent: int = node_stats.RECENT
+    ) -> Sequence[node_stats.NodeStats]:
+        """Per durable path, its completions, their duration p50/p95 and its failures by kind
+        (`NodeStats`), over the newest `recent` executions of `workflow_id` (newest created first, every
+        version: a durable path names the same node across versions), by path; only the paths with a
+        completion or a failure."""

@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, path, register_converter
 from django.views.generic import RedirectView
 
-from console.views import account, converters, execution, executions, timeline, workflows
+from console.views import account, converters, execution, executions, timeline, workflow_node, workflows
 
 __all__ = ["urlpatterns"]
 
@@ -44,6 +44,13 @@ urlpatterns: list[URLPattern] = [
         "workflows/<str:workflow_id>/diagram/<str:format>/",
         workflows.workflow_diagram,
         name="console-workflow-diagram",
+    ),
+    # a node's numbers, for the side panel (the page's #node-panel carries the prefix in data-node-url)
+    path("workflows/<str:workflow_id>/nodes/", workflow_node.no_node, name="console-workflow-nodes"),
+    path(
+        "workflows/<str:workflow_id>/nodes/<path:key>",
+        workflow_node.workflow_node,
+        name="console-workflow-node",
     ),
     path("workflows/<str:workflow_id>/start/", workflows.start, name="console-workflow-start"),
     path("parked/", workflows.parked, name="console-parked"),

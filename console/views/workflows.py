@@ -5,7 +5,7 @@ claims per executor, from the store; this process's own engine)."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from datetime import timedelta
 from typing import Any
 
@@ -17,10 +17,9 @@ from django.views.decorators.http import require_GET, require_POST
 from console import forms, heartbeat, refusals, runtime
 from console.discovery import flow_versions, registered_flows
 from console.models import RUN_PERMISSION
-from console.views import common
+from console.views import common, workflow_node
 from engine import errors, render, schema
 from engine.graph import build_graph
-from engine.progress import NodeStatus
 from store import spi
 
 __all__ = [
@@ -35,10 +34,6 @@ __all__ = [
     "workflow_diagram",
     "workflows",
 ]
-
-# The node statuses that mean "an execution is at this node right now".
-_AT = (NodeStatus.RUNNING, NodeStatus.WAITING, NodeStatus.SLEEPING, NodeStatus.STOPPED)
-COUNT_LIMIT = 500  # executions looked at for the per-node counts
 
 
 async def _status_counts(store: spi.FlowStore, workflow_id: str | None = None) -> dict[str, dict[str, int]]:
@@ -67,23 +62,6 @@ async def _info(workflow_id: str) -> Any:
         return await engine.workflows.describe(workflow_id)
     except errors.FlowNotRegistered:
         raise refusals.unknown("workflow id", workflow_id, f"no workflow {workflow_id!r}") from None
-
-
-async def node_counts(workflow_id: str) -> dict[str, dict[str, int]]:
-    """How many unended executions are at each node (durable path) right now, by node status."""
-    engine = await runtime.engine()
-    result = await engine.executions.search(workflow_id, None, COUNT_LIMIT, 0)
-    counts: dict[str, Counter[str]] = defaultdict(Counter)
-    for state in result.items:
-        if state.status.terminal:
-            continue
-        detail = await engine.executions.describe(state.execution_id)
-        if detail.progress is None:
-            continue
-        for node in detail.progress.nodes:
-            if node.status in _AT:
-                counts[node.name][str(node.status)] += 1
-    return {path: dict(c) for path, c in counts.items()}
 
 
 def _graph_ids(workflow_id: str) -> dict[str, str]:
@@ -134,7 +112,8 @@ async def workflow(request: HttpRequest, workflow_id: str) -> HttpResponse:
         "info": info,
         "versions": await version_rows(workflow_id, versions),
         "status_counts": sorted(counts.get(workflow_id, {}).items()),
-        "node_counts": sorted((await node_counts(workflow_id)).items()),
+        "node_numbers": list((await workflow_node.numbers(workflow_id)).values()),
+        "node_recent": workflow_node.RECENT,
         "graph_ids": _graph_ids(workflow_id),
         "nav": "workflows",
         "can_run": await common.can_run(request),
@@ -147,7 +126,9 @@ async def workflow(request: HttpRequest, workflow_id: str) -> HttpResponse:
 @require_GET
 async def workflow_counts(request: HttpRequest, workflow_id: str) -> HttpResponse:
     await _info(workflow_id)
-    return JsonResponse({"counts": await node_counts(workflow_id)})
+    found = await workflow_node.numbers(workflow_id)
+    counts = {path: entry.now for path, entry in found.items() if entry.now}
+    return JsonResponse({"counts": counts, "nodes": {path: entry.to_json() for path, entry in found.items()}})
 
 
 @login_required

@@ -179,10 +179,22 @@
   function executionPage() {
     const fragments = [...document.querySelectorAll("[data-live-fragment]")];
     const diagram = document.getElementById("diagram");
+    // W10: one live redraw at a time, the next one after it. Started every 100 ms, a redraw slower than
+    // that was always superseded by the next, and the diagram showed nothing until the execution went
+    // quiet.
+    let drawingLive = false, drawAgain = false;
+    async function redraw() {
+      if (drawingLive) { drawAgain = true; return; }
+      drawingLive = true;
+      try { await drawDiagram(diagram, diagram.dataset.format, true); } finally {
+        drawingLive = false;
+        if (drawAgain) { drawAgain = false; redraw(); }
+      }
+    }
     const refresh = throttle(() => {
       fragments.forEach(refreshFragment);
       appendHistory();
-      drawDiagram(diagram, diagram.dataset.format, true);
+      redraw();
     }, 100);
     onLive(() => refresh());
     // A stale fragment catches up once the operator leaves it.
@@ -396,27 +408,34 @@
       if (target.dataset.drawn === "bpmn" && viewer) annotateBpmn(counts);
     }
 
-    function table(counts) {
+    // Per-node numbers (issue 13 point 6): now, failures by kind, completions, p50/p95; see node_numbers.html.
+    function table(nodes) {
       const body = document.querySelector("#node-counts tbody");
       body.replaceChildren();
-      const entries = Object.entries(counts).sort();
+      const entries = Object.entries(nodes).sort();
       if (!entries.length) {
         const tr = body.insertRow();
         const td = tr.insertCell();
-        td.colSpan = 2; td.className = "empty"; td.textContent = "No unended execution.";
+        td.colSpan = 6; td.className = "empty"; td.textContent = "No execution at a node now, and none lately.";
         return;
       }
-      entries.forEach(([path, by]) => {
+      const badges = (cell, by, cls, word) => Object.entries(by).forEach(([key, n]) => {
+        const span = document.createElement("span");
+        span.className = `badge ${cls(key)}`;
+        span.textContent = `${word(key)} ${n}`;
+        cell.append(span, " ");
+      });
+      entries.forEach(([path, n]) => {
         const tr = body.insertRow();
+        tr.dataset.path = path;
         const code = document.createElement("code");
         code.textContent = path;
         tr.insertCell().appendChild(code);
-        const cell = tr.insertCell();
-        Object.entries(by).forEach(([status, n]) => {
-          const span = document.createElement("span");
-          span.className = `badge st-${status}`;
-          span.textContent = `${status} ${n}`;
-          cell.append(span, " ");
+        badges(tr.insertCell(), n.now, (st) => `st-${st}`, (st) => st);
+        badges(tr.insertCell(), n.failures, () => "st-failed", (kind) => kind || "untyped");
+        [String(n.completions), n.p50, n.p95].forEach((text) => {
+          const td = tr.insertCell();
+          td.className = "num"; td.textContent = text;
         });
       });
     }
@@ -425,7 +444,7 @@
       try {
         const data = JSON.parse(await fetchText(target.dataset.counts));
         annotate(data.counts);
-        table(data.counts);
+        table(data.nodes || {});
       } catch (e) { /* next event */ }
     }
 

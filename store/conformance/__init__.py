@@ -15,9 +15,9 @@ wake-up), so `clock.advance` drives its deadline. A store whose blocking poll wa
 the same process wakes it at once) also runs `InProcessBlockingConformance`.
 
 The cases are grouped by invariant and verb, one mixin a module (`claims`, `writes`, `signals`, `history`,
-`fields`, `executions`, `cancel`, `search`, `workflows`, `operator_writes`, `console_reads`), each a
-`StoreCase` (`case`); `FlowStoreConformance` is all of them. `support` holds the fixtures and helpers
-every case is written with.
+`fields`, `executions`, `cancel`, `search`, `workflows`, `operator_writes`, `console_reads`,
+`node_reads`), each a `StoreCase` (`case`); `FlowStoreConformance` is all of them. `support` holds the
+fixtures and helpers every case is written with.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from store.conformance.console_reads import ConsoleReadCases
 from store.conformance.executions import ExecutionCases
 from store.conformance.fields import FieldCases
 from store.conformance.history import HistoryCases
+from store.conformance.node_reads import NodeReadCases
 from store.conformance.operator_writes import OperatorWriteCases
 from store.conformance.search import SearchCases
 from store.conformance.signals import SignalCases
@@ -64,5 +65,6 @@ class FlowStoreConformance(
     WorkflowCases,
     OperatorWriteCases,
     ConsoleReadCases,
+    NodeReadCases,
 ):
     """kyo-flow's 115 store cases, translated, and Flowdeck's additions."""

@@ -30,12 +30,13 @@ from typing import Any, TypeVar
 from django.db import connections, transaction
 from django.db.models import F
 
-from store import counts, feed, heartbeats, rules, spi
+from store import counts, feed, heartbeats, node_stats, rules, spi
 from store.clock import SYSTEM_CLOCK, Clock
 from store.django import counts as django_counts
 from store.django import feed as django_feed
 from store.django import heartbeats as django_heartbeats
 from store.django import models, queries, rows, search
+from store.django import node_stats as django_node_stats
 from store.django.claimed import DjangoClaimed
 from store.django.errors import translated
 from store.django.postgres import PostgresWrites
@@ -550,3 +551,17 @@ class DjangoStore(spi.FlowStore):
     async def recent_claimers(self, within: timedelta, scan: int = 5000) -> Sequence[counts.RecentClaimer]:
         work = functools.partial(django_counts.recent_claimers, since=self.now() - within, scan=scan)
         return await self._run("recent_claimers", work)
+
+    # ---- what a workflow page reads of each node (store/django/node_stats.py)
+
+    async def nodes_now(
+        self, workflow_id: str, scan: int = node_stats.SCAN
+    ) -> Sequence[node_stats.NodeCount]:
+        work = functools.partial(django_node_stats.nodes_now, workflow_id=workflow_id, scan=scan)
+        return await self._run("nodes_now", work)
+
+    async def node_stats(
+        self, workflow_id: str, recent: int = node_stats.RECENT
+    ) -> Sequence[node_stats.NodeStats]:
+        work = functools.partial(django_node_stats.node_stats_of, workflow_id=workflow_id, recent=recent)
+        return await self._run("node_stats", work)
