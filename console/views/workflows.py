@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from console import forms, heartbeat, refusals, runtime
 from console.discovery import flow_versions, registered_flows
 from console.models import RUN_PERMISSION
-from console.views import common
+from console.views import common, diagram
 from engine import errors, render, schema
 from engine.graph import build_graph
 from engine.progress import NodeStatus
@@ -136,6 +136,7 @@ async def workflow(request: HttpRequest, workflow_id: str) -> HttpResponse:
         "status_counts": sorted(counts.get(workflow_id, {}).items()),
         "node_counts": sorted((await node_counts(workflow_id)).items()),
         "graph_ids": _graph_ids(workflow_id),
+        **diagram.context(),
         "nav": "workflows",
         "can_run": await common.can_run(request),
         "run_permission": RUN_PERMISSION,
