@@ -337,6 +337,9 @@
     }), 150);
   });
 
+  document.querySelectorAll("[data-diagram-view] .legend .sw[data-colour]").forEach((sw) => {
+    sw.style.background = sw.dataset.colour; // the palette's colour: no inline style in the template (CSP)
+  });
   document.querySelectorAll("[data-diagram-view]").forEach(setUp);
 
   window.flowdeckDiagram = {
