@@ -227,7 +227,13 @@
       if (format === "dot") holder.appendChild(svgFrom(text));
       else if (format === "mermaid") await drawMermaid(holder, text);
       else if (format === "elk") await drawElk(holder, JSON.parse(text));
-      else if (format === "bpmn") { target.appendChild(holder); shown(target, holder, format, live, await drawBpmn(holder, text)); return; }
+      else if (format === "bpmn") {
+        target.appendChild(holder);
+        const viewer = await drawBpmn(holder, text);
+        if (ticket !== drawing) { holder.remove(); return; } // a newer drawing is on its way
+        shown(target, holder, format, live, viewer);
+        return;
+      }
       if (ticket !== drawing) return;
       target.replaceChildren(holder);
       shown(target, holder, format, live);

@@ -283,3 +283,36 @@ def test_narrow_pages_keep_the_toolbar_and_legible_text(console_live: Console, p
     page.goto(f"{console_live.base}/workflows/fulfilment/")
     page.wait_for_function("document.querySelector('#workflow-diagram').dataset.viewed === 'mermaid'")
     shot(page, "viewer-narrow-workflow")
+
+
+def test_a_live_repaint_keeps_the_view_in_bpmn_too(console_live: Console, page: Any) -> None:
+    eid = _start(console_live, "sixty", {}, "sixtylive")
+    _until_waiting(console_live, eid)
+    _login(page, console_live)
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{console_live.base}/executions/{eid}")
+    page.wait_for_function("document.querySelector('#diagram').dataset.viewed === 'mermaid'")
+    _show(page, "diagram-formats", "#diagram", "bpmn")
+    page.click(".fd-tools button[data-view=zoom-out]")
+    box = page.locator("#diagram").bounding_box()
+    page.mouse.move(box["x"] + 600, box["y"] + 100)
+    page.mouse.down()
+    page.mouse.move(box["x"] + 500, box["y"] + 90, steps=5)
+    page.mouse.up()
+    chosen = _view(page)
+    renders = page.evaluate("Number(document.querySelector('#diagram').dataset.renders)")
+    reply = console_live.operator.post(f"/executions/{eid}/signal/go", True)
+    assert reply.status == 200, reply.text
+    page.wait_for_function(
+        """(n) => Number(document.querySelector('#diagram').dataset.renders) > n &&
+             document.querySelectorAll('#diagram .djs-element.fd-completed').length >= 2""",
+        arg=renders,
+    )
+    assert _view(page) == pytest.approx(chosen, abs=0.5)
+    page.wait_for_function(  # the last repaint arrives too: every step painted completed
+        "document.querySelectorAll('#diagram .djs-element.fd-completed').length >= 61"
+        " && !document.querySelector('#diagram .djs-element.fd-running')"
+    )
+    assert _view(page) == pytest.approx(chosen, abs=0.5)
+    assert page.locator("#diagram .drawing").count() == 1
+    shot(page, "viewer-live-kept-bpmn")
