@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from console import forms, refusals, runtime
 from console.models import RUN_PERMISSION
 from console.views import common
+from console.views import diagram as diagram_view
 from engine import errors, render, schema
 from engine.engine import declared_inputs
 
@@ -135,7 +136,7 @@ async def execution(request: HttpRequest, execution_id: str) -> HttpResponse:
         **await _inputs_context(request, detail),
         **await _fields_context(detail),
         **await _history_context(execution_id, 0),
-        "formats": DIAGRAM_FORMATS,
+        **diagram_view.context(),
         "nav": "executions",
     }
     return await common.page(request, "console/execution.html", context)

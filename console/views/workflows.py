@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from console import forms, heartbeat, refusals, runtime
 from console.discovery import flow_versions, registered_flows
 from console.models import RUN_PERMISSION
-from console.views import common, workflow_node
+from console.views import common, diagram, workflow_node
 from engine import errors, render, schema
 from engine.graph import build_graph
 from store import spi
@@ -115,6 +115,7 @@ async def workflow(request: HttpRequest, workflow_id: str) -> HttpResponse:
         "node_numbers": list((await workflow_node.numbers(workflow_id)).values()),
         "node_recent": workflow_node.RECENT,
         "graph_ids": _graph_ids(workflow_id),
+        **diagram.context(),
         "nav": "workflows",
         "can_run": await common.can_run(request),
         "run_permission": RUN_PERMISSION,

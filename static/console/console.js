@@ -7,7 +7,8 @@
   "use strict";
 
   const STATIC = "/static/";
-  const COLOURS = {
+  const PALETTE = document.getElementById("diagram-palette"); // the view's engine/render/common.COLOURS
+  const COLOURS = PALETTE ? JSON.parse(PALETTE.textContent) : {
     completed: "#90EE90", running: "#FFD700", pending: "#D3D3D3", waiting: "#87CEEB",
     sleeping: "#DDA0DD", failed: "#FF6B6B", compensated: "#F4A460", stopped: "#FFA500",
   };
@@ -239,13 +240,26 @@
       if (format === "dot") holder.appendChild(svgFrom(text));
       else if (format === "mermaid") await drawMermaid(holder, text);
       else if (format === "elk") await drawElk(holder, JSON.parse(text));
-      else if (format === "bpmn") { target.replaceChildren(holder); await drawBpmn(holder, text); target.dataset.drawn = format; return; }
+      else if (format === "bpmn") {
+        target.appendChild(holder);
+        const viewer = await drawBpmn(holder, text);
+        if (ticket !== drawing) { holder.remove(); return; } // a newer drawing is on its way
+        shown(target, holder, format, live, viewer);
+        return;
+      }
       if (ticket !== drawing) return;
       target.replaceChildren(holder);
-      target.dataset.drawn = format;
+      shown(target, holder, format, live);
     } catch (error) {
       if (!live) showError(target, error);
     }
+  }
+
+  function shown(target, holder, format, live, viewer) {
+    // The new drawing replaces the old only now (a BPMN one is built in place): no blank frame between.
+    [...target.children].forEach((child) => { if (child !== holder) child.remove(); });
+    target.dataset.drawn = format;
+    if (window.flowdeckDiagram) window.flowdeckDiagram.show(target, holder, format, { live, viewer });
   }
 
   let mermaidCount = 0;
@@ -279,6 +293,7 @@
       overlays.add(element.id, { position: { top: -10, right: 10 }, html: badge });
     });
     canvas.zoom("fit-viewport");
+    return viewer;
   }
 
   async function drawElk(holder, graph) {
@@ -356,27 +371,33 @@
       return Object.entries(by).sort((a, b) => b[1] - a[1])[0][0];
     }
 
+    function drawnId(g) { // DOT: the <title>; ELK: data-id; Mermaid: flowchart-<id>-<n>
+      const title = g.querySelector(":scope > title");
+      return g.dataset.id || (title && title.textContent) || ((g.id || "").match(/flowchart-(.+)-\d+$/) || [])[1];
+    }
+
     function annotateSvg(counts) {
       svg.querySelectorAll(".fd-count").forEach((el) => el.remove());
       svg.querySelectorAll("g.node").forEach((g) => {
-        const title = g.querySelector("title");
-        const path = title && ids[title.textContent];
+        const path = ids[drawnId(g)];
         const by = path && counts[path];
         if (!by) return;
         const total = Object.values(by).reduce((a, b) => a + b, 0);
         const box = g.getBBox();
+        const unit = Math.max(11, (window.flowdeckDiagram && window.flowdeckDiagram.textUnit(target)) || 11);
         const badge = document.createElementNS(NS, "g");
         badge.setAttribute("class", "fd-count");
         badge.dataset.path = path;
         const circle = document.createElementNS(NS, "circle");
         circle.setAttribute("cx", box.x + box.width);
         circle.setAttribute("cy", box.y);
-        circle.setAttribute("r", 10);
+        circle.setAttribute("r", unit * 0.9); // as legible as the labels, whatever the format's units
         circle.setAttribute("fill", COLOURS[mainStatus(by)] || "#ffd700");
         circle.setAttribute("stroke", "#333");
         const text = document.createElementNS(NS, "text");
         text.setAttribute("x", box.x + box.width);
-        text.setAttribute("y", box.y + 4);
+        text.setAttribute("y", box.y + unit * 0.36);
+        text.style.fontSize = `${unit}px`;
         text.setAttribute("text-anchor", "middle");
         text.textContent = String(total);
         const tip = document.createElementNS(NS, "title");
@@ -404,7 +425,7 @@
 
     function annotate(counts) {
       latest = counts;
-      if (target.dataset.drawn === "dot" && svg) annotateSvg(counts);
+      if (target.dataset.drawn !== "bpmn" && svg) annotateSvg(counts);
       if (target.dataset.drawn === "bpmn" && viewer) annotateBpmn(counts);
     }
 
@@ -453,18 +474,17 @@
       svg = null; viewer = null;
       const holder = document.createElement("div");
       holder.className = "drawing";
-      target.replaceChildren(holder);
-      if (format === "dot") {
-        svg = svgFrom(text);
-        holder.appendChild(svg);
+      if (format === "bpmn") {
+        target.appendChild(holder);
+        viewer = await drawBpmn(holder, text);
       } else {
-        await loadScript("vendor/bpmn-js/bpmn-navigated-viewer.production.min.js");
-        holder.classList.add("bpmn");
-        viewer = new window.BpmnJS({ container: holder });
-        await viewer.importXML(text);
-        viewer.get("canvas").zoom("fit-viewport");
+        if (format === "dot") holder.appendChild(svgFrom(text));
+        else if (format === "mermaid") await drawMermaid(holder, text);
+        else await drawElk(holder, JSON.parse(text));
+        svg = holder.querySelector("svg");
+        target.replaceChildren(holder);
       }
-      target.dataset.drawn = format;
+      shown(target, holder, format, false, viewer);
       annotate(latest);
       counts();
     }
@@ -476,7 +496,7 @@
       tabs.querySelectorAll("button").forEach((b) => b.classList.toggle("active", b === button));
       draw(button.dataset.format).catch((error) => showError(target, error));
     });
-    draw("dot").catch((error) => showError(target, error));
+    draw(target.dataset.format).catch((error) => showError(target, error));
     onLive(throttle(counts, 1000)); // leading edge: the first change shows at once; a busy workflow costs one count a second
     startLive({ workflow: document.body.dataset.workflowId });
   }

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from engine import Flow
 from engine.context import Context
+from tests.console.big_flows import sixty
 
 HOSTILE_NAME = "<script>alert(1)</script>"
 
@@ -50,4 +51,4 @@ class Count(BaseModel):
 
 counter = Flow.init("counter").input("count", Count).output("double", lambda ctx: ctx.count.n * 2, type=int)
 
-FLOWS = {"slow_undo": slow_undo, "hostile": hostile, "counter": counter}
+FLOWS = {"slow_undo": slow_undo, "hostile": hostile, "counter": counter, "sixty": sixty}

@@ -1,0 +1,357 @@
+/* Flowdeck console: the diagram viewer.
+ *
+ * console.js draws a diagram (Mermaid, DOT→SVG, ELK drawn as SVG, or BPMN in bpmn-js) and hands the drawing
+ * to `flowdeckDiagram.show`; this file makes it legible and navigable: it opens fitted to its card with no
+ * text smaller than MIN_TEXT_PX (a drawing too wide for that is shown from its start at that size, to be
+ * panned), drag pans, the wheel and the toolbar zoom, Fit shows it whole, 1:1 is the drawing's own size,
+ * and full screen gives it the screen. SVG drawings move with svg-pan-zoom, BPMN with bpmn-js's own canvas.
+ *
+ * A live repaint of the same format keeps the operator's view; a drag never ends in a click, while a plain
+ * click on a node reaches whatever listens for it. After each render, `onRender` callbacks are called with
+ * the diagram container and the format (and the drawing's SVG or bpmn-js viewer), for decorations such as a
+ * node panel: `window.flowdeckDiagram.onRender((container, format, drawing) => { ... })`.
+ */
+(function () {
+  "use strict";
+
+  const MIN_TEXT_PX = 11;     // no label is drawn smaller than this when the diagram opens
+  const MAX_TEXT_PX = 15;     // ... nor is a small diagram blown up past this
+  const PAD = 18;             // room around the drawing (count badges sit on node corners)
+  const STEP = 1.25;          // one zoom button press
+  const MIN_HEIGHT = 220;
+  const SCALE_LIMITS = [0.05, 4];
+  const DRAG_PX = 4;          // a press that moves further than this is a drag, not a click
+
+  const callbacks = [];
+  const views = new WeakMap(); // diagram container → { adapter, format, saved: {format: view} }
+
+  function readPalette() {
+    const el = document.getElementById("diagram-palette");
+    try { return el ? JSON.parse(el.textContent) : {}; } catch (e) { return {}; }
+  }
+
+  // ------------------------------------------------------------------------------ text sizes
+
+  function scaleOf(el) {
+    const m = el.getScreenCTM && el.getScreenCTM();
+    return m ? Math.hypot(m.a, m.b) : 0;
+  }
+
+  function ownText(el) {
+    return [...el.childNodes].some((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim());
+  }
+
+  /** The smallest label on screen, in CSS px: SVG text by its CTM, HTML labels (Mermaid's foreignObject)
+   * by the foreignObject's. */
+  function smallestText(root) {
+    let least = Infinity;
+    root.querySelectorAll("text, tspan, foreignObject *").forEach((el) => {
+      if (!ownText(el)) return;
+      const size = parseFloat(getComputedStyle(el).fontSize);
+      const host = el.closest("foreignObject") || el;
+      const k = scaleOf(host);
+      if (size > 0 && k > 0 && el.getClientRects().length) least = Math.min(least, size * k);
+    });
+    return least;
+  }
+
+  // -------------------------------------------------------------------------------- adapters
+  // Each adapter shows its drawing as screen = content × s + (x, y), in px from the container's corner.
+
+  function stripLegend(svg) {
+    // The HTML legend above is the one legend; a drawing's own (DOT's cluster, Mermaid's row) goes.
+    const drawn = [...svg.querySelectorAll("g.cluster, g.node, g.edge, g.edgePath, path, g.edgeLabel")];
+    drawn.forEach((g) => {
+      const title = g.querySelector(":scope > title");
+      const name = (title && title.textContent) || g.id || "";
+      // DOT titles its clusters and nodes; Mermaid 11 ids read <svg id>-flowchart-legend_<status>-<n>
+      if (/^(cluster_legend$|legend_)/.test(name) || /(^|-)(flowchart-legend|L_legend)/.test(name)) g.remove();
+    });
+    const background = svg.querySelector("g.graph > polygon:first-of-type");
+    if (background && background.getAttribute("fill") === "white") background.remove();
+  }
+
+  function svgAdapter(target, svg) {
+    stripLegend(svg);
+    const box = svg.getBBox();
+    if (box.width > 0 && box.height > 0) svg.setAttribute("viewBox", `${box.x} ${box.y} ${box.width} ${box.height}`);
+    svg.removeAttribute("width");
+    svg.removeAttribute("height");
+    svg.style.maxWidth = "none";
+    svg.classList.add("fd-svg");
+    let notify = () => {};
+    const pz = window.svgPanZoom(svg, {
+      fit: false, contain: false, center: false, dblClickZoomEnabled: false, zoomScaleSensitivity: 0.15,
+      minZoom: 0.001, maxZoom: 1000, onUpdatedCTM: () => notify(),
+    });
+    const base = () => pz.getSizes().realZoom / pz.getZoom(); // svg-pan-zoom's zoom is relative to this
+    return {
+      kind: "svg",
+      drawing: svg,
+      content: () => pz.getSizes().viewBox,
+      get: () => ({ s: pz.getSizes().realZoom, ...pz.getPan() }),
+      set: (v) => { pz.zoom(v.s / base()); pz.pan({ x: v.x, y: v.y }); },
+      resize: () => pz.resize(),
+      onChange: (fn) => { notify = fn; },
+      destroy: () => pz.destroy(),
+    };
+  }
+
+  function bpmnAdapter(target, holder, viewer) {
+    const canvas = viewer.get("canvas");
+    const size = () => ({ w: holder.clientWidth, h: holder.clientHeight });
+    holder.addEventListener("wheel", (e) => {
+      // The wheel zooms here as it does on the SVG formats (bpmn-js would scroll without Ctrl).
+      e.preventDefault();
+      e.stopPropagation();
+      const r = holder.getBoundingClientRect();
+      zoomAt(adapter, Math.pow(1.0015, -e.deltaY * (e.deltaMode === 1 ? 32 : 1)), e.clientX - r.left, e.clientY - r.top);
+    }, { capture: true, passive: false });
+    const adapter = {
+      kind: "bpmn",
+      drawing: viewer,
+      content: () => canvas.viewbox().inner,
+      get: () => { const vb = canvas.viewbox(); return { s: vb.scale, x: -vb.x * vb.scale, y: -vb.y * vb.scale }; },
+      set: (v) => { const { w, h } = size(); canvas.viewbox({ x: -v.x / v.s, y: -v.y / v.s, width: w / v.s, height: h / v.s }); },
+      resize: () => canvas.resized(),
+      onChange: (fn) => viewer.on("canvas.viewbox.changed", fn),
+      destroy: () => {},
+    };
+    return adapter;
+  }
+
+  // ------------------------------------------------------------------------------- the views
+
+  function clampScale(s) { return Math.min(SCALE_LIMITS[1], Math.max(SCALE_LIMITS[0], s)); }
+
+  function zoomAt(adapter, factor, px, py) {
+    const v = adapter.get();
+    const s = clampScale(v.s * factor);
+    const k = s / v.s;
+    adapter.set({ s, x: px - (px - v.x) * k, y: py - (py - v.y) * k });
+  }
+
+  function maxHeight(target) {
+    const frame = target.closest("[data-diagram-view]");
+    if (isFull(frame)) return target.clientHeight;
+    return Math.max(320, Math.min(Math.round(window.innerHeight * 0.72), 760));
+  }
+
+  /** Where the drawing opens: as large as the card allows, never with text under MIN_TEXT_PX. */
+  function legible(target, adapter, unitFont, fixedHeight) {
+    const box = adapter.content();
+    const width = target.clientWidth;
+    const limit = fixedHeight ? target.clientHeight : maxHeight(target);
+    const least = unitFont > 0 && isFinite(unitFont) ? MIN_TEXT_PX / unitFont : 0;
+    const most = unitFont > 0 && isFinite(unitFont) ? Math.max(least, MAX_TEXT_PX / unitFont) : 1;
+    let s = Math.max(least, Math.min((width - 2 * PAD) / box.width, most));
+    let height = box.height * s + 2 * PAD;
+    if (height > limit) {
+      s = Math.max(least, Math.min(s, (limit - 2 * PAD) / box.height));
+      height = limit;
+    }
+    height = fixedHeight ? target.clientHeight : Math.max(MIN_HEIGHT, Math.ceil(height));
+    return { height, view: placed(box, s, width, height) };
+  }
+
+  function placed(box, s, width, height) {
+    // Centred when it fits; else from its start (top left), where a flow begins.
+    const x = box.width * s + 2 * PAD <= width ? (width - box.width * s) / 2 - box.x * s : PAD - box.x * s;
+    const y = box.height * s + 2 * PAD <= height ? (height - box.height * s) / 2 - box.y * s : PAD - box.y * s;
+    return { s, x, y };
+  }
+
+  function fitAll(target, adapter) {
+    const box = adapter.content();
+    const s = clampScale(Math.min((target.clientWidth - 2 * PAD) / box.width, (target.clientHeight - 2 * PAD) / box.height));
+    adapter.set(placed(box, s, target.clientWidth, target.clientHeight));
+  }
+
+  function setHeight(target, height, adapter) {
+    if (Math.abs(target.clientHeight - height) < 1) return;
+    target.style.height = `${height}px`;
+    adapter.resize();
+  }
+
+  function showZoom(target, adapter) {
+    const label = target.closest("[data-diagram-view]")?.querySelector("[data-view-zoom]");
+    if (label) label.textContent = `${Math.round(adapter.get().s * 100)}%`;
+  }
+
+  function open(target, state, fixedHeight) {
+    const { adapter } = state;
+    const plan = legible(target, adapter, state.unitFont, fixedHeight);
+    if (!fixedHeight) setHeight(target, plan.height, adapter);
+    adapter.set(plan.view);
+  }
+
+  /** Takes over a fresh drawing in `target` (console.js calls it after each render). */
+  function show(target, holder, format, options) {
+    const opts = options || {};
+    const previous = views.get(target);
+    const saved = (previous && previous.saved) || {};
+    if (previous && previous.adapter.kind === "svg" && !previous.adapter.drawing.isConnected) {
+      try { previous.adapter.destroy(); } catch (e) { /* already gone with its drawing */ }
+    }
+    let adapter;
+    try {
+      adapter = format === "bpmn" ? bpmnAdapter(target, holder, opts.viewer) : svgAdapter(target, holder.querySelector("svg"));
+    } catch (error) {
+      return; // a drawing we cannot steer is still a drawing
+    }
+    const before = adapter.get().s;
+    const state = { adapter, format, saved, unitFont: smallestText(holder) / before, restoring: true };
+    views.set(target, state);
+    adapter.onChange(() => {
+      if (!state.restoring) saved[format] = { view: adapter.get(), height: target.clientHeight, touched: Boolean(saved[format] && saved[format].touched) };
+      showZoom(target, adapter);
+    });
+    const kept = saved[format];
+    if (kept && (opts.live || kept.touched)) {
+      if (!isFull(target.closest("[data-diagram-view]"))) setHeight(target, kept.height, adapter);
+      adapter.set(kept.view);
+    } else {
+      open(target, state, isFull(target.closest("[data-diagram-view]")));
+    }
+    holder.classList.add("fd-ready");
+    showZoom(target, adapter);
+    requestAnimationFrame(() => {
+      state.restoring = false;
+      saved[format] = { view: adapter.get(), height: target.clientHeight, touched: Boolean(kept && kept.touched) };
+      target.dataset.viewed = format;
+      target.dataset.renders = String(Number(target.dataset.renders || 0) + 1);
+      const drawing = format === "bpmn" ? opts.viewer : holder.querySelector("svg");
+      callbacks.forEach((fn) => { try { fn(target, format, drawing); } catch (e) { console.error(e); } });
+    });
+  }
+
+  function touched(target) {
+    const state = views.get(target);
+    if (!state) return null;
+    const record = () => { state.saved[state.format] = { view: state.adapter.get(), height: target.clientHeight, touched: true }; };
+    return { state, record };
+  }
+
+  // ---------------------------------------------------------------------- drag versus click
+
+  function guardClicks(target) {
+    let down = null, dragged = false;
+    target.addEventListener("pointerdown", (e) => { down = { x: e.clientX, y: e.clientY }; dragged = false; }, true);
+    target.addEventListener("pointermove", (e) => {
+      if (!down || dragged || !e.buttons) return;
+      if (Math.hypot(e.clientX - down.x, e.clientY - down.y) > DRAG_PX) {
+        dragged = true;
+        target.classList.add("fd-dragging");
+      }
+    }, true);
+    window.addEventListener("pointerup", () => {
+      if (down && dragged) { const t = touched(target); if (t) t.record(); }
+      down = null;
+      target.classList.remove("fd-dragging");
+    }, true);
+    target.addEventListener("click", (e) => {
+      if (!dragged) return;
+      dragged = false;
+      // bpmn-js traps a drag's click itself, and would trap the next real one if this one never reached it.
+      if (views.get(target)?.adapter.kind === "bpmn") return;
+      e.stopPropagation(); // the end of a drag
+      e.preventDefault();
+    }, true);
+    target.addEventListener("wheel", () => { requestAnimationFrame(() => { const t = touched(target); if (t) t.record(); }); }, { passive: true });
+  }
+
+  // ----------------------------------------------------------------------- toolbar, screen
+
+  function isFull(frame) {
+    return Boolean(frame) && (document.fullscreenElement === frame || frame.classList.contains("fd-full"));
+  }
+
+  async function toggleFull(frame) {
+    if (document.fullscreenElement === frame) { await document.exitFullscreen(); return; }
+    if (frame.classList.contains("fd-full")) { frame.classList.remove("fd-full"); refit(frame); return; }
+    try {
+      await frame.requestFullscreen();
+    } catch (e) {
+      frame.classList.add("fd-full"); // no Fullscreen API here: the page's whole window instead
+      refit(frame);
+    }
+  }
+
+  function refit(frame) {
+    const target = frame.querySelector(".diagram");
+    const state = views.get(target);
+    frame.querySelector("[data-view=full]")?.setAttribute("aria-pressed", String(isFull(frame)));
+    if (!state) return;
+    if (!isFull(frame)) target.style.height = "";
+    requestAnimationFrame(() => {
+      state.adapter.resize();
+      open(target, state, isFull(frame));
+      const t = touched(target);
+      if (t) t.record();
+    });
+  }
+
+  function act(target, what) {
+    const state = views.get(target);
+    if (what === "full") { toggleFull(target.closest("[data-diagram-view]")); return; }
+    if (!state) return;
+    const { adapter } = state;
+    const cx = target.clientWidth / 2, cy = target.clientHeight / 2;
+    if (what === "zoom-in") zoomAt(adapter, STEP, cx, cy);
+    else if (what === "zoom-out") zoomAt(adapter, 1 / STEP, cx, cy);
+    else if (what === "actual") zoomAt(adapter, 1 / adapter.get().s, cx, cy);
+    else if (what === "fit") fitAll(target, adapter);
+    const t = touched(target);
+    if (t) t.record();
+  }
+
+  function setUp(frame) {
+    const target = frame.querySelector(".diagram");
+    if (!target || frame.dataset.viewerReady) return;
+    frame.dataset.viewerReady = "1";
+    guardClicks(target);
+    frame.querySelector(".fd-tools").addEventListener("click", (e) => {
+      const button = e.target.closest("button[data-view]");
+      if (button) act(target, button.dataset.view);
+    });
+    frame.querySelector(".tabs")?.addEventListener("click", (e) => {
+      const button = e.target.closest("button[data-format]");
+      if (!button) return;
+      frame.querySelectorAll(".tabs button").forEach((b) => b.setAttribute("aria-selected", String(b === button)));
+    });
+  }
+
+  document.addEventListener("fullscreenchange", () => {
+    document.querySelectorAll("[data-diagram-view]").forEach((frame) => refit(frame));
+  });
+  document.addEventListener("keydown", (e) => {
+    if (e.key !== "Escape") return;
+    document.querySelectorAll("[data-diagram-view].fd-full").forEach((frame) => { frame.classList.remove("fd-full"); refit(frame); });
+  });
+  let resizing = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizing);
+    resizing = setTimeout(() => document.querySelectorAll("[data-diagram-view] .diagram").forEach((target) => {
+      const state = views.get(target);
+      if (state) state.adapter.resize();
+    }), 150);
+  });
+
+  document.querySelectorAll("[data-diagram-view] .legend .sw[data-colour]").forEach((sw) => {
+    sw.style.background = sw.dataset.colour; // the palette's colour: no inline style in the template (CSP)
+  });
+  document.querySelectorAll("[data-diagram-view]").forEach(setUp);
+
+  window.flowdeckDiagram = {
+    /** Status → colour, the palette the page's legend was drawn from (engine/render/common.py). */
+    palette: readPalette(),
+    /** Called after each render with (container, format, drawing): the SVG element, or the bpmn-js viewer. */
+    onRender(fn) { callbacks.push(fn); },
+    show,
+    /** The container's current view: { s, x, y } (screen = content × s + (x, y)), or null. */
+    view(target) { const state = views.get(target); return state ? state.adapter.get() : null; },
+    act,
+    /** The smallest label's size in the drawing's own units: what a decoration's text needs to be as legible. */
+    textUnit(target) { const state = views.get(target); return state && isFinite(state.unitFont) ? state.unitFont : null; },
+  };
+})();
