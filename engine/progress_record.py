@@ -1,8 +1,9 @@
 """What an execution's record says about each durable path, for engine/progress.py to paint.
 
 Pure: it reads a row, its fields and its history, and calls no store. Times are positions in the history
-(a value field counts as written with the last event naming its path, or before the history began), so that progress can tell which of
-several nodes sharing a durable path (a race's arms all producing `decision`) a fact belongs to.
+(a value field counts as written with the last event naming its path, or before the history began), so
+that progress can tell which of several nodes sharing a durable path (a race's arms all producing
+`decision`) a fact belongs to.
 """
 
 from __future__ import annotations
