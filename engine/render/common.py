@@ -18,7 +18,7 @@ COLOURS: dict[str, str] = {
     NodeStatus.FAILED: "#FF6B6B",
     NodeStatus.COMPENSATED: "#F4A460",
     NodeStatus.STOPPED: "#FFA500",
-    NodeStatus.WON: "#2E9E5B",
+    NodeStatus.WON: "#45B36B",
     NodeStatus.LOST: "#A9A9A9",
 }
 # Outlines that tell statuses apart without colour: a lost arm dashed, a won arm, a stop and a failure
@@ -80,13 +80,33 @@ def label_lines(node: GraphNode) -> list[str]:
     return lines
 
 
+DETAIL_CHARS = 40
+"""A detail (an error, a stop reason) is cut to this in a label: the whole text is in the JSON format's
+`detail` and the console's node panel, and a long one would stretch its box across the diagram."""
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1].rstrip() + "…"
+
+
+def _instant(iso: str) -> str:
+    """`2030-01-02T00:00:00+00:00` → `2030-01-02 00:00 UTC`: the minute is what an operator reads."""
+    day, _, time = iso.partition("T")
+    if not time:
+        return iso
+    zone = time[8:].split(".")[-1] if len(time) > 8 else ""
+    zone = "UTC" if zone in ("+00:00", "Z", "") else zone.lstrip("0123456789")
+    return f"{day} {time[:5]} {zone}"
+
+
 def progress_lines(node: GraphNode) -> list[str]:
     if not node.status or node.kind in _STRUCTURAL_TITLES or node.kind in ("fork", "race-fork"):
         return []
     if node.status == NodeStatus.SLEEPING and node.until:
-        return [f"sleeping until {node.until}"]
+        return [f"sleeping until {_instant(node.until)}"]
     if node.kind in ("foreach", "loop_on") and node.detail:
         return [f"{node.status} {node.detail}"]
     if node.status in (NodeStatus.FAILED, NodeStatus.STOPPED, NodeStatus.LOST) and node.detail:
-        return [node.status, node.detail]
+        return [node.status, _short(node.detail)]
     return [node.status]
