@@ -394,7 +394,7 @@ def _row(at: _At, paint: _Paint, *, active: bool) -> NodeProgress:
     if facts.stopped:
         return row(NodeStatus.STOPPED, record.stop_detail)
     if facts.failure is not None:
-        return row(NodeStatus.FAILED, facts.failure)
+        return row(NodeStatus.FAILED, f"{counted}; {facts.failure}" if counted else facts.failure)
     if at.path in record.compensated:
         return row(NodeStatus.COMPENSATED)
     if facts.completed:

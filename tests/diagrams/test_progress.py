@@ -322,3 +322,36 @@ def test_a_won_race_marks_its_winner_won_and_the_other_arm_lost() -> None:
     assert placed(progress) == expected
     unslept = build_progress(flow, state(), fields, [])
     assert placed(unslept) == expected
+
+
+def test_a_foreach_counts_its_items_done_running_and_failed_of_n() -> None:
+    flow = Flow.init("f").foreach("items", lambda ctx: [1, 2, 3, 4], lambda item, ctx: item, type=int)
+    fields = {"items~count": field(4), "items~0": field(1), "items~1": field(2)}
+    history = [event(spi.EventKind.STEP_STARTED, step_name=f"items~{i}") for i in range(4)] + [
+        event(spi.EventKind.STEP_FAILED, step_name="items~3", error="boom")
+    ]
+    entry = build_progress(flow, state(), fields, history).nodes[0]
+    assert (entry.done, entry.total, entry.items_running, entry.items_failed) == (2, 4, 1, 1)
+    assert (entry.status, entry.detail) == (F, "2/4, 1 running, 1 failed; boom")
+    node = json.loads(render(flow, "json", build_progress(flow, state(), fields, history)))["nodes"][0]
+    assert (node["done"], node["total"], node["itemsRunning"], node["itemsFailed"]) == (2, 4, 1, 1)
+
+
+def test_a_stop_shows_its_code_and_a_compensated_node_its_own_outline() -> None:
+    flow = Flow.init("f").step("a", lambda ctx: None).step("b", lambda ctx: None)
+    stopped = build_progress(flow, state(spi.Stopped("F0001", "b", "route")), {}, [done("a")])
+    assert [(n.name, n.status, n.detail) for n in stopped.nodes] == [
+        ("a", C, ""),
+        ("b", NodeStatus.STOPPED, "F0001: route"),
+    ]
+    dot = render(flow, "dot", stopped)
+    assert 'label="b\\nstopped\\nF0001: route"' in dot
+    assert 'style="filled,bold"' in dot
+    undone = build_progress(
+        flow,
+        state(spi.Cancelled("bye")),
+        {},
+        [done("a"), event(spi.EventKind.NODE_COMPENSATED, node_name="a")],
+    )
+    assert undone.nodes[0].status is NodeStatus.COMPENSATED
+    assert 'style="filled,dotted"' in render(flow, "dot", undone)
