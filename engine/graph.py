@@ -272,7 +272,7 @@ def _painted(graph: FlowGraph, progress: Progress) -> FlowGraph:
     for node in reversed(graph.nodes):
         if node.kind in FORKS:
             after = [painted[i].status for i in outgoing.get(node.id, [])]
-            started = any(s != "pending" for s in after)
+            started = any(s not in ("pending", "lost") for s in after)  # lost unstarted arms ran nothing
             painted[node.id] = replace(node, status="completed" if started else "pending")
     return replace(graph, nodes=tuple(painted[n.id] for n in graph.nodes))
 
