@@ -206,7 +206,9 @@ class InputInfoDto(Wire):
 
 
 class NodeProgressDto(Wire):
-    """`nodeType` is the reference's case name; `status` its `show` (`sleeping:<instant>`, `failed:<msg>`)."""
+    """`nodeType` is the reference's case name; `status` its `show` (`sleeping:<instant>`, `failed:<msg>`,
+    and `won` / `lost` for a race's arms); `place` the drawn node's id (every diagram format's element id
+    and the JSON diagram's `id`), which tells apart the arms of a race sharing one durable `name`."""
 
     name: str
     node_type: str
@@ -215,6 +217,10 @@ class NodeProgressDto(Wire):
     detail: str = ""
     done: int | None = None
     total: int | None = None
+    place: str = ""
+    items_running: int | None = None
+    items_failed: int | None = None
+    iterations: int | None = None
 
 
 class ExecutionDetailDto(ExecutionInfoDto):
@@ -279,6 +285,10 @@ def node_progress_of(node: NodeProgress) -> NodeProgressDto:
         detail=node.detail,
         done=node.done,
         total=node.total,
+        place=node.place,
+        items_running=node.items_running,
+        items_failed=node.items_failed,
+        iterations=node.iterations,
     )
 
 

@@ -5,8 +5,10 @@ appear in labels. Unlike spec §4.1 every node kind is drawn: dispatch arms are 
 and its join, loops carry their back edge, and a subflow is expanded: its child's nodes sit inside it
 (`parent` is the subflow node's id) and the subflow's `scope` says where the child's chain starts and ends.
 
-With a `Progress`, each named node takes its entry's status; a dispatch arm takes the dispatch's status
-when it was the chosen one; forks and joins are completed once the work behind them is.
+With a `Progress`, each named node takes the status of its place (its own id: engine/progress.py keys
+progress by these ids, so the three arms of a race sharing a durable name each keep their own state); a
+dispatch arm takes the dispatch's status when it was the chosen one; forks and joins are completed once
+the work behind them is.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from engine import nodes, traversal
-from engine import progress as progress_
-from engine.progress import NodeStatus, Progress
+from engine.node_status import NodeStatus
 
 if TYPE_CHECKING:
     from engine.flow import Flow
+    from engine.progress import NodeProgress, Progress
 
 __all__ = ["FlowGraph", "GraphEdge", "GraphNode", "Scope", "build_graph", "show_duration"]
 
@@ -34,7 +36,8 @@ JOINS = frozenset({"join", "race-join", "join-dispatch"})
 class GraphNode:
     """One drawn node. `kind` is the node type (input, output, step, sleep, dispatch, branch,
     join-dispatch, loop, loop_on, foreach, subflow, fork, join, race-fork, race-join); `path` its durable
-    path ("" for structural nodes); `parent` the id of the subflow it sits in ("" at the top)."""
+    path ("" for structural nodes); `parent` the id of the subflow it sits in ("" at the top). Painted, it
+    carries its place's status and detail, and a foreach's item counts or a loop_on's iterations."""
 
     id: str
     kind: str
@@ -48,6 +51,11 @@ class GraphNode:
     status: str = ""
     detail: str = ""
     until: str = ""
+    done: int | None = None
+    total: int | None = None
+    items_running: int | None = None
+    items_failed: int | None = None
+    iterations: int | None = None
 
 
 @dataclass(frozen=True)
@@ -232,43 +240,60 @@ def build_graph(flow: Flow, progress: Progress | None = None) -> FlowGraph:
 # ----------------------------------------------------------------------------------------------- paint
 
 
+_COMPLETE = frozenset({NodeStatus.COMPLETED.value, NodeStatus.WON.value})
+
+
 def _painted(graph: FlowGraph, progress: Progress) -> FlowGraph:
     painted: dict[str, GraphNode] = {}
-    for node in graph.nodes:
-        entry = progress.by_name(node.path) if node.path else None
-        if node.kind == "branch":
-            painted[node.id] = _arm(node, entry)
-        elif entry is not None:
-            until = entry.until.isoformat() if entry.until is not None else ""
-            detail = entry.detail
-            painted[node.id] = replace(node, status=entry.status.value, detail=detail, until=until)
-        else:
-            painted[node.id] = replace(node, status=NodeStatus.PENDING.value)
-    # Structural nodes follow the work around them, in fold order so nested forks see their inner joins.
     incoming: dict[str, list[str]] = {}
     outgoing: dict[str, list[str]] = {}
     for edge in graph.edges:
         if edge.style == "flow":
             incoming.setdefault(edge.target, []).append(edge.source)
             outgoing.setdefault(edge.source, []).append(edge.target)
+    for node in graph.nodes:
+        if node.kind == "branch":
+            heads = incoming.get(node.id, [])
+            painted[node.id] = _arm(node, progress.by_place(heads[0]) if heads else None)
+        elif node.path:
+            painted[node.id] = _entry(node, progress.by_place(node.id) or progress.by_name(node.path))
+        else:
+            painted[node.id] = replace(node, status=NodeStatus.PENDING.value)
+    # Structural nodes follow the work around them, in fold order so nested forks see their inner joins.
     for node in reversed(graph.nodes):
         if node.kind in JOINS:
             before = [painted[i].status for i in incoming.get(node.id, [])]
             done = before and (
-                any(s == "completed" for s in before)
+                any(s in _COMPLETE for s in before)
                 if node.kind in ("race-join", "join-dispatch")
-                else all(s in ("completed", "compensated") for s in before)
+                else all(s in _COMPLETE | {NodeStatus.COMPENSATED.value} for s in before)
             )
             painted[node.id] = replace(node, status="completed" if done else "pending")
     for node in reversed(graph.nodes):
         if node.kind in FORKS:
             after = [painted[i].status for i in outgoing.get(node.id, [])]
-            started = any(s != "pending" for s in after)
+            started = any(s not in ("pending", "lost") for s in after)  # lost unstarted arms ran nothing
             painted[node.id] = replace(node, status="completed" if started else "pending")
     return replace(graph, nodes=tuple(painted[n.id] for n in graph.nodes))
 
 
-def _arm(node: GraphNode, dispatch: progress_.NodeProgress | None) -> GraphNode:
+def _entry(node: GraphNode, entry: NodeProgress | None) -> GraphNode:
+    if entry is None:
+        return replace(node, status=NodeStatus.PENDING.value)
+    return replace(
+        node,
+        status=entry.status.value,
+        detail=entry.detail,
+        until=entry.until.isoformat() if entry.until is not None else "",
+        done=entry.done,
+        total=entry.total,
+        items_running=entry.items_running,
+        items_failed=entry.items_failed,
+        iterations=entry.iterations,
+    )
+
+
+def _arm(node: GraphNode, dispatch: NodeProgress | None) -> GraphNode:
     """An arm is as far along as its dispatch once it is the chosen one; the others stay pending."""
     if dispatch is not None and dispatch.detail == node.name:
         return replace(node, status=dispatch.status.value)

@@ -1,6 +1,10 @@
-"""Per-node progress: what an execution's record says about each node of its flow (spec §3.6).
+"""Per-node progress: what an execution's record says about each node of its flow (spec §3.6), per PLACE.
 
-Pure: it reads a row, its fields and its history, and calls no store. The rules, first match wins per node:
+A place is one node where it sits in the plan, named by the id its drawing gives it (engine/graph.py's
+`n1, n2, …`): the three `decision` outputs of a race share one durable path but are three places, each
+with its own state. The record (engine/progress_record.py) speaks of paths; a fact about a path that
+several places share goes to the place that could have produced it (every node before it on its branch
+done), the latest-unblocked one for a completion. The rules, first match wins per place:
 
 1. the node the execution stopped at (a Stopped status) → stopped;
 2. a recorded failure (StepFailed, resolved to its owner node) not superseded by a later completion → failed;
@@ -11,21 +15,23 @@ Pure: it reads a row, its fields and its history, and calls no store. The rules,
 6. otherwise, in every sequence the first node not yet done is running while the execution is Running
    (pending when it is not), and everything after it is pending.
 
-Walking by sequence rather than by a flat list is what makes parallel branches each show their own running
-node, and keeps a node behind a wait from showing as running. Subflow children appear as `sub~name`; a
-subflow takes its status from its children unless a failure or stop sits on the subflow node itself.
+A race then settles: the first branch done is its winner, painted won; every other branch's unfinished or
+failed nodes are lost (an arm that failed while another can still win is lost too, not failed: the race
+goes on). A foreach counts its items done, running and failed of N; a loop_on its iterations. Subflow
+children appear as `sub~name`; a subflow takes its status from its children unless a failure or stop sits
+on the subflow node itself.
 """
 
 from __future__ import annotations
 
-import enum
-import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from engine import nodes, schema, traversal
+from engine import graph, nodes, progress_record, traversal
+from engine.node_status import NodeStatus
+from engine.progress_record import Record
 from engine.traversal import qualify
 from store import spi
 
@@ -34,26 +40,18 @@ if TYPE_CHECKING:
 
 __all__ = ["NodeProgress", "NodeStatus", "Progress", "build_progress", "node_type", "walk"]
 
-
-class NodeStatus(enum.StrEnum):
-    COMPLETED = "completed"
-    RUNNING = "running"
-    PENDING = "pending"
-    WAITING = "waiting"
-    SLEEPING = "sleeping"
-    FAILED = "failed"
-    COMPENSATED = "compensated"
-    STOPPED = "stopped"
-
-
 # Statuses after which a sequence moves on to its next node.
-_DONE = frozenset({NodeStatus.COMPLETED, NodeStatus.COMPENSATED})
+_DONE = frozenset({NodeStatus.COMPLETED, NodeStatus.COMPENSATED, NodeStatus.WON})
+# Statuses a race's loser keeps: what it finished, it finished.
+_KEPT = frozenset({NodeStatus.COMPLETED, NodeStatus.COMPENSATED, NodeStatus.STOPPED, NodeStatus.LOST})
 
 
 @dataclass(frozen=True)
 class NodeProgress:
-    """One node's status. `name` is its durable path; `detail` the failure, stop reason, chosen branch or
-    `k/n`; `until` a sleep's deadline; `done`/`total` a foreach's items recorded so far and its count."""
+    """One node's status at one place. `name` is its durable path; `place` the drawn node's id; `detail`
+    the failure, stop reason (with its code), chosen branch, `k/n` items or loop iterations; `until` a
+    sleep's deadline; `done`/`total` a foreach's items recorded so far and its count, `items_running` and
+    `items_failed` the ones started and not done, and failed; `iterations` a loop_on's checkpoints."""
 
     name: str
     node_type: str
@@ -63,6 +61,10 @@ class NodeProgress:
     done: int | None = None
     total: int | None = None
     location: str = ""
+    place: str = ""
+    items_running: int | None = None
+    items_failed: int | None = None
+    iterations: int | None = None
 
 
 @dataclass(frozen=True)
@@ -73,9 +75,13 @@ class Progress:
         """The entry for durable path `name` (the first, when parallel branches share a name)."""
         return next((n for n in self.nodes if n.name == name), None)
 
+    def by_place(self, place: str) -> NodeProgress | None:
+        """The entry for the drawn node `place` (a graph node id)."""
+        return next((n for n in self.nodes if n.place == place), None)
+
     @property
     def completed_count(self) -> int:
-        return sum(1 for n in self.nodes if n.status is NodeStatus.COMPLETED)
+        return sum(1 for n in self.nodes if n.status in (NodeStatus.COMPLETED, NodeStatus.WON))
 
     @property
     def total_count(self) -> int:
@@ -94,114 +100,152 @@ def walk(flow: Flow, prefix: str = "") -> Iterator[tuple[str, nodes.Node]]:
         yield place.path, place.node
 
 
-# --------------------------------------------------------------------------------------------- record
+# ------------------------------------------------------------------------------------------------ plan
 
 
 @dataclass(frozen=True)
-class _Record:
-    """What the row, fields and history say, indexed by durable path."""
+class _At:
+    """A named node at its place; a subflow's child chain rides along."""
 
-    running: bool
-    completed: frozenset[str]
-    failed: Mapping[str, str]
-    compensated: frozenset[str]
-    waits: Mapping[str, spi.Wake]
-    fields: Mapping[str, spi.FieldData]
-    stopped_at: str | None
-    stop_detail: str
-    chosen: Mapping[str, str]
+    node: nodes.Node
+    path: str
+    place: str
+    child: tuple[_Item, ...] = ()
 
 
-_COMPLETION_KEYS: dict[spi.EventKind, str] = {
-    spi.EventKind.STEP_COMPLETED: "step_name",
-    spi.EventKind.SLEEP_COMPLETED: "step_name",
-    spi.EventKind.INPUT_DISCHARGED: "input_name",
-    spi.EventKind.INPUT_SUPPLIED: "input_name",
-    spi.EventKind.ANSWERED: "node",
-}
+@dataclass(frozen=True)
+class _Fork:
+    kind: str
+    branches: tuple[tuple[_Item, ...], ...]
 
 
-def _record(
-    state: spi.ExecutionState,
-    fields: Mapping[str, spi.FieldData],
-    history: Sequence[spi.Event],
-    known: frozenset[str],
-) -> _Record:
-    completed: set[str] = set()
-    failed: dict[str, str] = {}
-    compensated: set[str] = set()
-    chosen: dict[str, str] = {}
-    for event in history:
-        data = event.data
-        key = _COMPLETION_KEYS.get(event.kind)
-        if key is not None:
-            # Exact paths only: `items~3` completing is one foreach item, not the foreach.
-            path = str(data.get(key, ""))
-            if path in known:
-                completed.add(path)
-                failed.pop(path, None)
-        elif event.kind is spi.EventKind.STEP_FAILED:
-            path = schema.owner_of(str(data.get("step_name", "")), known)
-            if path is not None:
-                failed[path] = str(data.get("error", ""))
-        elif event.kind is spi.EventKind.NODE_COMPENSATED:
-            path = schema.owner_of(str(data.get("node_name", "")), known)
-            if path is not None:
-                compensated.add(path)
-        elif event.kind is spi.EventKind.BRANCH_CHOSEN:
-            chosen[str(data.get("dispatch_name", ""))] = str(data.get("branch_name", ""))
-    for name, value in fields.items():
-        if name.endswith("#chosen"):
-            chosen.setdefault(name[: -len("#chosen")], _decoded_text(value))
-        elif name in known:
-            completed.add(name)
-            failed.pop(name, None)
-    status = state.status
-    stopped_at, stop_detail = None, ""
-    if isinstance(status, spi.Stopped):
-        stopped_at = schema.owner_of(status.node, known) or ""
-        stop_detail = f"{status.code}: {status.reason}" if status.reason else status.code
-    return _Record(
-        running=isinstance(status, spi.Running),
-        completed=frozenset(completed),
-        failed=failed,
-        compensated=frozenset(compensated),
-        waits={
-            path: wake for p, wake in state.waits.items() if (path := schema.owner_of(p, known)) is not None
-        },
-        fields=fields,
-        stopped_at=stopped_at,
-        stop_detail=stop_detail,
-        chosen=chosen,
+_Item = _At | _Fork
+
+
+def _plan(flow: Flow, prefix: str, places: Iterator[str]) -> tuple[_Item, ...]:
+    """The flow as chains of places; `places` yields the graph's ids for named nodes in plan order."""
+    items: list[_Item] = []
+    for node in flow.nodes:
+        if isinstance(node, nodes.Parallel):
+            items.append(_Fork(node.kind, tuple(_plan(b, prefix, places) for b in node.branches)))
+            continue
+        path = qualify(prefix, node.name)
+        place = next(places)
+        child = _plan(node.child, path, places) if isinstance(node, nodes.Subflow) else ()
+        items.append(_At(node, path, place, child))
+    return tuple(items)
+
+
+def _places(items: Sequence[_Item]) -> Iterator[_At]:
+    for item in items:
+        if isinstance(item, _Fork):
+            for branch in item.branches:
+                yield from _places(branch)
+        else:
+            yield item
+            yield from _places(item.child)
+
+
+# ----------------------------------------------------------------------------------------------- facts
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What the record says about one place."""
+
+    completed: bool = False
+    failure: str | None = None
+    wait: spi.Wake | None = None
+    stopped: bool = False
+
+
+def _unique_facts(record: Record, path: str) -> _Facts:
+    return _Facts(
+        completed=path in record.completed,
+        failure=record.live_failure(path),
+        wait=record.waits.get(path),
+        stopped=record.stopped_at == path,
     )
 
 
-def _decoded_text(value: spi.FieldData) -> str:
-    try:
-        decoded = value.decode()
-    except (ValueError, TypeError):
-        return value.value
-    return decoded if isinstance(decoded, str) else json.dumps(decoded)
+def _reach(
+    items: Sequence[_Item], record: Record, open_: bool, since: int, out: dict[str, tuple[bool, int]]
+) -> tuple[bool, int]:
+    """Per place: could it have run (every node before it on its branch completed) and since when."""
+    for item in items:
+        if isinstance(item, _Fork):
+            ends = [_reach(b, record, open_, since, out) for b in item.branches]
+            pick = any if item.kind == "race" else all
+            open_ = open_ and pick(o for o, _ in ends)
+            since = max([since, *(s for o, s in ends if o)])
+            continue
+        out[item.place] = (open_, since)
+        if item.child:
+            open_, since = _reach(item.child, record, open_, since, out)
+        elif item.path in record.completed:
+            since = max(since, record.completed[item.path])
+        else:
+            open_ = False
+    return open_, since
 
 
-def _count(fields: Mapping[str, spi.FieldData], path: str) -> tuple[int | None, int | None]:
-    """A foreach's recorded items and its count (None until the collection was recorded)."""
-    raw = fields.get(f"{path}~count")
-    total: int | None = None
-    if raw is not None:
-        try:
-            decoded = raw.decode()
-            total = decoded if isinstance(decoded, int) else len(decoded)
-        except (ValueError, TypeError):
-            total = None
-    prefix = f"{path}~"
-    done = sum(1 for name in fields if name.startswith(prefix) and name[len(prefix) :].isdigit())
-    if total is None:
-        return (done or None), None
-    return min(done, total), total
+def _shared_facts(places: Sequence[_At], record: Record, reach: Mapping[str, tuple[bool, int]]) -> dict:
+    """Hand a shared path's facts to its places: the completion to the open place unblocked last before
+    it, a failure to the other open places that were open before it, a wait or stop to the latest open."""
+    path = places[0].path
+    open_ = [p.place for p in places if reach[p.place][0]] or [places[0].place]
+    since = {p: reach[p][1] for p in open_}
+    facts: dict[str, _Facts] = {}
+    done = record.completed.get(path)
+    winner = None
+    if done is not None:
+        before = [p for p in open_ if since[p] < done] or open_
+        winner = max(before, key=lambda p: since[p])
+        facts[winner] = _Facts(completed=True)
+    failure = record.failed.get(path)
+    if failure is not None:
+        at, error = failure
+        others = [p for p in open_ if p != winner and since[p] < at]
+        if not others and winner is not None and done is not None and at > done:
+            others = [winner]
+        elif not others and winner is None:
+            others = [max(open_, key=lambda p: since[p])]
+        for p in others:
+            facts[p] = replace(facts.get(p, _Facts()), completed=False, failure=error)
+    latest = max(open_, key=lambda p: since[p])
+    wait = record.waits.get(path)
+    if wait is not None and latest not in facts:
+        facts[latest] = _Facts(wait=wait)
+    if record.stopped_at == path:
+        facts[latest] = _Facts(stopped=True)
+    return facts
+
+
+def _facts(plan: Sequence[_Item], record: Record) -> dict[str, _Facts]:
+    by_path: dict[str, list[_At]] = {}
+    for at in _places(plan):
+        by_path.setdefault(at.path, []).append(at)
+    reach: dict[str, tuple[bool, int]] = {}
+    _reach(plan, record, True, -1, reach)
+    facts: dict[str, _Facts] = {}
+    for path, places in by_path.items():
+        if len(places) == 1 or isinstance(places[0].node, nodes.Input):
+            # an input several branches declare is one delivery serving them all
+            facts.update({p.place: _unique_facts(record, path) for p in places})
+        else:
+            shared = _shared_facts(places, record, reach)
+            facts.update({p.place: shared.get(p.place, _Facts()) for p in places})
+    return facts
 
 
 # ----------------------------------------------------------------------------------------------- build
+
+
+@dataclass(frozen=True)
+class _Paint:
+    record: Record
+    facts: Mapping[str, _Facts]
+    stop_at_frontier: bool
 
 
 def build_progress(
@@ -210,106 +254,180 @@ def build_progress(
     fields: Mapping[str, spi.FieldData],
     history: Sequence[spi.Event],
 ) -> Progress:
-    """Every named node of `flow` (subflow children as `sub~name`) with the status its record implies."""
-    known = frozenset(path for path, _ in walk(flow))
-    record = _record(state, fields, history, known)
+    """Every named node of `flow` at each of its places (subflow children as `sub~name`) with the status
+    its record implies."""
+    drawn = graph.build_graph(flow)
+    plan = _plan(flow, "", (n.id for n in drawn.nodes if n.path and n.kind != "branch"))
+    known = frozenset(at.path for at in _places(plan))
+    record = progress_record.read(state, fields, history, known)
+    paint = _Paint(record, _facts(plan, record), stop_at_frontier=record.stopped_at == "")
     rows: dict[str, NodeProgress] = {}
-    frontier_stop = record.stopped_at == ""  # stopped with no node named: paint where it stands
-    _sequence(flow, "", record, rows, active=True, stop_at_frontier=frontier_stop)
+    _sequence(plan, paint, rows, active=True)
     return Progress(tuple(rows.values()))
 
 
-def _sequence(
-    flow: Flow,
-    prefix: str,
-    record: _Record,
-    rows: dict[str, NodeProgress],
-    *,
-    active: bool,
-    stop_at_frontier: bool,
-) -> bool:
-    """Paint one chain of nodes; `active` is whether this chain has reached its frontier yet. Answers
+def _sequence(items: Sequence[_Item], paint: _Paint, rows: dict[str, NodeProgress], *, active: bool) -> bool:
+    """Paint one chain of places; `active` is whether this chain has reached its frontier yet. Answers
     whether the whole chain is done (so the caller's chain may go on)."""
-    for node in flow.nodes:
-        if isinstance(node, nodes.Parallel):
-            # A first pass on scratch rows finds which branches are done: a won race runs its losers no
-            # further, so they are painted as they stand, with nothing running.
-            done = [
-                _sequence(b, prefix, record, dict(rows), active=active, stop_at_frontier=stop_at_frontier)
-                for b in node.branches
-            ]
-            won = node.kind == "race" and any(done)
-            for branch, finished in zip(node.branches, done, strict=True):
-                still = active and (finished or not won)
-                _sequence(branch, prefix, record, rows, active=still, stop_at_frontier=stop_at_frontier)
-            active = active and (won or all(done))
+    for item in items:
+        if isinstance(item, _Fork):
+            active = _fork(item, paint, rows, active=active)
             continue
-        path = qualify(prefix, node.name)
-        if isinstance(node, nodes.Subflow):
-            row = _subflow(node, path, record, rows, active=active, stop_at_frontier=stop_at_frontier)
+        if item.child:
+            row = _subflow(item, paint, rows, active=active)
         else:
-            row = _row(node, path, record, active=active, stop_at_frontier=stop_at_frontier)
-        rows.setdefault(path, row)
+            row = _row(item, paint, active=active)
+        rows.setdefault(item.place, row)
         if row.status not in _DONE:
             active = False
     return active
 
 
-def _row(
-    node: nodes.Node, path: str, record: _Record, *, active: bool, stop_at_frontier: bool
-) -> NodeProgress:
-    kind = node_type(node)
-    location = getattr(node, "location", "")
-    done, total = _count(record.fields, path) if isinstance(node, nodes.ForEach) else (None, None)
-    counted = f"{done or 0}/{total}" if total is not None else ""
+def _fork(fork: _Fork, paint: _Paint, rows: dict[str, NodeProgress], *, active: bool) -> bool:
+    # A first pass on scratch rows finds which branches are done: a won race runs its losers no further,
+    # so they are painted as they stand, with nothing running.
+    done = [_sequence(b, paint, dict(rows), active=active) for b in fork.branches]
+    race = fork.kind == "race"
+    winner = next((i for i, d in enumerate(done) if d), None) if race else None
+    for index, branch in enumerate(fork.branches):
+        still = active and (done[index] or winner is None)
+        _sequence(branch, paint, rows, active=still)
+    if race:
+        _settle(fork, winner, rows)
+    return active and (winner is not None or all(done))
+
+
+def _settle(fork: _Fork, winner: int | None, rows: dict[str, NodeProgress]) -> None:
+    """A decided race: its winner won, the rest lost. An undecided one: an arm that failed while another
+    can still win has lost (the race goes on); all failed, the race failed."""
+    branch_places = [[at.place for at in _places(b)] for b in fork.branches]
+    if winner is None:
+        failed = [any(rows[p].status is NodeStatus.FAILED for p in ps) for ps in branch_places]
+        if all(failed):
+            return
+        losers = [i for i, f in enumerate(failed) if f]
+    else:
+        losers = [i for i in range(len(fork.branches)) if i != winner]
+        for place in _direct(fork.branches[winner]):
+            if rows[place].status is NodeStatus.COMPLETED:
+                rows[place] = replace(rows[place], status=NodeStatus.WON)
+    for i in losers:
+        for place in branch_places[i]:
+            if rows[place].status not in _KEPT:
+                rows[place] = replace(rows[place], status=NodeStatus.LOST)
+
+
+def _direct(items: Sequence[_Item]) -> Iterator[str]:
+    """A winning branch's own places: not those of a race inside it, which settled its own arms."""
+    for item in items:
+        if isinstance(item, _Fork):
+            if item.kind != "race":
+                for branch in item.branches:
+                    yield from _direct(branch)
+        else:
+            yield item.place
+            yield from _direct(item.child)
+
+
+def _counts(at: _At, record: Record) -> dict[str, int | None]:
+    """A foreach's items (done, running, failed of total) or a loop_on's iterations."""
+    if isinstance(at.node, nodes.LoopOn):
+        count = record.checkpoints.get(at.path)
+        return {"iterations": count}
+    if not isinstance(at.node, nodes.ForEach):
+        return {}
+    prefix = f"{at.path}~"
+    recorded = {
+        int(n[len(prefix) :]) for n in record.fields if n.startswith(prefix) and n[len(prefix) :].isdigit()
+    }
+    failed = record.items_failed.get(at.path, frozenset()) - recorded
+    running = record.items_started.get(at.path, frozenset()) - recorded - failed if record.running else set()
+    total: int | None = None
+    raw = record.fields.get(f"{at.path}~count")
+    if raw is not None:
+        try:
+            decoded = raw.decode()
+            total = decoded if isinstance(decoded, int) else len(decoded)
+        except (ValueError, TypeError):
+            total = None
+    done: int | None = len(recorded) if total is None else min(len(recorded), total)
+    return {
+        "done": (done or None) if total is None else done,
+        "total": total,
+        "items_running": len(running) or None,
+        "items_failed": len(failed) or None,
+    }
+
+
+def _counted(counts: Mapping[str, int | None]) -> str:
+    if counts.get("iterations"):
+        return f"iteration {counts['iterations']}"
+    total = counts.get("total")
+    if total is None:
+        return ""
+    text = f"{counts.get('done') or 0}/{total}"
+    extra = [
+        f"{counts[k]} {w}"
+        for k, w in (("items_running", "running"), ("items_failed", "failed"))
+        if counts.get(k)
+    ]
+    return ", ".join([text, *extra])
+
+
+def _row(at: _At, paint: _Paint, *, active: bool) -> NodeProgress:
+    record = paint.record
+    facts = paint.facts.get(at.place, _Facts())
+    counts = _counts(at, record)
+    counted = _counted(counts)
+    base = NodeProgress(
+        at.path,
+        node_type(at.node),
+        NodeStatus.PENDING,
+        location=getattr(at.node, "location", ""),
+        place=at.place,
+    )
+    base = replace(base, **counts)
 
     def row(status: NodeStatus, detail: str = "", until: datetime | None = None) -> NodeProgress:
-        return NodeProgress(path, kind, status, detail, until, done, total, location)
+        return replace(base, status=status, detail=detail, until=until)
 
-    if record.stopped_at == path:
+    if facts.stopped:
         return row(NodeStatus.STOPPED, record.stop_detail)
-    if path in record.failed:
-        return row(NodeStatus.FAILED, record.failed[path])
-    if path in record.compensated:
+    if facts.failure is not None:
+        return row(NodeStatus.FAILED, f"{counted}; {facts.failure}" if counted else facts.failure)
+    if at.path in record.compensated:
         return row(NodeStatus.COMPENSATED)
-    if path in record.completed:
-        return row(NodeStatus.COMPLETED, record.chosen.get(path, "") or counted)
-    wake = record.waits.get(path)
-    if isinstance(wake, spi.WakeOnField):
+    if facts.completed:
+        return row(NodeStatus.COMPLETED, record.chosen.get(at.path, "") or counted)
+    if isinstance(facts.wait, spi.WakeOnField):
         return row(NodeStatus.WAITING, counted)
-    if isinstance(wake, spi.WakeAt):
-        return row(NodeStatus.SLEEPING, counted, wake.at)
-    if active and stop_at_frontier:
+    if isinstance(facts.wait, spi.WakeAt):
+        return row(NodeStatus.SLEEPING, counted, facts.wait.at)
+    if active and paint.stop_at_frontier:
         return row(NodeStatus.STOPPED, record.stop_detail)
     if active and record.running:
-        return row(NodeStatus.RUNNING, record.chosen.get(path, "") or counted)
+        return row(NodeStatus.RUNNING, record.chosen.get(at.path, "") or counted)
     return row(NodeStatus.PENDING, counted)
 
 
-def _subflow(
-    node: nodes.Subflow,
-    path: str,
-    record: _Record,
-    rows: dict[str, NodeProgress],
-    *,
-    active: bool,
-    stop_at_frontier: bool,
-) -> NodeProgress:
+def _subflow(at: _At, paint: _Paint, rows: dict[str, NodeProgress], *, active: bool) -> NodeProgress:
     """A subflow's own row comes first; its status is derived from its children's."""
-    existed = path in rows
+    location = getattr(at.node, "location", "")
+    existed = at.place in rows
     if not existed:  # hold the subflow's place ahead of its children
-        rows[path] = NodeProgress(path, "subflow", NodeStatus.PENDING, location=node.location)
-    children_start = len(rows)
-    _sequence(node.child, path, record, rows, active=active, stop_at_frontier=stop_at_frontier)
-    children = [r for r in list(rows.values())[children_start:] if r.name.startswith(f"{path}~")]
-    own = _row(node, path, record, active=False, stop_at_frontier=False)
+        rows[at.place] = NodeProgress(
+            at.path, "subflow", NodeStatus.PENDING, location=location, place=at.place
+        )
+    _sequence(at.child, paint, rows, active=active)
+    children = [rows[c.place] for c in _places(at.child) if c.place in rows]
+    own = _row(at, paint, active=False)
     if own.status in (NodeStatus.STOPPED, NodeStatus.FAILED, NodeStatus.COMPENSATED):
         status, detail = own.status, own.detail
     else:
-        status, detail = _derived(children, own.status, active=active, running=record.running), ""
-    row = NodeProgress(path, "subflow", status, detail, location=node.location)
+        status, detail = _derived(children, own.status, active=active, running=paint.record.running), ""
+    row = NodeProgress(at.path, "subflow", status, detail, location=location, place=at.place)
     if not existed:
-        rows[path] = row
+        rows[at.place] = row
     return row
 
 
@@ -319,9 +437,9 @@ def _derived(children: Sequence[NodeProgress], own: NodeStatus, *, active: bool,
         if own is NodeStatus.COMPLETED:
             return own
         return NodeStatus.RUNNING if active and running else NodeStatus.PENDING
-    if statuses <= {NodeStatus.COMPLETED}:
+    if statuses <= {NodeStatus.COMPLETED, NodeStatus.WON, NodeStatus.LOST}:
         return NodeStatus.COMPLETED
-    if statuses <= _DONE:
+    if statuses <= _DONE | {NodeStatus.LOST}:
         return NodeStatus.COMPENSATED
     if NodeStatus.STOPPED in statuses:
         return NodeStatus.STOPPED

@@ -198,7 +198,10 @@ class _Writer:
             edge = ET.SubElement(
                 plane, _q("bpmndi", "BPMNEdge"), {"id": f"{flow.id}_di", "bpmnElement": flow.id}
             )
-            for x, y in waypoints(self.boxes[flow.source], self.boxes[flow.target]):
+            # A flow runs inside one scope: its route keeps clear of that scope's other elements.
+            scope = next(ms for ms in self.members.values() if flow.source in ms)
+            obstacles = [self.boxes[m] for m in scope if m not in (flow.source, flow.target)]
+            for x, y in waypoints(self.boxes[flow.source], self.boxes[flow.target], obstacles):
                 ET.SubElement(edge, _q("di", "waypoint"), {"x": str(x), "y": str(y)})
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from engine.graph import GraphNode
 from engine.progress import NodeStatus
 
-__all__ = ["COLOURS", "PENDING_COLOUR", "colour", "label_lines", "title"]
+__all__ = ["COLOURS", "OUTLINES", "PENDING_COLOUR", "colour", "label_lines", "outline", "title"]
 
-# Spec §4.7, plus Flowdeck's two statuses (compensated: rolled back; stopped: waiting for a person).
+# Spec §4.7, plus Flowdeck's own: compensated (rolled back), stopped (waiting for a person), and a race's
+# won and lost arms. The one palette: every format and the console's HTML legend read it from here.
 COLOURS: dict[str, str] = {
     NodeStatus.COMPLETED: "#90EE90",
     NodeStatus.RUNNING: "#FFD700",
@@ -17,12 +18,38 @@ COLOURS: dict[str, str] = {
     NodeStatus.FAILED: "#FF6B6B",
     NodeStatus.COMPENSATED: "#F4A460",
     NodeStatus.STOPPED: "#FFA500",
+    NodeStatus.WON: "#45B36B",
+    NodeStatus.LOST: "#A9A9A9",
+}
+# Outlines that tell statuses apart without colour: a lost arm dashed, a won arm, a stop and a failure
+# drawn heavy, a compensated node dotted.
+OUTLINES: dict[str, str] = {
+    NodeStatus.LOST: "dashed",
+    NodeStatus.WON: "bold",
+    NodeStatus.STOPPED: "bold",
+    NodeStatus.FAILED: "bold",
+    NodeStatus.COMPENSATED: "dotted",
 }
 PENDING_COLOUR = COLOURS[NodeStatus.PENDING]
 
 
 def colour(status: str) -> str:
     return COLOURS.get(status, PENDING_COLOUR)
+
+
+_MERMAID_OUTLINES = {
+    "dashed": "stroke:#333,stroke-width:2px,stroke-dasharray:5 4,",
+    "bold": "stroke:#000,stroke-width:3px,",
+    "dotted": "stroke:#333,stroke-width:2px,stroke-dasharray:2 3,",
+}
+
+
+def outline(status: str, format: str) -> str:
+    """The outline of a `status` in `format`: DOT styles ("dashed"), or Mermaid style declarations."""
+    style = OUTLINES.get(status, "")
+    if format == "mermaid":
+        return _MERMAID_OUTLINES.get(style, "stroke:#333,")
+    return style
 
 
 # Structural nodes are drawn with a word rather than a user's name.
@@ -53,13 +80,33 @@ def label_lines(node: GraphNode) -> list[str]:
     return lines
 
 
+DETAIL_CHARS = 40
+"""A detail (an error, a stop reason) is cut to this in a label: the whole text is in the JSON format's
+`detail` and the console's node panel, and a long one would stretch its box across the diagram."""
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1].rstrip() + "…"
+
+
+def _instant(iso: str) -> str:
+    """`2030-01-02T00:00:00+00:00` → `2030-01-02 00:00 UTC`: the minute is what an operator reads."""
+    day, _, time = iso.partition("T")
+    if not time:
+        return iso
+    zone = time[8:].split(".")[-1] if len(time) > 8 else ""
+    zone = "UTC" if zone in ("+00:00", "Z", "") else zone.lstrip("0123456789")
+    return f"{day} {time[:5]} {zone}"
+
+
 def progress_lines(node: GraphNode) -> list[str]:
     if not node.status or node.kind in _STRUCTURAL_TITLES or node.kind in ("fork", "race-fork"):
         return []
     if node.status == NodeStatus.SLEEPING and node.until:
-        return [f"sleeping until {node.until}"]
-    if node.kind == "foreach" and node.detail:
+        return [f"sleeping until {_instant(node.until)}"]
+    if node.kind in ("foreach", "loop_on") and node.detail:
         return [f"{node.status} {node.detail}"]
-    if node.status in (NodeStatus.FAILED, NodeStatus.STOPPED) and node.detail:
-        return [node.status, node.detail]
+    if node.status in (NodeStatus.FAILED, NodeStatus.STOPPED, NodeStatus.LOST) and node.detail:
+        return [node.status, _short(node.detail)]
     return [node.status]

@@ -1,4 +1,8 @@
-"""Graphviz DOT (spec §4.3), with subflows expanded as clusters and a legend cluster when painted.
+"""Graphviz DOT (spec §4.3), with subflows expanded as clusters.
+
+Every node carries `id="fd-<graph id>"`, so the `<g>` Graphviz draws for it in SVG has that id and a click
+maps to its graph node (the prefix keeps clear of the ids Graphviz gives its own elements). No legend: the
+console draws one in HTML from `common.COLOURS`.
 
 Names go only into double-quoted strings, where `\\` and `"` are backslash-escaped, line breaks become
 DOT's `\\n` and `&` becomes `&amp;`, so a name can neither end the string nor reach Graphviz's escape
@@ -8,7 +12,7 @@ sequences (`\\N`, `\\l`) or its entity references.
 from __future__ import annotations
 
 from engine.graph import FlowGraph, GraphEdge, GraphNode
-from engine.render.common import COLOURS, colour, label_lines
+from engine.render.common import colour, label_lines, outline
 
 __all__ = ["quote", "render"]
 
@@ -45,9 +49,10 @@ def quote(lines: list[str]) -> str:
 
 def _attrs(node: GraphNode) -> str:
     shape, styles = _SHAPES.get(node.kind, ("shape=box", ()))
-    attrs = f"label={quote([line for line in label_lines(node) if line] or [''])} {shape}"
+    attrs = f'id="fd-{node.id}" label={quote([line for line in label_lines(node) if line] or [""])} {shape}'
     if node.status:
-        styles = ("filled", *styles)
+        extra = outline(node.status, "dot")
+        styles = ("filled", *styles, *((extra,) if extra and extra not in styles else ()))
     if styles:
         attrs += f' style="{",".join(styles)}"'
     if node.status:
@@ -82,7 +87,15 @@ def _scope(graph: FlowGraph, parent: str, indent: str, out: list[str]) -> None:
     for node in graph.children(parent):
         if node.kind == "subflow":
             out.append(f"{indent}subgraph cluster_{node.id} {{")
-            out.append(f'{indent}  label={quote([node.name])}; style="rounded"; color="#666666";')
+            # The cluster is tinted with the subflow's status, so the expanded box is painted too.
+            fill = (
+                f' style="rounded,filled"; fillcolor="{colour(node.status)}40";'
+                if node.status
+                else ' style="rounded";'
+            )
+            out.append(
+                f'{indent}  id="fd-cluster-{node.id}"; label={quote([node.name])};{fill} color="#666666";'
+            )
             # The subflow's own node sits first in its cluster: it carries its status and receives edges.
             out.append(f"{indent}  {node.id} [{_attrs(node)}];")
             _scope(graph, node.id, indent + "  ", out)
@@ -104,13 +117,5 @@ def render(graph: FlowGraph) -> str:
         '  edge [fontname="Helvetica" fontsize=10];',
     ]
     _scope(graph, "", "  ", out)
-    if any(n.status for n in graph.nodes):
-        out.append("  subgraph cluster_legend {")
-        out.append('    label="Legend"; style="rounded"; color="#999999";')
-        for status, fill in COLOURS.items():
-            out.append(f'    legend_{status} [label="{status}" shape=box style="filled" fillcolor="{fill}"];')
-        # Invisible edges keep the legend in one row.
-        out.append("    " + " -> ".join(f"legend_{status}" for status in COLOURS) + " [style=invis];")
-        out.append("  }")
     out.append("}")
     return "\n".join(out) + "\n"

@@ -1,4 +1,9 @@
-"""ELK JSON (spec §4.4) for elkjs: a layered left-to-right graph, subflows as hierarchical nodes."""
+"""ELK JSON (spec §4.4) for elkjs: a layered left-to-right graph, subflows as hierarchical nodes.
+
+Node ids are the graph's own. A node's `properties` carry its status, detail, durable path and fill (from
+`common.COLOURS`), so a drawer paints it without a palette of its own; a subflow's label is its name
+alone, one line in its top-left corner, as its children fill the box below it.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import json
 from typing import Any
 
 from engine.graph import FlowGraph, GraphNode
-from engine.render.common import label_lines
+from engine.render.common import colour, label_lines
 
 __all__ = ["render", "to_data"]
 
@@ -21,7 +26,15 @@ def _text_size(lines: list[str]) -> tuple[int, int]:
 
 def _child(graph: FlowGraph, node: GraphNode) -> dict[str, Any]:
     lines = [line for line in label_lines(node) if line]
-    properties = {"nodeType": node.kind} | ({"status": node.status} if node.status else {})
+    if node.kind == "subflow":
+        lines = lines[:1]
+    properties: dict[str, Any] = {"nodeType": node.kind}
+    if node.path:
+        properties["path"] = node.path
+    if node.status:
+        properties |= {"status": node.status, "fill": colour(node.status)}
+        if node.detail:
+            properties["detail"] = node.detail
     data: dict[str, Any] = {
         "id": node.id,
         "labels": [{"text": "\n".join(lines)}] if lines else [],
@@ -29,7 +42,13 @@ def _child(graph: FlowGraph, node: GraphNode) -> dict[str, Any]:
     }
     if node.kind == "subflow":
         data |= _scope(graph, node.id)
-        data["layoutOptions"] = dict(_LAYOUT) | {"elk.padding": "[top=30,left=12,bottom=12,right=12]"}
+        data["layoutOptions"] = dict(_LAYOUT) | {
+            "elk.padding": "[top=30,left=12,bottom=12,right=12]",
+            "elk.nodeLabels.placement": "[H_LEFT, V_TOP, INSIDE]",
+        }
+        if lines:
+            width, height = _text_size(lines)
+            data["labels"] = [{"text": lines[0], "width": width, "height": height}]
     elif node.kind in _SMALL:
         data |= {"width": 30, "height": 30}
     else:

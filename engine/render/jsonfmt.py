@@ -1,4 +1,10 @@
-"""The graph as plain JSON (spec §4.5): nodes with their type, status and subflow parent, and edges."""
+"""The graph as plain JSON (spec §4.5): nodes with their type, status and subflow parent, and edges.
+
+Each node's `id` is the one every other format puts on its element (DOT's `fd-<id>`, Mermaid's node id,
+BPMN's element id, ELK's node id), so the console maps a click to this entry; `path` is its durable key
+(shared by a race's arms: `id` tells them apart), `kind` repeats `type` under the name the click panel
+reads. Painted, a foreach adds `done`, `total`, `itemsRunning`, `itemsFailed` and a loop_on `iterations`.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ __all__ = ["render", "to_data"]
 
 
 def _node(node: GraphNode) -> dict[str, Any]:
-    data: dict[str, Any] = {"id": node.id, "name": node.name, "type": node.kind}
+    data: dict[str, Any] = {"id": node.id, "name": node.name, "type": node.kind, "kind": node.kind}
     optional = {
         "path": node.path,
         "parent": node.parent,
@@ -23,6 +29,11 @@ def _node(node: GraphNode) -> dict[str, Any]:
         "status": node.status,
         "detail": node.detail,
         "until": node.until,
+        "done": node.done,
+        "total": node.total,
+        "itemsRunning": node.items_running,
+        "itemsFailed": node.items_failed,
+        "iterations": node.iterations,
     }
     data.update({key: value for key, value in optional.items() if value not in ("", None)})
     return data

@@ -88,13 +88,27 @@ def layered(
     return Layout(boxes, x - GAP_X, tallest)
 
 
-def waypoints(source: Box, target: Box) -> list[tuple[int, int]]:
-    """An orthogonal route from the right of `source` to the left of `target`."""
+def _crosses(y: float, x0: float, x1: float, boxes: Sequence[Box]) -> bool:
+    low, high = min(x0, x1), max(x0, x1)
+    return any(b.y - 4 <= y <= b.y + b.height + 4 and b.x < high and b.x + b.width > low for b in boxes)
+
+
+def waypoints(source: Box, target: Box, obstacles: Sequence[Box] = ()) -> list[tuple[int, int]]:
+    """An orthogonal route from the right of `source` to the left of `target` that passes behind none of
+    `obstacles`: the turn near the target, else near the source, else over the top of everything between."""
     sx, sy = source.x + source.width, source.y + source.height / 2
     tx, ty = target.x, target.y + target.height / 2
-    if round(sy) == round(ty):
+    if round(sy) == round(ty) and not _crosses(sy, sx, tx, obstacles):
         points = [(sx, sy), (tx, ty)]
     else:
-        mx = max(sx + GAP_X / 4, tx - GAP_X / 2)
-        points = [(sx, sy), (mx, sy), (mx, ty), (tx, ty)]
+        late = max(sx + GAP_X / 4, tx - GAP_X / 2)
+        early = min(sx + GAP_X / 2, tx - GAP_X / 4)
+        if not _crosses(sy, sx, late, obstacles):
+            points = [(sx, sy), (late, sy), (late, ty), (tx, ty)]
+        elif not _crosses(ty, early, tx, obstacles):
+            points = [(sx, sy), (early, sy), (early, ty), (tx, ty)]
+        else:
+            between = [b for b in obstacles if b.x < late and b.x + b.width > early]
+            lane = min([source.y, target.y, *(b.y for b in between)]) - GAP_Y / 2
+            points = [(sx, sy), (early, sy), (early, lane), (late, lane), (late, ty), (tx, ty)]
     return [(round(px), round(py)) for px, py in points]

@@ -1,8 +1,10 @@
-"""Mermaid flowchart text (spec §4.2), with subflows expanded as subgraphs and a legend when painted.
+"""Mermaid flowchart text (spec §4.2), with subflows expanded as subgraphs.
 
-Names go only into quoted labels, and every character that is not a letter, a digit or a space is written
-as a Mermaid entity code (`#35;` for `#`), so quotes, brackets, pipes, `<`, `&`, line breaks or keywords
-such as `end` can neither close a label nor reach the HTML Mermaid draws labels with.
+Names go only into quoted labels, and only the characters that could end a label or reach the HTML Mermaid
+draws labels with are written as Mermaid entity codes (`#35;` for `#`): the quote, `#` (which starts an
+entity), `<`, `>`, `&`, the backtick (which opens a markdown string), the pipe (an edge label's fence),
+control characters and line breaks, and edge spaces (which Mermaid trims). Everything else is written as
+it is, so `delivery-window` stays readable when someone copies the Mermaid into their docs.
 
 One sequence survives no escaping: Mermaid draws a backslash followed by `n` as a line break, even when
 both came from entity codes. A name holding that pair gets an invisible word joiner (U+2060) between them,
@@ -12,7 +14,7 @@ so it is drawn as written.
 from __future__ import annotations
 
 from engine.graph import FlowGraph, GraphEdge, GraphNode
-from engine.render.common import COLOURS, colour, label_lines
+from engine.render.common import colour, label_lines, outline
 
 __all__ = ["WORD_JOINED", "escape", "render"]
 
@@ -36,13 +38,20 @@ _SHAPES: dict[str, tuple[str, str]] = {
 }
 
 
+_CODED = frozenset('"#<>&`|\u2028\u2029')
+
+
+def _plain(c: str) -> bool:
+    return (c not in _CODED and c.isprintable()) or c == " "
+
+
 def escape(text: str) -> str:
-    """Text for inside a double-quoted Mermaid label: letters, digits and inner spaces as they are,
-    anything else as its numeric entity code (edge spaces too, which Mermaid would trim)."""
+    """Text for inside a double-quoted Mermaid label: what Mermaid reads as syntax or markup as its numeric
+    entity code (edge spaces too, which Mermaid would trim), the rest as written."""
     body = text.strip(" ")
     lead, trail = len(text) - len(text.lstrip(" ")), len(text) - len(text.rstrip(" "))
     body = body.replace("\\n", WORD_JOINED)
-    coded = "".join(c if c.isalnum() or c == " " else f"#{ord(c)};" for c in body)
+    coded = "".join(c if _plain(c) else f"#{ord(c)};" for c in body)
     if not body:
         return "#32;" * len(text)
     return "#32;" * lead + coded + "#32;" * trail
@@ -78,23 +87,14 @@ def _scope(graph: FlowGraph, parent: str, indent: str, out: list[str]) -> None:
     out.extend(indent + _edge(edge) for edge in graph.edges_within(parent))
 
 
-def _legend(out: list[str]) -> None:
-    # A row of plain nodes joined by invisible links: a subgraph here would stretch the flow's first edge.
-    out.append('  legend(["Legend"])')
-    for status in COLOURS:
-        out.append(f'  legend_{status}["{status}"]')
-    out.append("  legend ~~~ " + " ~~~ ".join(f"legend_{status}" for status in COLOURS))
-    out.append("  style legend fill:#FFFFFF,stroke:#999,color:#000")
-    for status, fill in COLOURS.items():
-        out.append(f"  style legend_{status} fill:{fill},stroke:#333,color:#000")
-
-
 def render(graph: FlowGraph) -> str:
+    """Node ids are the graph's own (`n3`), so a click on a drawn node maps to its graph node. No legend:
+    the console draws one in HTML from `common.COLOURS`."""
     out = ["graph LR"]
-    painted = [n for n in graph.nodes if n.status]
-    if painted:  # first, so that the layout puts it above the flow rather than beside its start
-        _legend(out)
     _scope(graph, "", "  ", out)
-    for node in painted:
-        out.append(f"  style {node.id} fill:{colour(node.status)},stroke:#333,color:#000")
+    for node in graph.nodes:
+        if node.status:
+            out.append(
+                f"  style {node.id} fill:{colour(node.status)},{outline(node.status, 'mermaid')}color:#000"
+            )
     return "\n".join(out) + "\n"

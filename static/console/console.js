@@ -11,6 +11,7 @@
   const COLOURS = PALETTE ? JSON.parse(PALETTE.textContent) : {
     completed: "#90EE90", running: "#FFD700", pending: "#D3D3D3", waiting: "#87CEEB",
     sleeping: "#DDA0DD", failed: "#FF6B6B", compensated: "#F4A460", stopped: "#FFA500",
+    won: "#45B36B", lost: "#A9A9A9", // paint: a race's arms (engine/render/common.COLOURS is the source)
   };
   const STATUS_OF_COLOUR = Object.fromEntries(Object.entries(COLOURS).map(([k, v]) => [v.toLowerCase(), k]));
 
@@ -317,7 +318,8 @@
         const rect = document.createElementNS(NS, "rect");
         const status = child.properties && child.properties.status;
         Object.entries({ x, y, width: child.width, height: child.height, rx: 6 }).forEach(([k, v]) => rect.setAttribute(k, v));
-        rect.setAttribute("fill", child.children ? "#fafafa" : (COLOURS[status] || "#ffffff"));
+        rect.setAttribute("fill", COLOURS[status] || (child.children ? "#fafafa" : "#ffffff"));
+        if (child.children && COLOURS[status]) rect.setAttribute("fill-opacity", "0.25"); // paint: the subflow's own status, tinted under its children
         rect.setAttribute("stroke", "#555");
         g.appendChild(rect);
         const lines = ((child.labels || [])[0] || { text: "" }).text.split("\n");

@@ -98,7 +98,13 @@ def test_a_sleep_shows_its_deadline() -> None:
     )
     check(seed.cooling, progress, {"order": C, "ship": C, "delivery-window": S, "ask-for-review": P})
     assert progress.by_name("delivery-window") == NodeProgress(
-        "delivery-window", "sleep", S, "", until, location=progress.by_name("delivery-window").location
+        "delivery-window",
+        "sleep",
+        S,
+        "",
+        until,
+        location=progress.by_name("delivery-window").location,
+        place="n4",
     )
 
 
@@ -278,7 +284,7 @@ def _fills(text: str, pattern: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("row", "fields", "history"), ALL_STATES)
-def test_mermaid_and_dot_colours_match_their_legends(
+def test_every_format_paints_each_node_from_the_one_palette(
     row: spi.ExecutionState, fields: dict[str, spi.FieldData], history: list[spi.Event]
 ) -> None:
     progress = build_progress(every_kind, row, fields, history)
@@ -286,27 +292,66 @@ def test_mermaid_and_dot_colours_match_their_legends(
     status_of = {n["id"]: n["status"] for n in nodes}
     mermaid = _fills(render(every_kind, "mermaid", progress), r"style (\w+) fill:(#[0-9A-Fa-f]{6})")
     dot = _fills(render(every_kind, "dot", progress), r'(\w+) \[[^\n]*fillcolor="(#[0-9A-Fa-f]{6})"')
+    assert set(COLOURS) == set(NodeStatus)
+    assert len(set(COLOURS.values())) == len(NodeStatus)  # every status its own colour
     for fills in (mermaid, dot):
-        legend = {k.removeprefix("legend_"): fill for k, fill in fills.items() if k.startswith("legend_")}
-        assert set(legend) == set(NodeStatus)
-        assert len(set(legend.values())) == len(NodeStatus)  # every status its own colour
-        assert {i: fills[i] for i in status_of} == {i: legend[s] for i, s in status_of.items()}
+        assert not any(k.startswith("legend") for k in fills)  # the console's legend is HTML
+        assert {i: fills[i] for i in status_of} == {i: COLOURS[s] for i, s in status_of.items()}
     bpmn = _fills(
         render(every_kind, "bpmn", progress), r'bpmnElement="(\w+)"[^>]*color:background-color="(#\w+)"'
     )
     assert bpmn == {i: COLOURS[s] for i, s in status_of.items()}
 
 
-def test_a_won_race_leaves_the_loser_where_it_stood() -> None:
+def placed(progress: Progress) -> list[tuple[str, NodeStatus]]:
+    """Every place's (durable path, status), in plan order: a race's arms sharing a name each appear."""
+    return [(n.name, n.status) for n in progress.nodes]
+
+
+def test_a_won_race_marks_its_winner_won_and_the_other_arm_lost() -> None:
     fields = {"approval": field({"approved": True}, "Approval"), "decision": field("approved", "str")}
     waits = {"grace": spi.WakeAt(T0 + timedelta(hours=24))}
+    won, lost = NodeStatus.WON, NodeStatus.LOST
     progress = build_progress(seed.decided, state(spi.Completed()), fields, [])
-    assert statuses(progress) == {"approval": C, "decision": C, "grace": P}
-    # Still running: the winner is done, the loser's sleep row stands, nothing else runs.
+    assert placed(progress) == [("approval", won), ("decision", won), ("grace", lost), ("decision", lost)]
+    # Still running: the winner won, the loser's sleep is lost though its row stands, the next node runs.
     after = Flow.init("after").step("next", lambda ctx: None)
     flow = seed.decided.and_then(after)
     progress = build_progress(flow, state(waits=waits), fields, [])
-    assert statuses(progress) == {"approval": C, "decision": C, "grace": S, "next": R}
-    # No row yet for the loser's sleep: it is pending, not running.
+    expected = [("approval", won), ("decision", won), ("grace", lost), ("decision", lost), ("next", R)]
+    assert placed(progress) == expected
     unslept = build_progress(flow, state(), fields, [])
-    assert statuses(unslept) == {"approval": C, "decision": C, "grace": P, "next": R}
+    assert placed(unslept) == expected
+
+
+def test_a_foreach_counts_its_items_done_running_and_failed_of_n() -> None:
+    flow = Flow.init("f").foreach("items", lambda ctx: [1, 2, 3, 4], lambda item, ctx: item, type=int)
+    fields = {"items~count": field(4), "items~0": field(1), "items~1": field(2)}
+    history = [event(spi.EventKind.STEP_STARTED, step_name=f"items~{i}") for i in range(4)] + [
+        event(spi.EventKind.STEP_FAILED, step_name="items~3", error="boom")
+    ]
+    entry = build_progress(flow, state(), fields, history).nodes[0]
+    assert (entry.done, entry.total, entry.items_running, entry.items_failed) == (2, 4, 1, 1)
+    assert (entry.status, entry.detail) == (F, "2/4, 1 running, 1 failed; boom")
+    node = json.loads(render(flow, "json", build_progress(flow, state(), fields, history)))["nodes"][0]
+    assert (node["done"], node["total"], node["itemsRunning"], node["itemsFailed"]) == (2, 4, 1, 1)
+
+
+def test_a_stop_shows_its_code_and_a_compensated_node_its_own_outline() -> None:
+    flow = Flow.init("f").step("a", lambda ctx: None).step("b", lambda ctx: None)
+    stopped = build_progress(flow, state(spi.Stopped("F0001", "b", "route")), {}, [done("a")])
+    assert [(n.name, n.status, n.detail) for n in stopped.nodes] == [
+        ("a", C, ""),
+        ("b", NodeStatus.STOPPED, "F0001: route"),
+    ]
+    dot = render(flow, "dot", stopped)
+    assert 'label="b\\nstopped\\nF0001: route"' in dot
+    assert 'style="filled,bold"' in dot
+    undone = build_progress(
+        flow,
+        state(spi.Cancelled("bye")),
+        {},
+        [done("a"), event(spi.EventKind.NODE_COMPENSATED, node_name="a")],
+    )
+    assert undone.nodes[0].status is NodeStatus.COMPENSATED
+    assert 'style="filled,dotted"' in render(flow, "dot", undone)

@@ -84,10 +84,10 @@ def test_dot_of_the_readme_flow() -> None:
         "  compound=true;\n"
         '  node [fontname="Helvetica" fontsize=11];\n'
         '  edge [fontname="Helvetica" fontsize=10];\n'
-        '  n1 [label="order" shape=parallelogram];\n'
-        '  n2 [label="total" shape=box style="rounded"];\n'
-        '  n4 [label="charge" shape=box style="rounded"];\n'
-        '  n6 [label="ship" shape=box];\n'
+        '  n1 [id="fd-n1" label="order" shape=parallelogram];\n'
+        '  n2 [id="fd-n2" label="total" shape=box style="rounded"];\n'
+        '  n4 [id="fd-n4" label="charge" shape=box style="rounded"];\n'
+        '  n6 [id="fd-n6" label="ship" shape=box];\n'
         "  n1 -> n2;\n"
         "  n2 -> n4;\n"
         "  n4 -> n6;\n"
@@ -100,8 +100,8 @@ def test_every_kind_is_drawn_with_its_detail() -> None:
     for line in [
         '[["cool<br/>sleep 1h30m"]]',  # sleep with its duration
         '{{"spin<br/>loop"}}',  # loop
-        '{{"poll<br/>every fixed#40;60s#41;#46;take#40;3#41;"}}',  # loop_on with its schedule
-        '[["items<br/>foreach #91;x4#93;"]]',  # foreach with its concurrency
+        '{{"poll<br/>every fixed(60s).take(3)"}}',  # loop_on with its schedule: Mermaid reads it as written
+        '[["items<br/>foreach [x4]"]]',  # foreach with its concurrency
         'subgraph n23["rev"]',  # a subflow expanded
         '-.->|"again"|',  # a loop's back edge
         '{"race"}',
@@ -189,7 +189,8 @@ def test_elk_nests_a_subflow_as_a_hierarchical_node() -> None:
     data = json.loads(render(nested, "elk"))
     assert data["layoutOptions"] == {"elk.algorithm": "layered", "elk.direction": "RIGHT"}
     inner = data["children"][0]
-    assert inner["labels"] == [{"text": "inner\nsubflow review"}]
+    # One line in the box's corner: the children fill the rest (two lines there were drawn over each other).
+    assert inner["labels"] == [{"text": "inner", "width": 55, "height": 28}]
     assert [c["labels"][0]["text"] for c in inner["children"]] == ["amount", "ok"]
     assert [(e["sources"], e["targets"]) for e in inner["edges"]] == [(["n2"], ["n3"])]
     assert [(e["sources"], e["targets"]) for e in data["edges"]] == [(["n1"], ["n5"])]
@@ -200,17 +201,33 @@ def test_json_of_a_flow() -> None:
     assert data == {
         "name": "nested",
         "nodes": [
-            {"id": "n1", "name": "inner", "type": "subflow", "path": "inner", "tag": "review"},
+            {
+                "id": "n1",
+                "name": "inner",
+                "type": "subflow",
+                "kind": "subflow",
+                "path": "inner",
+                "tag": "review",
+            },
             {
                 "id": "n2",
                 "name": "amount",
                 "type": "input",
+                "kind": "input",
                 "path": "inner~amount",
                 "parent": "n1",
                 "tag": "int",
             },
-            {"id": "n3", "name": "ok", "type": "output", "path": "inner~ok", "parent": "n1", "tag": "bool"},
-            {"id": "n5", "name": "after", "type": "step", "path": "after"},
+            {
+                "id": "n3",
+                "name": "ok",
+                "type": "output",
+                "kind": "output",
+                "path": "inner~ok",
+                "parent": "n1",
+                "tag": "bool",
+            },
+            {"id": "n5", "name": "after", "type": "step", "kind": "step", "path": "after"},
         ],
         "edges": [
             {"id": "n4", "source": "n2", "target": "n3", "style": "flow"},
