@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console import forms, refusals, runtime
 from console.models import RUN_PERMISSION
-from console.views import common
+from console.views import common, parked
 from engine import errors, render, schema
 from engine.engine import declared_inputs
 
@@ -269,8 +269,9 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
     go = request.POST.get("go") == "1"
     if go and not await common.can_operate(request):
         return await common.forbidden(request)
-    await _detail(execution_id)
+    detail = await _detail(execution_id)
     engine = await runtime.engine()
+    versions = {} if go else await parked.versions_context(detail.state)  # its version beside the newest
     try:
         report = await engine.resume(execution_id, go=go, actor=await _actor(request) if go else None)
     except errors.FlowResumeConflict as error:
@@ -290,6 +291,7 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
             "report": report,
             "resumed": go,
             "can_operate": await common.can_operate(request),
+            **versions,
         },
     )
 
