@@ -16,7 +16,7 @@ from engine import graph_document, nodes, traversal
 from engine.flow import Flow
 from engine.graph import FlowGraph, GraphNode
 
-__all__ = ["Change", "VersionDiff", "diff", "marks"]
+__all__ = ["Change", "Side", "VersionDiff", "arm_key", "diff", "key_of", "marks"]
 
 Side = Literal["old", "new"]
 
