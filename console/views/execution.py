@@ -186,7 +186,9 @@ async def diagram(request: HttpRequest, execution_id: str, format: str) -> HttpR
         raise Http404(f"no diagram format {format!r}")
     engine = await runtime.engine()
     detail = await _detail(execution_id)
-    flow = engine.flow_of(detail.state)
+    flow, painted = engine.flow_of(detail.state), detail.progress
+    if flow is None:  # a version nobody here serves: drawn from the graph the store kept for it
+        flow, painted, _ = await parked.stored_drawing(engine.store, detail.state)
     if flow is None:
         return HttpResponse(
             f"No diagram: version {detail.state.hash} of {detail.flow_id} is not served by this server "
@@ -195,9 +197,9 @@ async def diagram(request: HttpRequest, execution_id: str, format: str) -> HttpR
             content_type="text/plain; charset=utf-8",
         )
     if format == "dot":
-        text = await sync_to_async(render.render_svg)(flow, detail.progress)
+        text = await sync_to_async(render.render_svg)(flow, painted)
     else:
-        text = render.render(flow, format, progress=detail.progress)
+        text = render.render(flow, format, progress=painted)
     return HttpResponse(text, content_type=_CONTENT_TYPES[format])
 
 

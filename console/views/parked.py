@@ -27,7 +27,7 @@ from engine.flow import Flow
 from engine.graph import build_graph
 from store import spi
 
-__all__ = ["parked", "parked_execution", "parked_rows", "versions_context"]
+__all__ = ["parked", "parked_execution", "parked_rows", "stored_drawing", "versions_context"]
 
 PAGE = 10  # executions listed per version before "more"
 
@@ -250,15 +250,25 @@ async def parked_rows(request: HttpRequest, workflow_id: str, digest: str) -> Ht
 # --------------------------------------------------------------------------------------- one execution
 
 
-async def _painted(store: spi.FlowStore, state: spi.ExecutionState) -> tuple[str, str]:
-    """The execution's progress painted on its own version's stored graph (SVG), or why it cannot be."""
-    info = await store.get_workflow(state.flow_id, state.hash)
-    flow, problem = _skeleton(info)
+async def stored_drawing(
+    store: spi.FlowStore, state: spi.ExecutionState
+) -> tuple[Flow | None, progress.Progress | None, str]:
+    """The execution's own version rebuilt from its stored graph, with its progress; (None, None, why)
+    when the store kept no graph for it. For versions no process here serves."""
+    flow, problem = _skeleton(await store.get_workflow(state.flow_id, state.hash))
     if flow is None:
-        return "", problem
+        return None, None, problem
     fields = await store.get_all_fields(state.execution_id)
     history = (await store.get_history(state.execution_id)).events
-    return await _svg(flow, progress.build_progress(flow, state, fields, history)), ""
+    return flow, progress.build_progress(flow, state, fields, history), ""
+
+
+async def _painted(store: spi.FlowStore, state: spi.ExecutionState) -> tuple[str, str]:
+    """The execution's progress painted on its own version's stored graph (SVG), or why it cannot be."""
+    flow, painted, problem = await stored_drawing(store, state)
+    if flow is None:
+        return "", problem
+    return await _svg(flow, painted), ""
 
 
 @login_required

@@ -200,3 +200,25 @@ async def test_the_parked_routes_need_a_login_and_refuse_bad_input(deployed: Non
     missing = await client.get("/executions/nobody/parked/")
     assert missing.status_code == 404
     assert "no execution" in missing.content.decode()
+
+
+async def test_the_execution_page_draws_a_parked_execution_from_its_stored_graph(deployed: None) -> None:
+    await _started_under(OLDER, "older-d", inputs={"gone": 3})
+    await runtime.engine()
+    client = await _client(operator=False)
+    drawn = {}
+    for fmt in ("mermaid", "dot", "bpmn", "elk"):
+        reply = await client.get(f"/executions/older-d/diagram/{fmt}/")
+        assert reply.status_code == 200, fmt
+        drawn[fmt] = reply.content.decode()
+    assert "<svg" in drawn["dot"]
+    assert "gone" in drawn["dot"]
+    assert "completed" in drawn["mermaid"]
+    assert "<script>alert(1)" not in drawn["dot"]
+    earlier = FlowEngine(runtime.store())
+    info = await earlier.store.get_workflow("versioned", H_OLDER)
+    assert info is not None
+    await earlier.store.put_workflow(info.model_copy(update={"graph": None}))
+    gone = await client.get("/executions/older-d/diagram/dot/")
+    assert gone.status_code == 404
+    assert "is not served by this server" in gone.content.decode()
