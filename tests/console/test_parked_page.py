@@ -222,3 +222,18 @@ async def test_the_execution_page_draws_a_parked_execution_from_its_stored_graph
     gone = await client.get("/executions/older-d/diagram/dot/")
     assert gone.status_code == 404
     assert "is not served by this server" in gone.content.decode()
+
+
+async def test_the_api_draws_any_registered_version_from_its_stored_graph(deployed: None) -> None:
+    await _started_under(V0, "v0-api")
+    await runtime.engine()
+    client = await _client(operator=False)
+    base = "/api/v1/workflows/versioned/versions"
+    reply = await client.get(f"{base}/{H0}/diagram", {"format": "json"})
+    assert reply.status_code == 200
+    assert [n["name"] for n in reply.json()["nodes"]] == ["go", "ran"]
+    newest = (await client.get(f"{base}/{H2}/diagram")).content.decode()  # Mermaid by default
+    assert '"noted"' in newest
+    missing = await client.get(f"{base}/nope/diagram")
+    assert missing.status_code == 404
+    assert missing.json()["code"] == "not_found"
