@@ -237,3 +237,14 @@ async def test_the_api_draws_any_registered_version_from_its_stored_graph(deploy
     missing = await client.get(f"{base}/nope/diagram")
     assert missing.status_code == 404
     assert missing.json()["code"] == "not_found"
+
+
+async def test_the_workflow_api_keeps_the_graph_document_off_the_wire(deployed: None) -> None:
+    await runtime.engine()
+    client = await _client(operator=False)
+    listed = await client.get("/api/v1/workflows")
+    assert listed.status_code == 200
+    described = await client.get("/api/v1/workflows/versioned")
+    assert described.status_code == 200
+    assert [w["id"] for w in listed.json() if w["id"] == "versioned"] == ["versioned"]
+    assert "graph" not in described.json()
