@@ -161,7 +161,8 @@ class WorkflowInfoDto(Wire):
 
 
 def workflow_info_of(info: spi.WorkflowInfo) -> WorkflowInfoDto:
-    data = info.model_dump()
+    # The graph document stays off the wire: `/workflows/{id}/versions/{hash}/diagram` draws it.
+    data = info.model_dump(exclude={"graph"})
     data["inputs"] = [
         {"name": i["name"], "tag": i["tag"], "jsonSchema": i.get("json_schema", {})} for i in data["inputs"]
     ]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from engine import errors, nodes, traversal, values
+from engine import errors, graph_document, nodes, traversal, values
 from engine.nodes import NO_STATE, Node
 from engine.schedule import Schedule
 from engine.traversal import qualify
@@ -348,8 +348,9 @@ def _top_level(flow: Flow) -> Iterator[Node]:
 
 
 def workflow_info(workflow_id: str, flow: Flow) -> spi.WorkflowInfo:
-    """What the store keeps per registered version: meta, nodes, inputs (with JSON schemas), output names
-    and the structural hash. A name shared by parallel branches appears once."""
+    """What the store keeps per registered version: meta, nodes, inputs (with JSON schemas), output names,
+    the structural hash and the plan (its graph document). A name shared by parallel branches appears
+    once in the node list."""
     seen: dict[str, Node] = {}
     for node in _top_level(flow):
         seen.setdefault(node.name, node)
@@ -378,4 +379,5 @@ def workflow_info(workflow_id: str, flow: Flow) -> spi.WorkflowInfo:
         inputs=inputs,
         outputs=outputs,
         structural_hash=structural_hash(flow),
+        graph=graph_document.document_of(flow),
     )

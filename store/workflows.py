@@ -48,3 +48,6 @@ class WorkflowInfo(BaseModel):
     inputs: tuple[InputInfo, ...] = ()
     outputs: tuple[str, ...] = ()
     structural_hash: str
+    # The version's plan as engine/graph_document.py writes it, so the version draws when no process has
+    # its code; None for versions registered before the store kept it (the node list is all they show).
+    graph: dict[str, Any] | None = None

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from ninja import Body, Router
 
 from console import auth, runtime, schemas
 from console.api import inputs
 from console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
+from engine import graph_document, render
 
 __all__ = ["router"]
 
@@ -41,6 +42,34 @@ async def draw_workflow(
     engine = await runtime.engine()
     fmt = diagram_format(format)
     return text_response(request, await engine.workflows.diagram(workflow_id, fmt), fmt)
+
+
+@router.get(
+    "/workflows/{workflow_id}/versions/{hash}/diagram",
+    response=errors(404),
+    openapi_extra=DIAGRAM_OPENAPI,
+)
+async def draw_workflow_version(
+    request: HttpRequest,
+    workflow_id: schemas.WorkflowIdParam,
+    hash: schemas.Text,
+    format: schemas.Text | None = None,
+) -> HttpResponse:
+    """Any registered version's structure, drawn from the graph the store kept at its registration (so a
+    version no process serves still draws); 404 for an unknown version or one registered before graphs
+    were kept. `format` as for the newest version's diagram."""
+    engine = await runtime.engine()
+    fmt = diagram_format(format)
+    info = await engine.store.get_workflow(workflow_id, hash)
+    if info is None:
+        raise Http404(f"no version {hash!r} of workflow {workflow_id!r}")
+    if info.graph is None:
+        raise Http404(f"version {hash!r} of {workflow_id!r} was registered before the store kept diagrams")
+    try:
+        flow = graph_document.flow_of(info.graph)
+    except graph_document.GraphDocumentError as error:
+        raise Http404(str(error)) from None
+    return text_response(request, render.render(flow, fmt), fmt)
 
 
 @router.post(

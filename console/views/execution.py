@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console import forms, refusals, runtime
 from console.models import RUN_PERMISSION
-from console.views import common
+from console.views import common, parked
 from console.views import diagram as diagram_view
 from engine import errors, render, schema
 from engine.engine import declared_inputs
@@ -187,7 +187,9 @@ async def diagram(request: HttpRequest, execution_id: str, format: str) -> HttpR
         raise Http404(f"no diagram format {format!r}")
     engine = await runtime.engine()
     detail = await _detail(execution_id)
-    flow = engine.flow_of(detail.state)
+    flow, painted = engine.flow_of(detail.state), detail.progress
+    if flow is None:  # a version nobody here serves: drawn from the graph the store kept for it
+        flow, painted, _ = await parked.stored_drawing(engine.store, detail.state)
     if flow is None:
         return HttpResponse(
             f"No diagram: version {detail.state.hash} of {detail.flow_id} is not served by this server "
@@ -196,9 +198,9 @@ async def diagram(request: HttpRequest, execution_id: str, format: str) -> HttpR
             content_type="text/plain; charset=utf-8",
         )
     if format == "dot":
-        text = await sync_to_async(render.render_svg)(flow, detail.progress)
+        text = await sync_to_async(render.render_svg)(flow, painted)
     else:
-        text = render.render(flow, format, progress=detail.progress)
+        text = render.render(flow, format, progress=painted)
     return HttpResponse(text, content_type=_CONTENT_TYPES[format])
 
 
@@ -270,8 +272,9 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
     go = request.POST.get("go") == "1"
     if go and not await common.can_operate(request):
         return await common.forbidden(request)
-    await _detail(execution_id)
+    detail = await _detail(execution_id)
     engine = await runtime.engine()
+    versions = {} if go else await parked.versions_context(detail.state)  # its version beside the newest
     try:
         report = await engine.resume(execution_id, go=go, actor=await _actor(request) if go else None)
     except errors.FlowResumeConflict as error:
@@ -291,6 +294,7 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
             "report": report,
             "resumed": go,
             "can_operate": await common.can_operate(request),
+            **versions,
         },
     )
 

@@ -6,7 +6,16 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, path, register_converter
 from django.views.generic import RedirectView
 
-from console.views import account, converters, execution, executions, timeline, workflow_node, workflows
+from console.views import (
+    account,
+    converters,
+    execution,
+    executions,
+    parked,
+    timeline,
+    workflow_node,
+    workflows,
+)
 
 __all__ = ["urlpatterns"]
 
@@ -53,7 +62,9 @@ urlpatterns: list[URLPattern] = [
         name="console-workflow-node",
     ),
     path("workflows/<str:workflow_id>/start/", workflows.start, name="console-workflow-start"),
-    path("parked/", workflows.parked, name="console-parked"),
+    path("parked/", parked.parked, name="console-parked"),
+    path("parked/<str:workflow_id>/<str:digest>/rows/", parked.parked_rows, name="console-parked-rows"),
+    path(E + "parked/", parked.parked_execution, name="console-parked-execution"),
     path(
         "parked/<str:workflow_id>/<str:digest>/resume/", workflows.parked_resume, name="console-parked-resume"
     ),

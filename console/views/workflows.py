@@ -25,7 +25,6 @@ from store import spi
 __all__ = [
     "health",
     "health_executors",
-    "parked",
     "parked_cancel",
     "parked_resume",
     "start",
@@ -181,31 +180,6 @@ async def _message(request: HttpRequest, level: str, text: str, status: int = 20
 
 
 # ------------------------------------------------------------------------------------------- parked
-
-
-async def _parked_groups() -> list[dict[str, Any]]:
-    engine = await runtime.engine()
-    groups = []
-    for info in await engine.workflows.list():
-        by_hash: dict[str, list[Any]] = defaultdict(list)
-        for state in await engine.parked(info.id):
-            by_hash[state.hash].append(common.row_of(state))
-        for digest, rows in sorted(by_hash.items()):
-            groups.append(
-                {"workflow_id": info.id, "hash": digest, "rows": rows, "newest": info.structural_hash}
-            )
-    return groups
-
-
-@login_required
-@require_GET
-async def parked(request: HttpRequest) -> HttpResponse:
-    context = {
-        "groups": await _parked_groups(),
-        "nav": "parked",
-        "can_operate": await common.can_operate(request),
-    }
-    return await common.page(request, "console/parked.html", context)
 
 
 async def _group(workflow_id: str, digest: str) -> list[Any]:

@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from store import spi
 from store.conformance.case import StoreCase
 from store.conformance.support import StoreFixture
+
+# A version's graph document as engine/graph_document.py writes it; the store keeps it as given.
+GRAPH: dict[str, Any] = {
+    "format": 1,
+    "name": 'orders <&> "quoted"',
+    "nodes": [
+        {"kind": "input", "name": "order", "type": "Order", "tag": "Order", "tags": ["shop"]},
+        {
+            "kind": "parallel",
+            "parallel": "race",
+            "branches": [
+                {"name": "a", "nodes": [{"kind": "sleep", "name": "grace", "seconds": 0.5}]},
+                {"name": "b", "nodes": [{"kind": "step", "name": "é 🙂", "description": "ünïcode"}]},
+            ],
+        },
+        {"kind": "foreach", "name": "items", "type": "", "tag": "json", "concurrency": None},
+    ],
+}
 
 
 class WorkflowCases(StoreCase):
@@ -54,3 +74,30 @@ class WorkflowCases(StoreCase):
         assert list(await fx.store.list_workflow_versions("wf1")) == [v1, v2]
         assert list(await fx.store.list_workflow_versions("nope")) == []
         assert list(await fx.store.list_workflows()) == [v2]
+
+    # ------------------------------------------------------------------------ the version's graph
+
+    async def test_flowdeck_workflow_graph_round_trips_on_every_read(self, fx: StoreFixture) -> None:
+        info = self.workflow().model_copy(update={"graph": GRAPH})
+        await fx.store.put_workflow(info)
+        assert (await fx.store.get_workflow("wf1")) == info
+        found = await fx.store.get_workflow("wf1", "abc123")
+        assert found is not None
+        assert found.graph == GRAPH
+        assert [w.graph for w in await fx.store.list_workflow_versions("wf1")] == [GRAPH]
+        assert [w.graph for w in await fx.store.list_workflows()] == [GRAPH]
+
+    async def test_flowdeck_workflow_graph_absent_reads_as_none(self, fx: StoreFixture) -> None:
+        await fx.store.put_workflow(self.workflow())
+        found = await fx.store.get_workflow("wf1")
+        assert found is not None
+        assert found.graph is None
+
+    async def test_flowdeck_workflow_graph_kept_per_version(self, fx: StoreFixture) -> None:
+        other = {**GRAPH, "nodes": GRAPH["nodes"][:1]}
+        await fx.store.put_workflow(self.workflow("1.0", hash="h1").model_copy(update={"graph": GRAPH}))
+        await fx.store.put_workflow(self.workflow("2.0", hash="h2").model_copy(update={"graph": other}))
+        old, new = await fx.store.get_workflow("wf1", "h1"), await fx.store.get_workflow("wf1", "h2")
+        assert old is not None
+        assert new is not None
+        assert (old.graph, new.graph) == (GRAPH, other)

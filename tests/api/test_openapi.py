@@ -151,6 +151,7 @@ def test_operation_ids_are_verbs(live: Live) -> None:
         "list_workflows",
         "describe_workflow",
         "draw_workflow",
+        "draw_workflow_version",
         "start_execution",
         "list_parked_executions",
         "search_executions",

@@ -16,6 +16,7 @@ from engine import (
     Meta,
     Schedule,
     arguments,
+    graph_document,
     schema,
     values,
 )
@@ -334,6 +335,7 @@ def test_workflow_info_of_a_flow_with_a_subflow():
         inputs=(InputInfo(name="order", tag="Order", json_schema=values.json_schema(Order)),),
         outputs=("total", "charge"),
         structural_hash=schema.structural_hash(flow),
+        graph=graph_document.document_of(flow),
     )
 
 

@@ -1,0 +1,26 @@
+"""`python -m tests.console.seed_parked`: the demo's parked execution (`demo-parked`, started under the
+previous version of `fulfilment`, which no process serves) in the database `DATABASE_URL` names, as the
+demo seeds it (console/demo.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import django
+
+
+async def seed() -> None:
+    from console import demo, runtime
+
+    store = runtime.store()
+    try:
+        await demo.seed_parked(store)
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.console.settings")
+    django.setup()
+    asyncio.run(seed())
