@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, path, register_converter
 from django.views.generic import RedirectView
 
-from console.views import account, converters, execution, executions, workflows
+from console.views import account, converters, execution, executions, node, workflows
 
 __all__ = ["urlpatterns"]
 
@@ -34,6 +34,7 @@ urlpatterns: list[URLPattern] = [
     path(E + "resume/", execution.resume, name="console-execution-resume"),
     path(E + "answer/", execution.answer, name="console-execution-answer"),
     path(E + "end/", execution.end, name="console-execution-end"),
+    path(E + "nodes/<path:key>", node.node, name="console-execution-node"),
     path("executions/<stored_id:execution_id>", execution.execution, name="console-execution"),
     path("workflows/", workflows.workflows, name="console-workflows"),
     path("workflows/<str:workflow_id>/", workflows.workflow, name="console-workflow"),
