@@ -139,7 +139,9 @@ async def _context(request: HttpRequest, detail: Any, key: str, flow: Any) -> di
         "compensation": node_record.compensation_of(key, about["handler"], history, fields),
         "waits": _waits(key, detail, known),
         "input": _input(key, detail, can_run) if isinstance(plan, nodes.Input) else None,
-        "items": node_record.items_of(key, fields, history, detail.waits, detail.status) if is_foreach else None,
+        "items": node_record.items_of(key, fields, history, detail.waits, detail.status)
+        if is_foreach
+        else None,
         "children": _children(key, list(names), detail) if isinstance(plan, nodes.Subflow) else None,
         "parent": key.rsplit("~", 1)[0] if "~" in key and key.rsplit("~", 1)[0] in known else "",
         "run_permission": RUN_PERMISSION,

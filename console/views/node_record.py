@@ -114,7 +114,12 @@ def attempts_of(path: str, history: Sequence[spi.Event], status: spi.Status) -> 
                 run.close(at, "retried", error=str(data.get("error", "")))
                 run.resumes_at = at + timedelta(seconds=float(data.get("delay", 0) or 0))
             case _K.STEP_FAILED:
-                run.close(at, "failed", error=str(data.get("error", "")), error_kind=str(data.get("error_kind") or ""))
+                run.close(
+                    at,
+                    "failed",
+                    error=str(data.get("error", "")),
+                    error_kind=str(data.get("error_kind") or ""),
+                )
             case _K.STEP_COMPLETED:
                 run.close(at, "completed")
     if isinstance(status, spi.Stopped) and status.node == path and run.attempts:
@@ -165,7 +170,9 @@ def compensation_of(
             case _K.STEP_RETRIED if unwinding and mine(data.get("step_name")):
                 retries += 1
     undo_notes = any(mine(name.removesuffix("#undo")) for name in fields if name.endswith("#undo"))
-    return Compensation(registered or bool(handlers) or undo_notes, bool(ran), failed, retries, tuple(handlers))
+    return Compensation(
+        registered or bool(handlers) or undo_notes, bool(ran), failed, retries, tuple(handlers)
+    )
 
 
 def _count(fields: Mapping[str, spi.FieldData], path: str) -> int:
@@ -187,9 +194,7 @@ def items_of(
     status: spi.Status,
 ) -> list[Item]:
     """A foreach's items, as far as its record goes (none before its collection was counted)."""
-    compensated = {
-        str(e.data.get("node_name", "")) for e in history if e.kind is _K.NODE_COMPENSATED
-    }
+    compensated = {str(e.data.get("node_name", "")) for e in history if e.kind is _K.NODE_COMPENSATED}
     items = []
     for i in range(_count(fields, path)):
         item_path = f"{path}~{i}"

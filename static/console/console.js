@@ -89,6 +89,7 @@
         after = Math.max(after, event.id);
         document.body.dataset.liveLast = String(after);
         listeners.forEach((fn) => fn(event));
+        document.dispatchEvent(new CustomEvent("flowdeck:live", { detail: event })); // for node-panel.js
       };
       socket.onclose = (closed) => {
         if (closed.code === 4400) { // the server refused this page's filter: asking again cannot help
@@ -226,13 +227,19 @@
       if (format === "dot") holder.appendChild(svgFrom(text));
       else if (format === "mermaid") await drawMermaid(holder, text);
       else if (format === "elk") await drawElk(holder, JSON.parse(text));
-      else if (format === "bpmn") { target.replaceChildren(holder); await drawBpmn(holder, text); target.dataset.drawn = format; return; }
+      else if (format === "bpmn") { target.replaceChildren(holder); await drawBpmn(holder, text); drawn(target, format); return; }
       if (ticket !== drawing) return;
       target.replaceChildren(holder);
-      target.dataset.drawn = format;
+      drawn(target, format);
     } catch (error) {
       if (!live) showError(target, error);
     }
+  }
+
+  function drawn(target, format) {
+    // Until diagram-view.js offers flowdeckDiagram.onRender, node-panel.js hears of each drawing here.
+    target.dataset.drawn = format;
+    target.dispatchEvent(new CustomEvent("flowdeck:rendered", { detail: { format } }));
   }
 
   let mermaidCount = 0;
