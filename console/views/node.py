@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -106,9 +107,19 @@ def _children(key: str, names: Sequence[str], detail: Any) -> list[dict[str, Any
     return found
 
 
+def _took(d: timedelta) -> str:
+    """An attempt's duration as a person reads it: `22 ms`, `1.4s`, `2m05s` (show_duration past a minute)."""
+    seconds = d.total_seconds()
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return show_duration(timedelta(seconds=round(seconds)))
+
+
 def _attempt_rows(attempts: Sequence[node_record.Attempt]) -> list[dict[str, Any]]:
     return [
-        {"a": a, "duration": show_duration(a.duration) if a.duration is not None else ""}
+        {"a": a, "duration": _took(a.duration) if a.duration is not None else ""}
         for a in reversed(attempts)  # the latest first: what the operator came for
     ]
 

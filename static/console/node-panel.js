@@ -126,6 +126,7 @@
     panel.hidden = false;
     panel.dataset.key = key;
     document.body.classList.add("node-panel-open");
+    window.dispatchEvent(new Event("resize")); // the page narrowed: a viewer that fits on resize refits
     graphLoaded.then(mark);
     load(true);
   }
@@ -137,6 +138,7 @@
     delete panel.dataset.key;
     delete panel.dataset.loadedKey;
     document.body.classList.remove("node-panel-open");
+    window.dispatchEvent(new Event("resize"));
     if (location.hash.startsWith("#node=")) history.replaceState(null, "", location.pathname + location.search);
     mark();
   }
@@ -150,11 +152,18 @@
   // --------------------------------------------------------------------------------- wiring
 
   if (diagram) {
+    // Capture phase: a drawing library's own handlers (bpmn-js's canvas) may stop the click on its way
+    // up. A press that moved is a pan, not a click.
+    let down = null;
+    diagram.addEventListener("pointerdown", (e) => { down = [e.clientX, e.clientY]; }, true);
     diagram.addEventListener("click", async (e) => {
+      const moved = down && Math.hypot(e.clientX - down[0], e.clientY - down[1]) > 5;
+      down = null;
+      if (moved) return;
       await graphLoaded;
       const id = resolve(e.target);
       if (id) select(pathOf.get(id));
-    });
+    }, true);
     diagram.addEventListener("flowdeck:rendered", mark);
   }
   if (window.flowdeckDiagram && typeof window.flowdeckDiagram.onRender === "function") {

@@ -24,9 +24,23 @@ def _wait_panel(page: Any, key: str) -> None:
     )
 
 
+_FIND_LABEL = """([name, mark]) => {
+  // the innermost drawn label whose first line is `name` (SVG text or tspan, Mermaid's HTML label)
+  const all = [...document.querySelectorAll('#diagram text, #diagram tspan, #diagram p, #diagram span')];
+  const hit = all.reverse().find((el) => {
+    const first = [...el.childNodes].find((n) => n.nodeType === 3 && n.textContent.trim());
+    return first && first.textContent.trim() === name;
+  });
+  if (hit) hit.setAttribute('data-test-label', mark);
+  return Boolean(hit);
+}"""
+
+
 def _label(page: Any, text: str) -> Any:
-    """The diagram's label element whose own text is exactly `text` (SVG text, Mermaid's HTML label)."""
-    return page.locator("#diagram").get_by_text(text, exact=True).first
+    """The diagram's label whose first line is `text`, to click as a person would."""
+    mark = f"l{abs(hash(text))}"
+    page.wait_for_function(_FIND_LABEL, arg=[text, mark])
+    return page.locator(f"[data-test-label={mark}]").first
 
 
 @pytest.mark.parametrize("fmt", ["mermaid", "dot", "elk", "bpmn"])
@@ -38,14 +52,23 @@ def test_a_click_on_a_node_opens_its_panel(console_live: Console, page: Any, fmt
     if fmt != "mermaid":
         page.click(f"#diagram-formats button[data-format={fmt}]")
     page.wait_for_selector(f"#diagram[data-drawn={fmt}]")
-    _label(page, "reservations").click()
+    # bpmn-js lays a hit box over each shape's label, so a person's click lands on the box: click there
+    force = fmt == "bpmn"
+    _label(page, "reservations").click(force=force)
     _wait_panel(page, "reservations")
     assert page.evaluate("location.hash") == "#node=reservations"
     assert page.locator("#diagram .fd-selected").count() >= 1
     items = page.locator("#node-panel .node-items tbody tr")
     assert items.count() == 1
     assert "completed" in items.first.inner_text()
-    _label(page, "approval").click()
+    if fmt == "bpmn":
+        # bpmn-js keeps its viewport when the panel narrows the page: approval may sit under the panel now
+        page.click("#node-panel .node-panel-close")
+        page.wait_for_function("document.querySelector('#node-panel').hidden")
+    if fmt == "bpmn":  # the one waiting shape (the badge bpmn-js overlays covers its label's middle)
+        page.locator("#diagram .djs-element.fd-waiting .djs-hit").first.click(force=True)
+    else:
+        _label(page, "approval").click()
     _wait_panel(page, "approval")
     panel = page.locator("#node-panel")
     assert "waiting" in panel.locator(".node-head").inner_text()
@@ -78,7 +101,7 @@ def test_a_link_with_the_node_opens_the_panel(console_live: Console, page: Any) 
     text = page.inner_text("#node-panel")
     assert "authorise and capture the card" in text
     assert re.search(r"#1\s+completed", text)
-    assert "Compensation" in text
+    assert "compensation" in text.lower()
     assert "compensated" in text
     page.wait_for_selector("#diagram .fd-selected")
     page.click("#node-panel a[data-node-link=payment]")
@@ -92,7 +115,7 @@ def test_a_link_with_the_node_opens_the_panel(console_live: Console, page: Any) 
     shot(page, "panel-narrow")
     page.goto(f"{console_live.base}/executions/{eid}#node=no-such-node")
     _wait_panel(page, "no-such-node")
-    assert "no such node" in page.inner_text("#node-panel")
+    assert "no such node" in page.inner_text("#node-panel").lower()
 
 
 def test_the_panel_follows_the_execution_live(console_live: Console, page: Any) -> None:
