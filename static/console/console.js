@@ -91,7 +91,7 @@
         after = Math.max(after, event.id);
         document.body.dataset.liveLast = String(after);
         listeners.forEach((fn) => fn(event));
-        document.dispatchEvent(new CustomEvent("flowdeck:live", { detail: event })); // for page scripts of their own (timeline.js)
+        document.dispatchEvent(new CustomEvent("flowdeck:live", { detail: event })); // for page scripts of their own (timeline.js, node-panel.js)
       };
       socket.onclose = (closed) => {
         if (closed.code === 4400) { // the server refused this page's filter: asking again cannot help
@@ -261,6 +261,7 @@
     [...target.children].forEach((child) => { if (child !== holder) child.remove(); });
     target.dataset.drawn = format;
     if (window.flowdeckDiagram) window.flowdeckDiagram.show(target, holder, format, { live, viewer });
+    target.dispatchEvent(new CustomEvent("flowdeck:rendered", { detail: { format } }));
   }
 
   let mermaidCount = 0;
