@@ -83,7 +83,7 @@ async def _client(operator: bool = True) -> AsyncClient:
 
 def _marked(svg: str, mark: str) -> list[str]:
     """The labels (first text line) of the nodes of `svg` marked `mark`."""
-    groups = re.findall(rf'<g id="node\d+" class="node diff-{mark}">(.*?)</g>', svg, re.S)
+    groups = re.findall(rf'<g id="[^"]+" class="node diff-{mark}">(.*?)</g>', svg, re.S)
     return [re.findall(r"<text[^>]*>([^<]*)</text>", g)[0] for g in groups]
 
 
