@@ -131,7 +131,7 @@ def test_the_panel_follows_the_execution_live(console_live: Console, page: Any) 
     )
     assert reply.status == 200, reply.text
     page.wait_for_function(
-        "document.querySelector('#node-panel .node-panel-body').dataset.nodeStatus === 'completed'",
+        "document.querySelector('#node-panel .node-panel-body').dataset.nodeStatus === 'won'",
         timeout=30_000,
     )
     assert page.evaluate("window.__notReloaded") is True
