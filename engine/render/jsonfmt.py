@@ -3,7 +3,8 @@
 Each node's `id` is the one every other format puts on its element (DOT's `fd-<id>`, Mermaid's node id,
 BPMN's element id, ELK's node id), so the console maps a click to this entry; `path` is its durable key
 (shared by a race's arms: `id` tells them apart), `kind` repeats `type` under the name the click panel
-reads. Painted, a foreach adds `done`, `total`, `itemsRunning`, `itemsFailed` and a loop_on `iterations`.
+reads, `lines` are the label's lines as DOT draws them (a live repaint changes the drawn text to them).
+Painted, a foreach adds `done`, `total`, `itemsRunning`, `itemsFailed` and a loop_on `iterations`.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import json
 from typing import Any
 
 from engine.graph import FlowGraph, GraphNode
-from engine.render.common import COLOURS
+from engine.render.common import COLOURS, label_lines
 
 __all__ = ["render", "to_data"]
 
 
 def _node(node: GraphNode) -> dict[str, Any]:
     data: dict[str, Any] = {"id": node.id, "name": node.name, "type": node.kind, "kind": node.kind}
+    data["lines"] = [line for line in label_lines(node) if line]  # as DOT draws them: a live repaint's text
     optional = {
         "path": node.path,
         "parent": node.parent,

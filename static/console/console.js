@@ -188,15 +188,21 @@
     async function redraw() {
       if (drawingLive) { drawAgain = true; return; }
       drawingLive = true;
-      try { await drawDiagram(diagram, diagram.dataset.format, true); } finally {
+      try {
+        // live-paint.js repaints the drawing in place from the progress JSON; a redraw only when it cannot.
+        let painted = false;
+        try { painted = Boolean(window.flowdeckPaint) && await window.flowdeckPaint.paint(diagram); } catch (e) { painted = false; }
+        if (!painted) await drawDiagram(diagram, diagram.dataset.format, true);
+      } finally {
         drawingLive = false;
         if (drawAgain) { drawAgain = false; redraw(); }
       }
     }
     const refresh = throttle(() => {
-      fragments.forEach(refreshFragment);
-      appendHistory();
-      redraw();
+      // The diagram's progress first (W10): the fragments' renders would queue ahead of it on the server.
+      // They follow its paint, or 150 ms, whichever is sooner (a full redraw may take a second).
+      const later = () => { fragments.forEach(refreshFragment); appendHistory(); };
+      Promise.race([redraw(), new Promise((resolve) => setTimeout(resolve, 150))]).then(later, later);
     }, 100);
     onLive(() => refresh());
     // A stale fragment catches up once the operator leaves it.

@@ -225,6 +225,15 @@
     });
   }
 
+  /** A live repaint painted the drawing in place (live-paint.js): the view stays; hooks run as after a render. */
+  function painted(target, format) {
+    const state = views.get(target);
+    if (!state) return;
+    target.dataset.renders = String(Number(target.dataset.renders || 0) + 1);
+    const drawing = state.adapter.drawing;
+    callbacks.forEach((fn) => { try { fn(target, format, drawing); } catch (e) { console.error(e); } });
+  }
+
   function touched(target) {
     const state = views.get(target);
     if (!state) return null;
@@ -348,6 +357,9 @@
     /** Called after each render with (container, format, drawing): the SVG element, or the bpmn-js viewer. */
     onRender(fn) { callbacks.push(fn); },
     show,
+    painted,
+    /** The drawing shown in the container: the SVG element, or the bpmn-js viewer; null before the first. */
+    drawing(target) { const state = views.get(target); return state ? state.adapter.drawing : null; },
     /** The container's current view: { s, x, y } (screen = content × s + (x, y)), or null. */
     view(target) { const state = views.get(target); return state ? state.adapter.get() : null; },
     act,

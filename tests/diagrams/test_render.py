@@ -208,6 +208,7 @@ def test_json_of_a_flow() -> None:
                 "kind": "subflow",
                 "path": "inner",
                 "tag": "review",
+                "lines": ["inner", "subflow review"],
             },
             {
                 "id": "n2",
@@ -217,6 +218,7 @@ def test_json_of_a_flow() -> None:
                 "path": "inner~amount",
                 "parent": "n1",
                 "tag": "int",
+                "lines": ["amount"],
             },
             {
                 "id": "n3",
@@ -226,8 +228,16 @@ def test_json_of_a_flow() -> None:
                 "path": "inner~ok",
                 "parent": "n1",
                 "tag": "bool",
+                "lines": ["ok"],
             },
-            {"id": "n5", "name": "after", "type": "step", "kind": "step", "path": "after"},
+            {
+                "id": "n5",
+                "name": "after",
+                "type": "step",
+                "kind": "step",
+                "path": "after",
+                "lines": ["after"],
+            },
         ],
         "edges": [
             {"id": "n4", "source": "n2", "target": "n3", "style": "flow"},
