@@ -97,6 +97,24 @@
     };
   }
 
+  /** The drawing's box with its overlays (status and count badges sit above the shapes' top corners),
+   * so a view fitted to it keeps them inside the frame. */
+  function withOverlays(holder, canvas) {
+    const vb = canvas.viewbox();
+    const inner = vb.inner;
+    let [x0, y0, x1, y1] = [inner.x, inner.y, inner.x + inner.width, inner.y + inner.height];
+    const origin = holder.getBoundingClientRect();
+    holder.querySelectorAll(".djs-overlay").forEach((el) => {
+      const r = el.getBoundingClientRect();
+      if (!r.width && !r.height) return;
+      x0 = Math.min(x0, (r.left - origin.left) / vb.scale + vb.x);
+      y0 = Math.min(y0, (r.top - origin.top) / vb.scale + vb.y);
+      x1 = Math.max(x1, (r.right - origin.left) / vb.scale + vb.x);
+      y1 = Math.max(y1, (r.bottom - origin.top) / vb.scale + vb.y);
+    });
+    return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+  }
+
   function bpmnAdapter(target, holder, viewer) {
     const canvas = viewer.get("canvas");
     const size = () => ({ w: holder.clientWidth, h: holder.clientHeight });
@@ -107,10 +125,15 @@
       const r = holder.getBoundingClientRect();
       zoomAt(adapter, Math.pow(1.0015, -e.deltaY * (e.deltaMode === 1 ? 32 : 1)), e.clientX - r.left, e.clientY - r.top);
     }, { capture: true, passive: false });
+    holder.addEventListener("scroll", (e) => {
+      // bpmn-js maps the pointer through its viewbox alone: a container scrolled by anything else
+      // (focus, scrollIntoView) would leave shapes drawn where they are not hit. Capture: scroll does not bubble.
+      if (e.target.scrollLeft || e.target.scrollTop) { e.target.scrollLeft = 0; e.target.scrollTop = 0; }
+    }, true);
     const adapter = {
       kind: "bpmn",
       drawing: viewer,
-      content: () => canvas.viewbox().inner,
+      content: () => withOverlays(holder, canvas),
       get: () => { const vb = canvas.viewbox(); return { s: vb.scale, x: -vb.x * vb.scale, y: -vb.y * vb.scale }; },
       set: (v) => { const { w, h } = size(); canvas.viewbox({ x: -v.x / v.s, y: -v.y / v.s, width: w / v.s, height: h / v.s }); },
       resize: () => canvas.resized(),

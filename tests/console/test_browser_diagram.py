@@ -326,3 +326,41 @@ def test_a_live_repaint_keeps_the_view_in_bpmn_too(console_live: Console, page: 
     assert _view(page) == pytest.approx(chosen, abs=0.5)
     assert page.locator("#diagram .drawing").count() == 1
     shot(page, "viewer-live-kept-bpmn")
+
+
+# BPMN as it opens: each badge's box against the frame's (vertically all of them; a flow too wide for the
+# card opens at its start to be panned sideways, so horizontally the topmost one), and how much of the
+# frame the drawing fills.
+BPMN_FIT = """([sel, badge]) => {
+  const f = document.querySelector(sel).getBoundingClientRect();
+  const inFrame = (r) => r.left >= f.left - 1 && r.right <= f.right + 1;
+  const badges = [...document.querySelectorAll(sel + ' ' + badge)].map((b) => b.getBoundingClientRect());
+  const cut = badges.filter((r) => r.top < f.top - 1 || r.bottom > f.bottom + 1)
+    .map((r) => [r.left, r.top, r.right, r.bottom]);
+  const top = badges.reduce((a, r) => (a && a.top <= r.top ? a : r), null);
+  const d = document.querySelector(sel + ' .djs-container svg g.viewport').getBoundingClientRect();
+  const w = Math.min(d.right, f.right) - Math.max(d.left, f.left);
+  const h = Math.min(d.bottom, f.bottom) - Math.max(d.top, f.top);
+  return {cut, topInside: Boolean(top) && top.top >= f.top && top.bottom <= f.bottom && inFrame(top),
+          fillW: w / f.width, fillH: h / f.height, frame: [f.width, f.height]};
+}"""
+
+
+@pytest.mark.parametrize("where", ["execution", "workflow"])
+def test_bpmn_opens_with_its_badges_inside_a_frame_it_fills(
+    console_live: Console, page: Any, where: str
+) -> None:
+    _waiting_order(console_live, page)
+    sel, tabs, badge = "#diagram", "diagram-formats", ".bpmn-status"
+    if where == "workflow":
+        page.goto(f"{console_live.base}/workflows/fulfilment/")
+        sel, tabs, badge = "#workflow-diagram", "workflow-formats", ".bpmn-count"
+        _opened(page, sel)
+    _show(page, tabs, sel, "bpmn")
+    page.locator(f"{sel} {badge}").first.wait_for()
+    fit = page.evaluate(BPMN_FIT, [sel, badge])
+    shot(page, f"bpmn-fit-{where}")
+    assert fit["cut"] == [], f"badges cut by the frame's top or bottom: {fit}"
+    assert fit["topInside"], fit
+    assert max(fit["fillW"], fit["fillH"]) >= 0.5, fit
+    assert min(fit["fillW"], fit["fillH"]) >= 0.5, fit  # nor a thin strip across a tall card
