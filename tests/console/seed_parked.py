@@ -12,10 +12,15 @@ import django
 
 async def seed() -> None:
     from console import demo, runtime
+    from engine.engine import FlowEngine
 
     store = runtime.store()
     try:
         await demo.seed_parked(store)
+        # As the demo does: the current versions registered after the parked one are the newest again
+        # (a store's newest version is the one registered last, and the live server registered its own
+        # before this seed ran).
+        await runtime.serve(FlowEngine(store))
     finally:
         store.close()
 
