@@ -37,7 +37,7 @@ class GraphNode:
     """One drawn node. `kind` is the node type (input, output, step, sleep, dispatch, branch,
     join-dispatch, loop, loop_on, foreach, subflow, fork, join, race-fork, race-join); `path` its durable
     path ("" for structural nodes); `parent` the id of the subflow it sits in ("" at the top). Painted, it
-    carries its place's status and detail, and a foreach's item counts or a loop_on's iterations."""
+    carries its place's status and detail, and a foreach's item counts or a loop's iterations."""
 
     id: str
     kind: str

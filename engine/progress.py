@@ -17,7 +17,8 @@ done), the latest-unblocked one for a completion. The rules, first match wins pe
 
 A race then settles: the first branch done is its winner, painted won; every other branch's unfinished or
 failed nodes are lost (an arm that failed while another can still win is lost too, not failed: the race
-goes on). A foreach counts its items done, running and failed of N; a loop_on its iterations. Subflow
+goes on). A foreach counts its items done, running and failed of N; a loop_on its iterations so far, a
+completed loop its iterations (from its StepCompleted; a loop in flight has no durable count). Subflow
 children appear as `sub~name`; a subflow takes its status from its children unless a failure or stop sits
 on the subflow node itself.
 """
@@ -51,7 +52,8 @@ class NodeProgress:
     """One node's status at one place. `name` is its durable path; `place` the drawn node's id; `detail`
     the failure, stop reason (with its code), chosen branch, `k/n` items or loop iterations; `until` a
     sleep's deadline; `done`/`total` a foreach's items recorded so far and its count, `items_running` and
-    `items_failed` the ones started and not done, and failed; `iterations` a loop_on's checkpoints."""
+    `items_failed` the ones started and not done, and failed; `iterations` a loop_on's checkpoints or a
+    completed loop's iterations."""
 
     name: str
     node_type: str
@@ -330,10 +332,12 @@ def _direct(items: Sequence[_Item]) -> Iterator[str]:
 
 
 def _counts(at: _At, record: Record) -> dict[str, int | None]:
-    """A foreach's items (done, running, failed of total) or a loop_on's iterations."""
+    """A foreach's items (done, running, failed of total), a loop_on's iterations so far (its checkpoints),
+    or a completed loop's iterations (its StepCompleted tells them; one in flight has no durable count)."""
     if isinstance(at.node, nodes.LoopOn):
-        count = record.checkpoints.get(at.path)
-        return {"iterations": count}
+        return {"iterations": record.checkpoints.get(at.path)}
+    if isinstance(at.node, nodes.Loop):
+        return {"iterations": record.iterations.get(at.path)}
     if not isinstance(at.node, nodes.ForEach):
         return {}
     prefix = f"{at.path}~"
@@ -359,9 +363,12 @@ def _counts(at: _At, record: Record) -> dict[str, int | None]:
     }
 
 
-def _counted(counts: Mapping[str, int | None]) -> str:
-    if counts.get("iterations"):
-        return f"iteration {counts['iterations']}"
+def _counted(at: _At, counts: Mapping[str, int | None]) -> str:
+    iterations = counts.get("iterations")
+    if iterations and isinstance(at.node, nodes.Loop):
+        return f"{iterations} iteration" + ("" if iterations == 1 else "s")
+    if iterations:
+        return f"iteration {iterations}"
     total = counts.get("total")
     if total is None:
         return ""
@@ -378,7 +385,7 @@ def _row(at: _At, paint: _Paint, *, active: bool) -> NodeProgress:
     record = paint.record
     facts = paint.facts.get(at.place, _Facts())
     counts = _counts(at, record)
-    counted = _counted(counts)
+    counted = _counted(at, counts)
     base = NodeProgress(
         at.path,
         node_type(at.node),

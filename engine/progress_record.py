@@ -22,7 +22,8 @@ __all__ = ["Record", "read"]
 class Record:
     """The record indexed by durable path: when each completed (`completed`), its latest failure (time and
     error), compensation marks, wait rows, the stop and the dispatch choices; per foreach the item indices
-    started and failed; per path how many checkpoints (loop_on iterations) and starts it has."""
+    started and failed; per path how many checkpoints (loop_on iterations) it has, and the iterations a
+    plain loop's StepCompleted tells (`iterations`: a loop writes no field per iteration)."""
 
     running: bool
     completed: Mapping[str, int]
@@ -36,6 +37,7 @@ class Record:
     items_started: Mapping[str, frozenset[int]] = field(default_factory=dict)
     items_failed: Mapping[str, frozenset[int]] = field(default_factory=dict)
     checkpoints: Mapping[str, int] = field(default_factory=dict)
+    iterations: Mapping[str, int] = field(default_factory=dict)
 
     def live_failure(self, path: str) -> str | None:
         """The failure of `path` unless a later completion superseded it."""
@@ -70,6 +72,7 @@ class _Reader:
         self.started: dict[str, set[int]] = {}
         self.items_failed: dict[str, set[int]] = {}
         self.mentioned: dict[str, int] = {}  # the latest event naming each path
+        self.iterations: dict[str, int] = {}
 
     def event(self, at: int, event: spi.Event) -> None:
         data = event.data
@@ -82,6 +85,9 @@ class _Reader:
             path = str(data.get(key, ""))
             if path in self.known:
                 self.completed[path] = at
+                count = data.get("iterations")
+                if isinstance(count, int) and not isinstance(count, bool):
+                    self.iterations[path] = count
         elif event.kind is spi.EventKind.STEP_STARTED:
             self.item(self.started, str(data.get("step_name", "")))
         elif event.kind is spi.EventKind.STEP_FAILED:
@@ -145,6 +151,7 @@ def read(
         items_started={k: frozenset(v) for k, v in reader.started.items()},
         items_failed={k: frozenset(v) for k, v in reader.items_failed.items()},
         checkpoints=checkpoints,
+        iterations=reader.iterations,
     )
 
 

@@ -169,10 +169,12 @@ class Recorder(abc.ABC):
         *,
         valued: bool = True,
         at_once: bool = False,
+        told: Mapping[str, Any] | None = None,
     ) -> Any:
         """Record a node's completion (value, undo notes, events) with the attempt's next write; answer the
         value as the store gives it back. `at_once`: in a write of its own, now (an at-most-once node,
-        whose completion must not wait for anything else)."""
+        whose completion must not wait for anything else). `told`: extra payload keys of its StepCompleted
+        (a loop's `iterations`), durable in the history where no field keeps them."""
         data: spi.FieldData | None = None
         if valued:
             try:
@@ -184,7 +186,7 @@ class Recorder(abc.ABC):
             extra[f"{path}#undo"] = spi.FieldData.of([n.to_json() for n in notes], "undo")
             for note in notes:
                 self.pending.append(self.event(spi.EventKind.UNDO_NOTED, node=path, handler=note.handler))
-        completed = self.event(spi.EventKind.STEP_COMPLETED, step_name=path)
+        completed = self.event(spi.EventKind.STEP_COMPLETED, **(told or {}), step_name=path)
         if at_once or (data is not None and path in self.fields):
             # a race arm sharing the name may have written first: the store's answer says whose stands
             outcome = await self.progress(path, data, completed, extra=extra)

@@ -316,7 +316,7 @@ class Walker(traversal.Visitor[Awaitable[None]]):
             stateful = node.initial is not NO_STATE
             state = node.initial
             notes: list[Any] = []
-            first = True
+            iterations = 0
             while True:
 
                 async def iteration(ctx: Context, state: Any = state) -> Any:
@@ -324,8 +324,10 @@ class Walker(traversal.Visitor[Awaitable[None]]):
                         bodies.call(node.body, state, ctx) if stateful else bodies.call(node.body, ctx)
                     )
 
-                result, _ = await self.execute(path, node.knobs, scope, iteration, notes, announce=first)
-                first = False
+                result, _ = await self.execute(
+                    path, node.knobs, scope, iteration, notes, announce=iterations == 0
+                )
+                iterations += 1
                 if isinstance(result, LoopDone):
                     break
                 if not isinstance(result, LoopAgain):
@@ -333,8 +335,9 @@ class Walker(traversal.Visitor[Awaitable[None]]):
                     raise mistake(path, error)
                 state = result.state if stateful else state
             at_once = node.knobs.at_most_once
+            # Its iterations leave no field of their own: the count rides on its StepCompleted.
             scope.values[node.name] = await self.rec.record(
-                path, result.value, node.type, notes, at_once=at_once
+                path, result.value, node.type, notes, at_once=at_once, told={"iterations": iterations}
             )
         self.note_handlers(path, node.knobs, node.compensate, scope)
 

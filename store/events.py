@@ -73,8 +73,10 @@ class Event:
     `data` holds the kind's payload (JSON-native values, snake_case keys as in spec §3.1: `step_name`,
     `executor_id`, `error`, `error_kind`, `attempt`, `delay` (seconds), `timeout` (seconds), `input_name`,
     `until` (ISO instant), `dispatch_name`, `branch_name`, `cause`, `node_name`, plus Flowdeck's `reason`,
-    `actor`, `code`, `node`, `from_hash`, `to_hash`, `handler`). `seq` is the event's position in its
-    execution's history (1-based), assigned by the store; None on an event not yet stored.
+    `actor`, `code`, `node`, `from_hash`, `to_hash`, `handler`, and a loop's StepCompleted `iterations`). A
+    payload may carry keys beyond its kind's: readers take what they know and leave the rest. `seq` is the
+    event's position in its execution's history (1-based), assigned by the store; None on an event not yet
+    stored.
     """
 
     kind: EventKind

@@ -105,7 +105,7 @@ def progress_lines(node: GraphNode) -> list[str]:
         return []
     if node.status == NodeStatus.SLEEPING and node.until:
         return [f"sleeping until {_instant(node.until)}"]
-    if node.kind in ("foreach", "loop_on") and node.detail:
+    if node.kind in ("foreach", "loop_on", "loop") and node.detail:
         return [f"{node.status} {node.detail}"]
     if node.status in (NodeStatus.FAILED, NodeStatus.STOPPED, NodeStatus.LOST) and node.detail:
         return [node.status, _short(node.detail)]

@@ -4,7 +4,8 @@ Each node's `id` is the one every other format puts on its element (DOT's `fd-<i
 BPMN's element id, ELK's node id), so the console maps a click to this entry; `path` is its durable key
 (shared by a race's arms: `id` tells them apart), `kind` repeats `type` under the name the click panel
 reads, `lines` are the label's lines as DOT draws them (a live repaint changes the drawn text to them).
-Painted, a foreach adds `done`, `total`, `itemsRunning`, `itemsFailed` and a loop_on `iterations`.
+Painted, a foreach adds `done`, `total`, `itemsRunning`, `itemsFailed`, and a loop_on or a completed loop
+`iterations`.
 """
 
 from __future__ import annotations
