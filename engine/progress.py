@@ -335,7 +335,9 @@ def _counts(at: _At, record: Record) -> dict[str, int | None]:
     """A foreach's items (done, running, failed of total), a loop_on's iterations so far (its checkpoints),
     or a completed loop's iterations (its StepCompleted tells them; one in flight has no durable count)."""
     if isinstance(at.node, nodes.LoopOn):
-        return {"iterations": record.checkpoints.get(at.path)}
+        # the iteration that answered done writes the loop's value, not a checkpoint
+        so_far = record.checkpoints.get(at.path)
+        return {"iterations": (so_far or 0) + 1 if at.path in record.fields else so_far}
     if isinstance(at.node, nodes.Loop):
         return {"iterations": record.iterations.get(at.path)}
     if not isinstance(at.node, nodes.ForEach):
@@ -363,12 +365,12 @@ def _counts(at: _At, record: Record) -> dict[str, int | None]:
     }
 
 
-def _counted(at: _At, counts: Mapping[str, int | None]) -> str:
+def _counted(at: _At, counts: Mapping[str, int | None], record: Record) -> str:
     iterations = counts.get("iterations")
-    if iterations and isinstance(at.node, nodes.Loop):
+    if iterations and (isinstance(at.node, nodes.Loop) or at.path in record.fields):
         return f"{iterations} iteration" + ("" if iterations == 1 else "s")
     if iterations:
-        return f"iteration {iterations}"
+        return f"iteration {iterations}"  # a loop_on's checkpoints so far
     total = counts.get("total")
     if total is None:
         return ""
@@ -385,7 +387,7 @@ def _row(at: _At, paint: _Paint, *, active: bool) -> NodeProgress:
     record = paint.record
     facts = paint.facts.get(at.place, _Facts())
     counts = _counts(at, record)
-    counted = _counted(at, counts)
+    counted = _counted(at, counts, record)
     base = NodeProgress(
         at.path,
         node_type(at.node),

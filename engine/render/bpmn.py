@@ -4,7 +4,8 @@ Every flow element gets a BPMNShape and every sequence flow a BPMNEdge, laid out
 engine/render/layout.py. A subflow is an expanded subProcess holding the child's elements between its own
 start and end events. Loops carry a loop marker instead of a back edge (BPMN has no self-flow idiom).
 Progress is painted with the BPMN non-normative colour extension (`color:background-color` on a shape),
-which bpmn-js and Camunda Modeler draw and other readers ignore. Names are attribute values written by
+which bpmn-js and Camunda Modeler draw and other readers ignore, and told in each element's
+`documentation` (the label's progress lines: counts, stop code, error). Names are attribute values written by
 ElementTree, which escapes them.
 """
 
@@ -14,7 +15,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from engine.graph import FlowGraph, GraphNode
-from engine.render.common import colour, title
+from engine.render.common import colour, progress_lines, title
 from engine.render.layout import Box, layered, waypoints
 
 __all__ = ["NS", "render"]
@@ -140,6 +141,11 @@ class _Writer:
         subprocess_body = list(element)
         for child in subprocess_body:
             element.remove(child)
+        painted = progress_lines(node)
+        if painted:
+            # The colour says the state; the counts, the stop code and the error need words: BPMN's own
+            # place for words about an element (Camunda Modeler shows it; the console badges from JSON).
+            ET.SubElement(element, _q("bpmn", "documentation")).text = "\n".join(painted)
         for flow in flows:
             if flow.target == node.id:
                 ET.SubElement(element, _q("bpmn", "incoming")).text = flow.id

@@ -103,9 +103,11 @@ def _instant(iso: str) -> str:
 def progress_lines(node: GraphNode) -> list[str]:
     if not node.status or node.kind in _STRUCTURAL_TITLES or node.kind in ("fork", "race-fork"):
         return []
+    counted = node.kind in ("foreach", "loop_on", "loop") and node.detail
     if node.status == NodeStatus.SLEEPING and node.until:
-        return [f"sleeping until {_instant(node.until)}"]
-    if node.kind in ("foreach", "loop_on", "loop") and node.detail:
+        # a loop_on between iterations sleeps: both its deadline and how far it has come
+        return [f"sleeping until {_instant(node.until)}", *([node.detail] if counted else [])]
+    if counted:
         return [f"{node.status} {node.detail}"]
     if node.status in (NodeStatus.FAILED, NodeStatus.STOPPED, NodeStatus.LOST) and node.detail:
         return [node.status, _short(node.detail)]

@@ -31,6 +31,17 @@ await eachItem(async (xml) => {
     else if (wanted === "bpmndi:BPMNEdge" && (!shape.waypoint || shape.waypoint.length < 2)) broken.push(element.id);
     if (element.$type === "bpmn:SequenceFlow" && (!element.sourceRef || !element.targetRef)) broken.push(element.id);
   }
+  // Per element id, as bpmn-moddle read it: type, name, documentation and the colour extension's fill.
+  const painted = {};
+  for (const element of elements) {
+    const shape = drawn.get(element.id);
+    painted[element.id] = {
+      type: element.$type,
+      name: element.name,
+      documentation: (element.documentation || []).map((d) => d.text),
+      fill: shape && shape.get ? shape.get("color:background-color") : undefined,
+    };
+  }
   const names = elements.filter((e) => e.name !== undefined).map((e) => e.name);
   return {
     ok: warnings.length === 0 && missing.length === 0 && broken.length === 0 && elements.length > 0,
@@ -40,5 +51,6 @@ await eachItem(async (xml) => {
     elements: elements.length,
     names,
     processNames: processes.map((p) => p.name),
+    painted,
   };
 });

@@ -18,5 +18,8 @@ await eachItem(async (text) => {
   const laid = await elk.layout(JSON.parse(text));
   const { nodes, labels } = visit(laid, { nodes: [], labels: [] });
   const unplaced = nodes.filter((n) => typeof n.x !== "number" || typeof n.y !== "number").map((n) => n.id);
-  return { ok: unplaced.length === 0 && typeof laid.width === "number", unplaced, labels, nodes: nodes.length };
+  // Per node id, as elkjs laid it out: its label texts and the properties it kept.
+  const placed = {};
+  for (const n of nodes) placed[n.id] = { labels: (n.labels || []).map((l) => l.text), properties: n.properties || {} };
+  return { ok: unplaced.length === 0 && typeof laid.width === "number", unplaced, labels, nodes: nodes.length, placed };
 });

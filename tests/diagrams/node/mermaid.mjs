@@ -25,5 +25,10 @@ await eachItem(async (text) => {
   if (db.getVertices) for (const vertex of db.getVertices().values()) labels.push(vertex.text);
   if (db.getSubGraphs) for (const sub of db.getSubGraphs()) labels.push(sub.title);
   if (db.getEdges) for (const edge of db.getEdges()) if (edge.text) labels.push(edge.text);
-  return { ok: true, type: parsed.diagramType, labels };
+  // Per node id, as Mermaid read them: its label and the declarations of its `style` statement.
+  const vertices = {};
+  if (db.getVertices) for (const [id, v] of db.getVertices()) vertices[id] = { text: v.text, styles: v.styles || [] };
+  const subgraphs = {};
+  if (db.getSubGraphs) for (const sub of db.getSubGraphs()) subgraphs[sub.id] = { title: sub.title, nodes: sub.nodes };
+  return { ok: true, type: parsed.diagramType, labels, vertices, subgraphs };
 });
