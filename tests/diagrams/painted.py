@@ -10,9 +10,10 @@ with what it expects per place: behaviour, not "it rendered".
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,10 +32,12 @@ _SVG = "{http://www.w3.org/2000/svg}"
 
 @dataclass(frozen=True)
 class Painted:
-    """One drawn node as a tool read it: its status (from its fill) and its text lines."""
+    """One drawn node as a tool read it: its status (from its fill), its text lines, and the subflow it is
+    drawn inside (`within`, "" at the top; in DOT's SVG, the cluster whose box holds it)."""
 
     status: str
     lines: tuple[str, ...]
+    within: str = ""
 
 
 def _status(fill: str | None) -> str:
@@ -45,13 +48,15 @@ def _status(fill: str | None) -> str:
 def _mermaid(flow: Flow, progress: Progress) -> dict[str, Painted]:
     [result] = tools.mermaid([render(flow, "mermaid", progress)])
     assert result["ok"], result
+    within = {n: sub for sub, found in result["subgraphs"].items() for n in found["nodes"]}
     out: dict[str, Painted] = {}
     for place, vertex in result["vertices"].items():
         fills = [s.split(":", 1)[1] for s in vertex["styles"] if s.startswith("fill:")]
         text = vertex["text"]
         if place in result["subgraphs"]:  # a style on a subgraph's id makes a vertex of it
             text = result["subgraphs"][place]["title"]
-        out[place] = Painted(_status(fills[-1] if fills else None), tuple(tools.mermaid_label_lines(text)))
+        lines = tuple(tools.mermaid_label_lines(text))
+        out[place] = Painted(_status(fills[-1] if fills else None), lines, within.get(place, ""))
     return out
 
 
@@ -59,14 +64,37 @@ def _dot(flow: Flow, progress: Progress) -> dict[str, Painted]:
     [(ok, svg, err)] = tools.dot([render(flow, "dot", progress)])
     assert ok, err
     out: dict[str, Painted] = {}
+    at: dict[str, tuple[float, float]] = {}
+    clusters: dict[str, tuple[str, tuple[float, float, float, float]]] = {}
     for group in ET.fromstring(svg.encode()).iter(f"{_SVG}g"):
         gid = group.get("id") or ""
-        if not gid.startswith("fd-") or gid.startswith("fd-cluster-"):
+        if not gid.startswith("fd-"):
             continue
-        fill = next(e.get("fill") for e in group if e.get("fill") not in (None, "none"))
-        lines = tuple((t.text or "").replace("\xa0", " ") for t in group.iter(f"{_SVG}text"))
-        out[gid[len("fd-") :]] = Painted(_status(fill), lines)
+        outline = next(e for e in group if e.get("fill") not in (None, "none"))
+        if gid.startswith("fd-cluster-"):  # Graphviz draws a cluster apart from the nodes inside it
+            clusters[gid[len("fd-cluster-") :]] = (_status(outline.get("fill")), _bbox(outline))
+            continue
+        texts = list(group.iter(f"{_SVG}text"))
+        lines = tuple((t.text or "").replace("\xa0", " ") for t in texts)
+        out[gid[len("fd-") :]] = Painted(_status(outline.get("fill")), lines)
+        at[gid[len("fd-") :]] = (float(texts[0].get("x", "0")), float(texts[0].get("y", "0")))
+    for place, (status, _) in clusters.items():
+        assert out[place].status == status, (place, "a cluster is tinted with its subflow's status")
+    for place, (x, y) in at.items():
+        around = [
+            (w * h, sub)
+            for sub, (_, (x0, y0, w, h)) in clusters.items()
+            if sub != place and x0 <= x <= x0 + w and y0 <= y <= y0 + h
+        ]
+        if around:  # the innermost cluster the node is drawn in
+            out[place] = replace(out[place], within=min(around)[1])
     return out
+
+
+def _bbox(shape: ET.Element) -> tuple[float, float, float, float]:
+    numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", shape.get("points") or shape.get("d") or "")]
+    xs, ys = numbers[0::2], numbers[1::2]
+    return min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)
 
 
 def _bpmn(flow: Flow, progress: Progress) -> dict[str, Painted]:
@@ -79,7 +107,7 @@ def _bpmn(flow: Flow, progress: Progress) -> dict[str, Painted]:
             continue
         told = "\n".join(element["documentation"]).split("\n") if element["documentation"] else []
         title = [element["name"]] if element.get("name") else []
-        out[place] = Painted(_status(element.get("fill")), tuple(title + told))
+        out[place] = Painted(_status(element.get("fill")), tuple(title + told), element["within"])
     return out
 
 
@@ -91,7 +119,7 @@ def _elk(flow: Flow, progress: Progress) -> dict[str, Painted]:
         props = node["properties"]
         assert COLOURS[props["status"]] == props["fill"], (place, props)
         lines = tuple(line for text in node["labels"] for line in text.split("\n"))
-        out[place] = Painted(props["status"], lines)
+        out[place] = Painted(props["status"], lines, node["within"])
     return out
 
 
@@ -152,7 +180,8 @@ def wire_progress(progress: Progress) -> dict[str, NodeProgressDto]:
 
 
 def _json(flow: Flow, progress: Progress) -> dict[str, Painted]:
-    return {place: Painted(n.status, tuple(n.lines)) for place, n in json_nodes(flow, progress).items()}
+    nodes = json_nodes(flow, progress)
+    return {place: Painted(n.status, tuple(n.lines), n.parent or "") for place, n in nodes.items()}
 
 
 READERS: dict[str, Callable[[Flow, Progress], dict[str, Painted]]] = {

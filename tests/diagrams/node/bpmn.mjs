@@ -5,10 +5,11 @@ import { eachItem } from "./stdin.mjs";
 
 const moddle = new BpmnModdle();
 
-function flowElements(container, out) {
+function flowElements(container, out, within = new Map()) {
   for (const element of container.flowElements || []) {
     out.push(element);
-    if (element.$type === "bpmn:SubProcess") flowElements(element, out);
+    if (container.$type === "bpmn:SubProcess") within.set(element.id, container.id);
+    if (element.$type === "bpmn:SubProcess") flowElements(element, out, within);
   }
   return out;
 }
@@ -16,7 +17,8 @@ function flowElements(container, out) {
 await eachItem(async (xml) => {
   const { rootElement, warnings } = await moddle.fromXML(xml, "bpmn:Definitions");
   const processes = rootElement.rootElements.filter((e) => e.$type === "bpmn:Process");
-  const elements = processes.flatMap((p) => flowElements(p, []));
+  const within = new Map();
+  const elements = processes.flatMap((p) => flowElements(p, [], within));
   const drawn = new Map();
   for (const diagram of rootElement.diagrams || []) {
     for (const shape of diagram.plane.planeElement || []) drawn.set(shape.bpmnElement && shape.bpmnElement.id, shape);
@@ -40,6 +42,7 @@ await eachItem(async (xml) => {
       name: element.name,
       documentation: (element.documentation || []).map((d) => d.text),
       fill: shape && shape.get ? shape.get("color:background-color") : undefined,
+      within: within.get(element.id) || "",
     };
   }
   const names = elements.filter((e) => e.name !== undefined).map((e) => e.name);

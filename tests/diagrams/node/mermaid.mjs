@@ -25,7 +25,8 @@ await eachItem(async (text) => {
   if (db.getVertices) for (const vertex of db.getVertices().values()) labels.push(vertex.text);
   if (db.getSubGraphs) for (const sub of db.getSubGraphs()) labels.push(sub.title);
   if (db.getEdges) for (const edge of db.getEdges()) if (edge.text) labels.push(edge.text);
-  // Per node id, as Mermaid read them: its label and the declarations of its `style` statement.
+  // Per node id, as Mermaid read them: its label and the declarations of its `style` statement; per
+  // subgraph its title and the ids of the nodes inside it.
   const vertices = {};
   if (db.getVertices) for (const [id, v] of db.getVertices()) vertices[id] = { text: v.text, styles: v.styles || [] };
   const subgraphs = {};
