@@ -77,7 +77,8 @@ def _dot(flow: Flow, progress: Progress) -> dict[str, Painted]:
         texts = list(group.iter(f"{_SVG}text"))
         lines = tuple((t.text or "").replace("\xa0", " ") for t in texts)
         out[gid[len("fd-") :]] = Painted(_status(outline.get("fill")), lines)
-        at[gid[len("fd-") :]] = (float(texts[0].get("x", "0")), float(texts[0].get("y", "0")))
+        x0, y0, w, h = _bbox(outline)
+        at[gid[len("fd-") :]] = (x0 + w / 2, y0 + h / 2)
     for place, (status, _) in clusters.items():
         assert out[place].status == status, (place, "a cluster is tinted with its subflow's status")
     for place, (x, y) in at.items():
