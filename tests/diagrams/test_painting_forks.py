@@ -75,6 +75,44 @@ async def test_a_zip_paints_each_branch_on_its_own(format: str) -> None:
     )
 
 
+shared = (
+    Flow.init("shared")
+    .input("order", int)
+    .output("lines", lambda ctx: ctx.order * 2, type=int)
+    .zip(Flow.init("b").input("order", int).sleep("cool", timedelta(hours=1)).step("right", _none))
+)
+
+
+def _ids(flow: Flow, path: str) -> list[str]:
+    return [n.id for n in build_graph(flow).nodes if n.path == path]
+
+
+@pytest.mark.parametrize("format", FORMATS)
+async def test_two_places_of_one_input_in_a_zip_each_carry_their_state(format: str) -> None:
+    """Both branches declare `order`: one delivery serves both places, and each is painted at its own id,
+    while each branch goes on as far as it has come."""
+    clock = ManualClock()
+    store = MemoryStore(clock)
+    async with make_engine(store, clock, [shared]) as engine:
+        await engine.workflows.start("shared", execution_id="e1")
+        await until(store, "e1", waiting_for("order"))
+        waiting = (await engine.executions.describe("e1")).progress
+        await engine.executions.signal("e1", "order", 21)
+        await until(store, "e1", waiting_for("cool"))
+        cooling = (await engine.executions.describe("e1")).progress
+    assert waiting is not None
+    assert cooling is not None
+    orders = _ids(shared, "order")
+    assert len(orders) == 2
+    before = painted.read(format, shared, waiting)
+    assert [before[p].status for p in orders] == [W, W]
+    after = painted.read(format, shared, cooling)
+    assert [after[p].status for p in orders] == [C, C]
+    [lines], [cool], [right] = (_ids(shared, p) for p in ("lines", "cool", "right"))
+    assert (after[lines].status, after[cool].status, after[right].status) == (C, S, P)
+    assert [n.place for n in cooling.nodes if n.name == "order"] == orders
+
+
 # --------------------------------------------------------------------------------------------- gather
 
 gathered = Flow.gather(
