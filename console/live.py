@@ -142,6 +142,7 @@ class Feed:
         self.store = store
         self.cursor = 0  # the highest id read so far
         self.watchers_started = 0
+        self.progress_built = 0  # progress documents built, however many pages each went to
         self._gaps: dict[int, float] = {}
         self._last_event = -ACTIVE_SECONDS  # monotonic time of the newest event read
         self._pending: dict[str, int] = {}  # execution → the newest event id its progress must reflect
@@ -269,6 +270,7 @@ class Feed:
         for execution_id in due:
             del self._pending[execution_id]
             self._built[execution_id] = now
+        self.progress_built += len(due)
         if self._flow_of is None:
             self._flow_of = live_progress.served_flows()
         flow_of = self._flow_of
