@@ -112,6 +112,9 @@ def test_the_live_paint_needs_no_fetch_of_the_progress(console_live: Console, pa
 
     waits = "() => (document.querySelector('#panel ul.waits') || {textContent: ''}).textContent"
     assert "approval" in page.evaluate(waits)
+    page.wait_for_function("() => document.querySelector('#timeline .tl-grid')")
+    timeline = "() => document.querySelector('#timeline').innerText"
+    assert "sleeping" in page.evaluate(timeline)  # the race's other arm, the grace period
     page.route("**/diagram?format=json*", refuse)
     renders = page.evaluate(MARK)
     _approve(console_live, eid)
@@ -125,6 +128,8 @@ def test_the_live_paint_needs_no_fetch_of_the_progress(console_live: Console, pa
         arg=[node, WON, renders],
     )
     assert page.evaluate("document.querySelector('#diagram .drawing svg') === window.__drawing")
-    # The panel follows too (its fragment refetched after the paint): the approval is no longer awaited.
+    # The panel and the timeline follow too (refetched after the paint): nothing waits or sleeps any more.
     page.wait_for_function(f"() => !({waits})().includes('approval')")
+    page.wait_for_function(f"() => !({timeline})().includes('sleeping')")
     assert asked == []
+    shot(page, "live-paint-pushed")

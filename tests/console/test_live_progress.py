@@ -3,6 +3,8 @@ each event marked `progress_follows`, then the execution's JSON diagram, the ver
 route answers, built once for every page of that execution; the newest state is what it carries. Events
 written by another process, on SQLite and on PostgreSQL."""
 
+# ruff: noqa: F811  (pytest fixtures imported by name are redefined as parameters)
+
 from __future__ import annotations
 
 import json
@@ -25,7 +27,7 @@ from tests.store.django_support import (  # noqa: F401  (fixtures)
 
 
 @pytest.fixture
-def engine_on(alias: str) -> Iterator[str]:  # noqa: F811
+def engine_on(alias: str) -> Iterator[str]:
     """The process's engine on the test's database, for the diagram route's own answer; this process
     serves `counter` as the writer does, so the feed can draw it."""
     discovery.discover(["tests.console.flows"])
@@ -53,7 +55,7 @@ def _node(document: dict[str, Any], name: str) -> dict[str, Any]:
 async def test_the_socket_brings_the_executions_progress(
     engine_on: str,
     writer: Writer,
-    socket_of: Any,  # noqa: F811
+    socket_of: Any,
 ) -> None:
     eid = f"prog-{engine_on}-{os.getpid()}-{time.time_ns()}"
     socket = await socket_of(f"execution={eid}")
@@ -80,7 +82,7 @@ async def test_the_socket_brings_the_executions_progress(
 async def test_one_progress_is_built_for_every_page_of_the_execution(
     engine_on: str,
     writer: Writer,
-    socket_of: Any,  # noqa: F811
+    socket_of: Any,
 ) -> None:
     eid = f"fan-{engine_on}-{os.getpid()}-{time.time_ns()}"
     pages = [await socket_of(f"execution={eid}") for _ in range(3)]
@@ -102,7 +104,7 @@ async def test_one_progress_is_built_for_every_page_of_the_execution(
 async def test_a_replayed_event_leaves_the_progress_to_the_page(
     engine_on: str,
     writer: Writer,
-    socket_of: Any,  # noqa: F811
+    socket_of: Any,
 ) -> None:
     eid = f"replay-{engine_on}-{os.getpid()}-{time.time_ns()}"
     before = await live.latest_event_id()
