@@ -114,3 +114,16 @@ async def test_a_replayed_event_leaves_the_progress_to_the_page(
     replayed = await _next(socket, "event")
     assert replayed["kind"] == "Created"
     assert "progress_follows" not in replayed  # the page fetches the diagram once (console.js)
+
+
+async def test_a_page_behind_is_sent_only_the_newest_progress(alias: str, socket_of: Any) -> None:
+    """Progress queued faster than the page reads it: the newest state wins, an older one never follows."""
+    socket = await socket_of("execution=behind-1")
+    feed = live.feed()
+    (page,) = [s for s in list(feed._subscribers) if s.progress_of == "behind-1"]
+    for seq in (3, 5, 4):  # offered in one go, as a burst the pump finds waiting
+        page.offer(live.LiveProgress("behind-1", seq, seq, {"nodes": [], "seq": seq}))
+    page.offer(live.LiveProgress("behind-2", 9, 9, {"nodes": []}))  # another execution's: not this page's
+    heard = await _next(socket, "progress")
+    assert (heard["seq"], heard["progress"]["seq"]) == (5, 5)
+    assert await socket.receive_nothing(timeout=0.3)
