@@ -48,6 +48,17 @@ OBSERVER = """() => {
   };
   new MutationObserver(look).observe(document.body, { subtree: true, childList: true, attributes: true });
   look();
+  // where the time goes: when the page heard each StepCompleted on its websocket, by the event's seq
+  window.__w10_heard = {};
+  performance.setResourceTimingBufferSize(100000);
+  const jsonFetches = () =>
+    performance.getEntriesByType("resource").filter((e) => e.name.includes("format=json")).length;
+  window.__w10_json = () => jsonFetches() - before;
+  const before = jsonFetches();
+  document.addEventListener("flowdeck:live", (e) => {
+    const now = performance.timeOrigin + performance.now();
+    if (e.detail.kind === "StepCompleted") window.__w10_heard[e.detail.seq] = now;
+  });
 }"""
 
 
@@ -107,18 +118,19 @@ def cmd_workers(ns: argparse.Namespace) -> None:
     asyncio.run(serve())
 
 
-def _committed(steps: int) -> dict[str, float]:
-    """Each step's StepCompleted timestamp, epoch ms."""
+def _committed(steps: int) -> dict[str, tuple[int, float]]:
+    """Each step's StepCompleted event: its seq and its timestamp, epoch ms."""
     with pg.connect(DATABASE) as conn:
         found = conn.execute(
-            "select data, timestamp from flowstore_event where execution_id = %s and kind = 'StepCompleted'",
+            "select data, timestamp, seq from flowstore_event"
+            " where execution_id = %s and kind = 'StepCompleted'",
             (EXECUTION,),
         ).fetchall()
     stamps = {}
-    for data, at in found:
+    for data, at, seq in found:
         name = json.loads(data).get("step_name", "")
         if isinstance(at, datetime) and name.startswith("s"):
-            stamps[name] = at.timestamp() * 1000
+            stamps[name] = (int(seq), at.timestamp() * 1000)
     return stamps
 
 
@@ -182,11 +194,13 @@ def _watch(base: str, session: str, go: Path, steps: int, timeout: float) -> dic
                 f"Object.keys(window.__w10).length >= {steps}", timeout=timeout * 1000, polling=200
             )
             shown = dict(page.evaluate("window.__w10"))
+            shown["__heard"] = page.evaluate("window.__w10_heard")
             # where the time goes: each diagram fetch's duration, as the browser timed it
             shown["__fetch_ms"] = page.evaluate(
                 "performance.getEntriesByType('resource').filter((e) => e.name.includes('/diagram/dot/'))"
                 ".map((e) => e.duration)"
             )
+            shown["__json"] = page.evaluate("window.__w10_json()")  # the progress fetched, not pushed
             return shown
         finally:
             browser.close()
@@ -218,8 +232,11 @@ def cmd_w10(ns: argparse.Namespace) -> dict[str, Any]:
     committed = _committed(ns.steps)
     pg.drop(DATABASE)
     fetches = shown.pop("__fetch_ms")
+    json_fetches = shown.pop("__json")
+    heard_at = {int(seq): at for seq, at in shown.pop("__heard").items()}
     order = sorted(committed, key=lambda name: int(name[1:]))
-    latencies = [shown[name] - committed[name] for name in order if name in shown]
+    latencies = [shown[name] - committed[name][1] for name in order if name in shown]
+    heard = [heard_at[seq] - at for seq, at in (committed[name] for name in order) if seq in heard_at]
     return {
         "system": "flowdeck",
         "backend": "postgres",
@@ -229,6 +246,9 @@ def cmd_w10(ns: argparse.Namespace) -> dict[str, Any]:
         "max_ms": max(latencies) if latencies else None,
         "samples_ms": [round(x, 1) for x in latencies],
         "diagram_fetch_ms": stats.p50_p95(fetches) if fetches else None,
+        # commit → the page's websocket message: the feed's part; the rest of `ms` is the page's
+        "heard_ms": stats.p50_p95(heard) if heard else None,
+        "json_fetches": json_fetches,
     }
 
 

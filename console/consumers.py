@@ -2,7 +2,10 @@
 
 `/ws/live/?execution=ID` (or `?workflow=ID`, or neither for everything) with `&after=N`, the id of the last
 event the page saw (the page renders it; a reconnecting page sends the last one it heard). The consumer
-first sends what happened after N, then every new event as it is read, each once. Anonymous connections are
+first sends what happened after N, then every new event as it is read, each once. A page of one execution
+is also sent that execution's progress (`{"type": "progress", execution_id, id, seq, progress}`, the
+document `…/diagram?format=json` answers, or null when the page must fetch it), and each live event it
+hears says `progress_follows` (replayed ones do not: the page fetches once). Anonymous connections are
 refused at the handshake. A filter no store could match (a NUL, an id breaking the id rule that names no
 execution) or an `after` that is no whole number is refused before it reaches the store: the socket is
 accepted and closed at once with `REFUSED` and a reason saying which parameter and why.
@@ -30,7 +33,8 @@ _SEEN_LIMIT = 5000
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
-    """Sends `{"type": "event", id, execution_id, workflow_id, seq, kind}` for each matching event."""
+    """Sends `{"type": "event", id, execution_id, workflow_id, seq, kind}` for each matching event (and an
+    execution's progress, see the module's docstring)."""
 
     subscription: live.Subscription | None = None
     pump: asyncio.Task[None] | None = None
@@ -51,13 +55,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=REFUSED, reason=reason)
             return
         self.seen: set[int] = set()
-        self.subscription = live.feed().subscribe(self._wants)
+        self.subscription = live.feed().subscribe(self._wants, progress_of=self.execution_id)
         await self.accept()
         if after >= 0:
             scope = {"execution_id": self.execution_id, "workflow_id": self.workflow_id}
             missed = await live.events_after(after, **scope)
             for event in missed:
-                await self._send(event)
+                await self._send(event, replayed=True)
         self.pump = asyncio.ensure_future(self._forward())
 
     def _wants(self, event: live.LiveEvent) -> bool:
@@ -69,16 +73,30 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
 
     async def _forward(self) -> None:
         assert self.subscription is not None
+        queue = self.subscription.queue
         while True:
-            await self._send(await self.subscription.queue.get())
+            items = [await queue.get()]
+            while not queue.empty():  # a page that fell behind: only the newest progress is worth painting
+                items.append(queue.get_nowait())
+            built = [i.seq for i in items if isinstance(i, live.LiveProgress) and i.document is not None]
+            newest = max(built, default=-1)
+            for item in items:
+                if isinstance(item, live.LiveProgress):
+                    if item.document is None or item.seq >= newest:
+                        await self.send_json(item.to_json())
+                else:
+                    await self._send(item)
 
-    async def _send(self, event: live.LiveEvent) -> None:
+    async def _send(self, event: live.LiveEvent, *, replayed: bool = False) -> None:
         if event.id in self.seen:
             return
         if len(self.seen) > _SEEN_LIMIT:
             self.seen.clear()
         self.seen.add(event.id)
-        await self.send_json(event.to_json())
+        message = event.to_json()
+        if self.execution_id is not None and not replayed:
+            message["progress_follows"] = True
+        await self.send_json(message)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":

@@ -9,6 +9,15 @@ start or a cancel from another process; every other write is caught by the next 
 `POLL_SECONDS` later. On SQLite it reads every `POLL_SECONDS` (a primary-key range read, cheap). However
 many pages are open, there is one watcher on one store of its own (`runtime.open_store`).
 
+A step's commit NOTIFYs nobody (that would wake every worker's poller), so while events keep coming and
+pages are watching the watcher reads every `FAST_POLL_SECONDS` instead (for `ACTIVE_SECONDS` after the
+last event): a commit reaches the page in tens of milliseconds, not up to a whole `POLL_SECONDS` (W10).
+
+A page of one execution also hears that execution's progress (`live_progress`): after the events of a
+read, the watcher builds the execution's JSON diagram once, however many pages watch it, and at most once
+per `PROGRESS_SECONDS` (a burst's newest state wins; what comes meanwhile is built at the next turn), and
+hands it to each of them; their events say it follows, so no page fetches it.
+
 Ids are taken at insert and visible at commit, so a read can see id 12 before id 11 commits. Ids skipped
 over are kept as gaps and asked for again for `GAP_SECONDS` (then given up as rolled back).
 """
@@ -25,15 +34,28 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from console import runtime
+from console import live_progress, runtime
+from console.live_progress import FlowOf, LiveProgress
 from store import feed as store_feed
 from store import spi
 
-__all__ = ["Feed", "LiveEvent", "Subscription", "events_after", "exists", "feed", "latest_event_id"]
+__all__ = [
+    "Feed",
+    "LiveEvent",
+    "LiveProgress",
+    "Subscription",
+    "events_after",
+    "exists",
+    "feed",
+    "latest_event_id",
+]
 
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.1
+FAST_POLL_SECONDS = 0.02
+ACTIVE_SECONDS = 2.0
+PROGRESS_SECONDS = 0.05
 GAP_SECONDS = 10.0
 BATCH = store_feed.BATCH
 
@@ -88,18 +110,26 @@ async def latest_event_id() -> int:
 
 
 class Subscription:
-    """One page's share of the feed: an asyncio queue on the page's loop, filled by the watcher thread."""
+    """One page's share of the feed: an asyncio queue on the page's loop, filled by the watcher thread.
+    `progress_of`: the execution whose progress the page is sent too (its events, and then its progress)."""
 
-    def __init__(self, feed: Feed, wants: Callable[[LiveEvent], bool]) -> None:
+    def __init__(
+        self, feed: Feed, wants: Callable[[LiveEvent], bool], progress_of: str | None = None
+    ) -> None:
         self._feed = feed
         self.wants = wants
+        self.progress_of = progress_of
         self.loop = asyncio.get_running_loop()
-        self.queue: asyncio.Queue[LiveEvent] = asyncio.Queue()
+        self.queue: asyncio.Queue[LiveEvent | LiveProgress] = asyncio.Queue()
 
-    def offer(self, event: LiveEvent) -> None:
-        if self.wants(event):
-            with contextlib.suppress(RuntimeError):  # the page's loop closed: it is leaving anyway
-                self.loop.call_soon_threadsafe(self.queue.put_nowait, event)
+    def offer(self, item: LiveEvent | LiveProgress) -> None:
+        if isinstance(item, LiveProgress):
+            if item.execution_id != self.progress_of:
+                return
+        elif not self.wants(item):
+            return
+        with contextlib.suppress(RuntimeError):  # the page's loop closed: it is leaving anyway
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
 
     def close(self) -> None:
         self._feed.unsubscribe(self)
@@ -112,7 +142,12 @@ class Feed:
         self.store = store
         self.cursor = 0  # the highest id read so far
         self.watchers_started = 0
+        self.progress_built = 0  # progress documents built, however many pages each went to
         self._gaps: dict[int, float] = {}
+        self._last_event = -ACTIVE_SECONDS  # monotonic time of the newest event read
+        self._pending: dict[str, int] = {}  # execution → the newest event id its progress must reflect
+        self._built: dict[str, float] = {}  # execution → when its progress was last built (monotonic)
+        self._flow_of: FlowOf | None = None
         self._subscribers: set[Subscription] = set()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -121,9 +156,11 @@ class Feed:
 
     # ---------------------------------------------------------------------------------- subscribers
 
-    def subscribe(self, wants: Callable[[LiveEvent], bool] = lambda event: True) -> Subscription:
+    def subscribe(
+        self, wants: Callable[[LiveEvent], bool] = lambda event: True, *, progress_of: str | None = None
+    ) -> Subscription:
         """A subscription on the running loop; starts the watcher if it is not running yet."""
-        subscription = Subscription(self, wants)
+        subscription = Subscription(self, wants, progress_of)
         with self._lock:
             self._subscribers.add(subscription)
             self._start_locked()
@@ -175,8 +212,9 @@ class Feed:
                 await self._begin()
                 while not self._stopping.is_set():
                     await self._step()
+                    await self._push_progress()
                     backoff = 0.1
-                    await self.store.wait_for_change(timedelta(seconds=POLL_SECONDS))
+                    await self.store.wait_for_change(timedelta(seconds=self._wait_seconds()))
             except Exception as error:  # keep watching whatever happens; log and start again
                 if self._stopping.is_set():
                     break
@@ -202,11 +240,52 @@ class Feed:
                         self._gaps[missing] = now + GAP_SECONDS
                 self.cursor = event.id
         if found:
+            self._last_event = now
             with self._lock:
                 subscribers = list(self._subscribers)
+            watched = {s.progress_of for s in subscribers}
             for event in found:
                 for subscription in subscribers:
                     subscription.offer(event)
+                if event.execution_id in watched:
+                    newest = max(event.id, self._pending.get(event.execution_id, 0))
+                    self._pending[event.execution_id] = newest
+
+    def _wait_seconds(self) -> float:
+        now = time.monotonic()
+        active = now - self._last_event < ACTIVE_SECONDS and self.subscribers
+        wait = FAST_POLL_SECONDS if active else POLL_SECONDS
+        for execution_id in self._pending:  # a progress held back by PROGRESS_SECONDS is built when due
+            due = self._built.get(execution_id, -PROGRESS_SECONDS) + PROGRESS_SECONDS
+            wait = min(wait, max(0.0, due - now))
+        return wait
+
+    async def _push_progress(self) -> None:
+        """Each watched execution's progress, built once for all its pages, at most every PROGRESS_SECONDS."""
+        if not self._pending:
+            return
+        now = time.monotonic()
+        self._built = {e: at for e, at in self._built.items() if now - at < PROGRESS_SECONDS}
+        due = {e: event_id for e, event_id in self._pending.items() if e not in self._built}
+        for execution_id in due:
+            del self._pending[execution_id]
+            self._built[execution_id] = now
+        self.progress_built += len(due)
+        if self._flow_of is None:
+            self._flow_of = live_progress.served_flows()
+        flow_of = self._flow_of
+        built = await asyncio.gather(
+            *(live_progress.document(self.store, flow_of, e, event_id) for e, event_id in due.items()),
+            return_exceptions=True,
+        )
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for (execution_id, event_id), item in zip(due.items(), built, strict=True):
+            if isinstance(item, BaseException):  # the pages fetch the diagram themselves
+                log.warning("console live feed could not build %s's progress (%s)", execution_id, item)
+                item = LiveProgress(execution_id, event_id, 0, None)
+            for subscription in subscribers:
+                subscription.offer(item)
 
 
 _feed: Feed | None = None

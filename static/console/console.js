@@ -71,22 +71,30 @@
 
   // ------------------------------------------------------------------------------ live socket
 
-  const listeners = [];
+  const listeners = [], progressListeners = [], openListeners = [];
   function onLive(fn) { listeners.push(fn); }
+  function onProgress(fn) { progressListeners.push(fn); } // an execution's progress, pushed with its events
+  function onReopen(fn) { openListeners.push(fn); } // the socket is back: what it missed is to be fetched
 
   function startLive(scope) {
     const state = document.getElementById("live-state");
     if (state) state.classList.add("armed"); // only pages that listen show the live light
     let after = Number(document.body.dataset.liveAfter || 0);
-    let delay = 250;
+    let delay = 250, opened = false;
     function connect() {
       const proto = location.protocol === "https:" ? "wss" : "ws";
       const params = new URLSearchParams(scope);
       params.set("after", String(after));
       const socket = new WebSocket(`${proto}://${location.host}/ws/live/?${params}`);
-      socket.onopen = () => { delay = 250; if (state) { state.classList.add("on"); state.title = "live"; } };
+      socket.onopen = () => {
+        delay = 250;
+        if (state) { state.classList.add("on"); state.title = "live"; }
+        if (opened) openListeners.forEach((fn) => fn());
+        opened = true;
+      };
       socket.onmessage = (message) => {
         const event = JSON.parse(message.data);
+        if (event.type === "progress") { progressListeners.forEach((fn) => fn(event)); return; }
         if (event.type !== "event") return;
         after = Math.max(after, event.id);
         document.body.dataset.liveLast = String(after);
@@ -181,30 +189,56 @@
   function executionPage() {
     const fragments = [...document.querySelectorAll("[data-live-fragment]")];
     const diagram = document.getElementById("diagram");
-    // W10: one live redraw at a time, the next one after it. Started every 100 ms, a redraw slower than
-    // that was always superseded by the next, and the diagram showed nothing until the execution went
-    // quiet.
+    // W10: the socket brings the execution's progress after its events (console/live_progress.py), and
+    // it is painted on the drawing at once, no fetch; the newest wins (`seq`), never an older over it.
+    // The fetch path stays for what comes without it: a replayed event, a reconnect, a progress the
+    // server could not build. Its redraws go one at a time, the next one after it.
+    let pushed = null; // the newest pushed progress: {seq, graph, at}
     let drawingLive = false, drawAgain = false;
-    async function redraw() {
+    function paintPushed() {
+      // Nothing drawn yet, or another format on its way: its `flowdeck:rendered` paints this over it.
+      if (!diagram.dataset.drawn || diagram.dataset.drawn !== diagram.dataset.format) return;
+      const painted = Boolean(window.flowdeckPaint) && window.flowdeckPaint.paintWith(diagram, pushed.graph);
+      if (!painted) redraw(true);
+    }
+    async function redraw(full) {
       if (drawingLive) { drawAgain = true; return; }
       drawingLive = true;
+      const began = performance.now();
       try {
         // live-paint.js repaints the drawing in place from the progress JSON; a redraw only when it cannot.
         let painted = false;
-        try { painted = Boolean(window.flowdeckPaint) && await window.flowdeckPaint.paint(diagram); } catch (e) { painted = false; }
+        if (!full) {
+          try { painted = Boolean(window.flowdeckPaint) && await window.flowdeckPaint.paint(diagram); } catch (e) { painted = false; }
+        }
         if (!painted) await drawDiagram(diagram, diagram.dataset.format, true);
       } finally {
         drawingLive = false;
+        // A progress pushed while this one was fetched is newer than what it showed.
+        if (pushed && pushed.at > began && window.flowdeckPaint) window.flowdeckPaint.paintWith(diagram, pushed.graph);
         if (drawAgain) { drawAgain = false; redraw(); }
       }
     }
+    // The fragments (panel, history) follow the diagram's paint: their renders queue on the same server.
+    const later = throttle(() => { fragments.forEach(refreshFragment); appendHistory(); }, 100);
     const refresh = throttle(() => {
-      // The diagram's progress first (W10): the fragments' renders would queue ahead of it on the server.
-      // They follow its paint, or 150 ms, whichever is sooner (a full redraw may take a second).
-      const later = () => { fragments.forEach(refreshFragment); appendHistory(); };
+      // The fetched progress first: the fragments follow its paint, or 150 ms, whichever is sooner.
       Promise.race([redraw(), new Promise((resolve) => setTimeout(resolve, 150))]).then(later, later);
     }, 100);
-    onLive(() => refresh());
+    onLive((event) => { if (!event.progress_follows) refresh(); });
+    onProgress((message) => {
+      if (!message.progress) { refresh(); return; } // the server could not build it: fetched instead
+      if (pushed && message.seq < pushed.seq) { later(); return; }
+      pushed = { seq: message.seq, graph: message.progress, at: performance.now() };
+      paintPushed();
+      later();
+    });
+    onReopen(() => refresh());
+    // A drawing fetched afresh (another format) shows the state of its fetch: a newer push goes over it.
+    diagram.addEventListener("flowdeck:rendered", (e) => {
+      if (e.detail.painted || !pushed || !window.flowdeckPaint) return;
+      if (pushed.at > (diagram.drawStarted || 0)) window.flowdeckPaint.paintWith(diagram, pushed.graph);
+    });
     // A stale fragment catches up once the operator leaves it.
     document.addEventListener("focusout", () => setTimeout(() => {
       fragments.filter((f) => f.dataset.stale && !busy(f)).forEach(refreshFragment);
@@ -236,6 +270,7 @@
   let drawing = 0;
   async function drawDiagram(target, format, live) {
     const ticket = ++drawing;
+    target.drawStarted = performance.now(); // of the newest drawing: only that one is shown
     target.dataset.format = format;
     const url = target.dataset.diagramBase.replace("FORMAT", format);
     try {

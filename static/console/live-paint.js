@@ -6,9 +6,11 @@
  * (and `fd-cluster-<id>` for a subflow), Mermaid's `…flowchart-<id>-<n>`, ELK's `data-id`, BPMN's element
  * id. The <svg> (or bpmn-js viewer) stays, and with it the operator's zoom, pan and node selection.
  *
- * `flowdeckPaint.paint(container)` resolves true when painted (or nothing was left to do), false when the
- * caller must redraw: a graph node the drawing lacks (another version's graph), or a label whose lines
- * cannot change in place (a line more or fewer; Mermaid's and BPMN's text is laid out with the shape).
+ * The live socket brings the progress with it (console/live_progress.py):
+ * `flowdeckPaint.paintWith(container, graph)` paints it at once; `flowdeckPaint.paint(container)` fetches
+ * it first (a replayed event, a reconnect, a progress the server could not build). Each is true when
+ * painted (or nothing was left to do), false when the caller must redraw: a graph node the drawing lacks
+ * (another version's graph), or a label whose lines cannot change in place (a line more or fewer; Mermaid's and BPMN's text is laid out with the shape).
  * A graph id that a format never draws costs one redraw per page, not one per event.
  */
 (function () {
@@ -143,15 +145,14 @@
     return { missing, inPlace };
   }
 
-  /** Paints `target`'s drawing from the execution's progress; false: the caller redraws instead. */
-  async function paint(target) {
+  /** Paints `target`'s drawing from `graph`, the execution's progress (the diagram's JSON document), at
+   * once: true when painted (or nothing was left to do), false when the caller must redraw. */
+  function paintWith(target, graph) {
     const format = target.dataset.drawn;
     const view = window.flowdeckDiagram;
-    const url = graphUrl(target);
-    if (!format || !view || !url || format !== target.dataset.format) return false;
-    const graph = await progress(url);
+    if (!format || !view || format !== target.dataset.format || !graph) return false;
     const drawing = view.drawing(target);
-    if (target.dataset.drawn !== format || !drawing) return true; // another format was drawn meanwhile: fresh
+    if (!drawing) return false;
     if (format !== "bpmn" && !drawing.isConnected) return false;
     const { missing, inPlace } = paintAll(target, format, drawing, graph);
     const ids = (graph.nodes || []).map((n) => String(n.id)).join(" ");
@@ -166,5 +167,15 @@
     return true;
   }
 
-  window.flowdeckPaint = { paint };
+  /** Fetches the execution's progress, then paints as `paintWith` (the path when none was pushed). */
+  async function paint(target) {
+    const format = target.dataset.drawn;
+    const url = graphUrl(target);
+    if (!format || !window.flowdeckDiagram || !url || format !== target.dataset.format) return false;
+    const graph = await progress(url);
+    if (target.dataset.drawn !== format || !window.flowdeckDiagram.drawing(target)) return true; // another format was drawn meanwhile: fresh
+    return paintWith(target, graph);
+  }
+
+  window.flowdeckPaint = { paint, paintWith };
 })();

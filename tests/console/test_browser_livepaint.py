@@ -95,3 +95,41 @@ def test_a_live_event_repaints_the_bpmn_drawing_in_place(console_live: Console, 
     badge = page.locator(f'#diagram .djs-overlays[data-container-id="{gid}"] .bpmn-status')
     assert badge.all_text_contents() == ["won"]
     shot(page, "live-paint-bpmn")
+
+
+def test_the_live_paint_needs_no_fetch_of_the_progress(console_live: Console, page: Any) -> None:
+    """The progress comes with the websocket's message: the diagram's JSON route is refused from the
+    moment the page is drawn, and the approval is painted all the same, with no request to it."""
+    eid = _waiting_order(console_live, page)
+    _show(page, "diagram-formats", "#diagram", "dot")
+    gid = page.evaluate(GRAPH_ID, "approval")
+    node = f"#diagram svg g#fd-{gid}"
+    asked: list[str] = []
+
+    def refuse(route: Any) -> None:
+        asked.append(route.request.url)
+        route.abort()
+
+    waits = "() => (document.querySelector('#panel ul.waits') || {textContent: ''}).textContent"
+    assert "approval" in page.evaluate(waits)
+    page.wait_for_function("() => document.querySelector('#timeline .tl-grid')")
+    timeline = "() => document.querySelector('#timeline').innerText"
+    assert "sleeping" in page.evaluate(timeline)  # the race's other arm, the grace period
+    page.route("**/diagram?format=json*", refuse)
+    renders = page.evaluate(MARK)
+    _approve(console_live, eid)
+    page.wait_for_function(
+        """([sel, fill, n]) => {
+             const g = document.querySelector(sel);
+             const shape = g && g.querySelector('polygon, path, ellipse');
+             return Number(document.querySelector('#diagram').dataset.renders) > n && shape &&
+               shape.getAttribute('fill').toLowerCase() === fill;
+           }""",
+        arg=[node, WON, renders],
+    )
+    assert page.evaluate("document.querySelector('#diagram .drawing svg') === window.__drawing")
+    # The panel and the timeline follow too (refetched after the paint): nothing waits or sleeps any more.
+    page.wait_for_function(f"() => !({waits})().includes('approval')")
+    page.wait_for_function(f"() => !({timeline})().includes('sleeping')")
+    assert asked == []
+    shot(page, "live-paint-pushed")

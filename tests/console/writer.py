@@ -1,7 +1,8 @@
 """`python -m tests.console.writer`: another process writing to the store, for the live-feed tests.
 
 Each line read from stdin is an execution id: it starts a `counter` execution with that id (no workers)
-and prints `{"id": ..., "committed": <time.time() once the write is committed>}`. `DATABASE_URL` picks the
+and prints `{"id": ..., "committed": <time.time() once the write is committed>}`; a line `signal ID N`
+delivers that execution's `count` input `{"n": N}` and prints the same. `DATABASE_URL` picks the
 database.
 """
 
@@ -28,8 +29,12 @@ async def serve() -> None:
         line = await loop.run_in_executor(None, sys.stdin.readline)
         if not line:
             return
-        eid = line.strip()
-        await engine.workflows.start("counter", execution_id=eid)
+        eid, *signal = line.split()
+        if eid == "signal":
+            eid = signal[0]
+            await engine.executions.signal(eid, "count", {"n": int(signal[1])})
+        else:
+            await engine.workflows.start("counter", execution_id=eid)
         print(json.dumps({"id": eid, "committed": time.time()}), flush=True)
 
 
