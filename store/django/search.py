@@ -10,7 +10,7 @@ from django.db import connections
 from django.db.models import Exists, OuterRef, Q
 
 from store import spi
-from store.django import models, queries, rows
+from store.django import field_search, models, queries, rows
 from store.django.tx import Tx
 
 __all__ = ["ALL", "FEW_TO_SORT", "counted", "execution_page", "executions_matching", "states_in"]
@@ -45,13 +45,14 @@ def execution_page(
     limit: int | None,
     offset: int,
     id_prefix: str | None,
+    fields: Sequence[spi.FieldMatch] = (),
 ) -> spi.ExecutionPage:
     """`list_executions`, in the transaction `tx`: the page, newest created first, and the exact total."""
-    queryset = executions_matching(using, flow_id, filt, id_prefix)
-    total = counted(using, flow_id, filt, id_prefix, queryset).count()
+    queryset = executions_matching(using, flow_id, filt, id_prefix, fields)
+    total = (queryset if fields else counted(using, flow_id, filt, id_prefix, queryset)).count()
     start = max(0, offset)
     stop = start + min(limit, ALL) if limit is not None and limit >= 0 else None
-    if id_prefix and tx.vendor == "postgresql" and total <= FEW_TO_SORT:
+    if (id_prefix or fields) and tx.vendor == "postgresql" and total <= FEW_TO_SORT:
         order = _page_of_few(tx, queryset, start, stop)
     else:
         page = queryset.order_by("-created", "-serial")[start:stop]
@@ -106,10 +107,18 @@ def counted(
 
 
 def executions_matching(
-    using: str, flow_id: str | None, filt: spi.ExecutionFilter.Any | None, id_prefix: str | None
+    using: str,
+    flow_id: str | None,
+    filt: spi.ExecutionFilter.Any | None,
+    id_prefix: str | None,
+    fields: Sequence[spi.FieldMatch] = (),
 ) -> Any:
-    """The executions a `list_executions` call selects, unpaged (each arm mirrors `spi.filter_matches`)."""
+    """The executions a `list_executions` call selects, unpaged (each arm mirrors `spi.filter_matches`,
+    each field term `spi.field_matches`)."""
     queryset = models.Execution.objects.using(using).all()
+    vendor = connections[using].vendor
+    for match in fields:
+        queryset = queryset.filter(id__in=field_search.matching_ids(vendor, match))
     if flow_id is not None:
         queryset = queryset.filter(flow_id=flow_id)
     if id_prefix:
