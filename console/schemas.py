@@ -382,6 +382,10 @@ STATUS_PATTERN = (
 )
 
 
+# A search term (store.field_terms): `field:<name>.<json.path>=<value>`; the parser says what else is wrong.
+WHERE_PATTERN = r"^field:[^\u0000]+=[^\u0000]*$"
+
+
 class SearchRequest(WireRequest):
     """`status` is the wire filter vocabulary (`running`, `failed:<kind>`, `waiting:<name>`, `stopped` …)."""
 
@@ -390,6 +394,11 @@ class SearchRequest(WireRequest):
     limit: Integer = Field(25, ge=-INT_MAX, le=INT_MAX, description="page size; negative means all")
     offset: Integer = Field(0, ge=0, le=INT_MAX, description="matches to skip")
     id_prefix: Text | None = None
+    where: list[Annotated[str, WithJsonSchema({"type": "string", "pattern": WHERE_PATTERN})]] = Field(
+        default_factory=list,
+        max_length=20,
+        description="terms every match keeps: field:order.customer=ada (a recorded value at a JSON path)",
+    )
 
 
 class SearchResponse(Wire):

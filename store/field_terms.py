@@ -28,7 +28,7 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS: dict[str, JsonScalar] = {"true": True, "false": False, "null": None}
 # A JSON string literal, as the quoted parts of a term are written.
 _QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
-_BARE_SEGMENT = re.compile(r'[^."=\s\\]+')
+_BARE_SEGMENT = re.compile(r'[^."=\s\\\x00-\x1f]+')
 # SQLite's JSON paths cannot address a key holding these, so no store is asked to.
 _UNADDRESSABLE = re.compile(r'["\\\x00-\x1f]')
 
@@ -57,6 +57,7 @@ def _show_segment(segment: str | int) -> str:
 def parse_field_term(term: str) -> FieldMatch:
     """`field:order.customer=ada` → FieldMatch("order", ("customer",), "ada"); `FilterParseError` when
     the term is not one (saying what is wrong and how it is written)."""
+    _check_text(term, term)
     if not term.startswith(PREFIX):
         raise FilterParseError(f"{term!r} is not a field term: write {PREFIX}<field>.<path>=<value>")
     rest = term[len(PREFIX) :]
@@ -96,9 +97,18 @@ def _json_string(term: str, literal: str) -> str:
         text = json.loads(literal)
     except ValueError as problem:
         raise FilterParseError(f"{term!r}: {literal} is not a valid quoted string ({problem})") from None
+    _check_text(term, text)
+    return str(text)
+
+
+def _check_text(term: str, text: str) -> None:
+    """No store can hold a NUL or half a surrogate pair (a JSON escape can spell both)."""
     if "\x00" in text:
         raise FilterParseError(f"{term!r}: a term cannot hold a NUL character")
-    return str(text)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise FilterParseError(f"{term!r}: a term cannot hold an unpaired surrogate") from None
 
 
 def _value(term: str, text: str) -> JsonScalar:
@@ -117,8 +127,6 @@ def _value(term: str, text: str) -> JsonScalar:
         raise FilterParseError(
             f"{term!r}: the value must be a number, true, false, null or text (quote text holding quotes)"
         )
-    if "\x00" in text:
-        raise FilterParseError(f"{term!r}: a term cannot hold a NUL character")
     return text
 
 

@@ -48,6 +48,7 @@ from store.events import Event, EventKind, HistoryPage
 from store.executions import ExecutionPage, ExecutionState
 from store.field_terms import FieldMatch
 from store.field_terms import field_matches as field_matches
+from store.field_terms import parse_field_term as parse_field_term
 from store.fields import FieldData
 from store.filters import ExecutionFilter, FilterParseError
 from store.filters import filter_matches as filter_matches
