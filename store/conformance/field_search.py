@@ -112,6 +112,10 @@ class FieldSearchCases(StoreCase):
         page = await fx.store.list_executions(None, None, 2, 1, fields=[term])
         assert page.total == 4
         assert [s.execution_id for s in page.items] == ["e4", "e2"]  # newest first, after skipping e6
+        past = await fx.store.list_executions(None, None, 2, 10, fields=[term])
+        assert (past.items, past.total) == ([], 4)
+        everything = await fx.store.list_executions(None, None, fields=[term])
+        assert ([s.execution_id for s in everything.items], everything.total) == (["e6", "e4", "e2", "e0"], 4)
 
     async def test_field_search_quotes_and_special_characters(self, fx: StoreFixture) -> None:
         odd = {"say": 'she said "hi" \\ 100% _ok_', "a.b c": "dotted key", "name": "Zoë ✓"}

@@ -175,6 +175,17 @@ FIELD_MATCH = Query(
     """,
 )
 
+COUNTED_SORTED_PAGE = Query(
+    "counted_sorted_page",
+    """PostgreSQL: `sorted_page` with every row also carrying the number of matches: a search by a recorded
+    value finds its matches once for both (its cost is finding them). An empty page carries no count.""",
+    "",
+    postgresql="""
+    WITH m AS MATERIALIZED ({matching})
+    SELECT id, (SELECT count(*) FROM m) FROM m ORDER BY created DESC, serial DESC LIMIT %s OFFSET %s
+    """,
+)
+
 EXECUTION_WITH_WAITS = Query(
     "execution_with_waits",
     """PostgreSQL: one execution's columns and its wait rows (as a JSON array), in one statement.""",
