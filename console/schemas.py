@@ -19,7 +19,7 @@ from engine import dry_run, ids
 from engine.engine import ExecutionDetail, InputStatus
 from engine.errors import FlowInvalidId
 from engine.progress import NodeProgress, NodeStatus
-from store import spi
+from store import field_terms, spi
 
 __all__ = [
     "AnswerRequest",
@@ -382,8 +382,8 @@ STATUS_PATTERN = (
 )
 
 
-# A search term (store.field_terms): `field:<name>.<json.path>=<value>`; the parser says what else is wrong.
-WHERE_PATTERN = r"^field:[^\u0000]+=[^\u0000]*$"
+# A search term, `field:<name>.<json.path>=<value>`: the grammar store.field_terms parses, exactly.
+WHERE_PATTERN = field_terms.TERM_PATTERN
 
 
 class SearchRequest(WireRequest):

@@ -11,6 +11,7 @@ number 1 equals 1.0 but not the text "1", and a missing path matches nothing.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,18 +20,33 @@ from typing import Any, TypeAlias
 from store.fields import FieldData
 from store.filters import FilterParseError
 
-__all__ = ["PREFIX", "FieldMatch", "JsonScalar", "field_matches", "parse_field_term", "split_terms"]
+__all__ = [
+    "PREFIX",
+    "TERM_PATTERN",
+    "FieldMatch",
+    "JsonScalar",
+    "field_matches",
+    "parse_field_term",
+    "split_terms",
+]
 
 PREFIX = "field:"
 JsonScalar: TypeAlias = str | int | float | bool | None
 
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS: dict[str, JsonScalar] = {"true": True, "false": False, "null": None}
-# A JSON string literal, as the quoted parts of a term are written.
-_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
-_BARE_SEGMENT = re.compile(r'[^."=\s\\\x00-\x1f]+')
-# SQLite's JSON paths cannot address a key holding these, so no store is asked to.
-_UNADDRESSABLE = re.compile(r'["\\\x00-\x1f]')
+# The grammar, written once: the parser reads with these pieces, and the REST document states TERM_PATTERN
+# (so what it calls valid is exactly what is accepted). A quoted key holds no quote, backslash or control
+# character (SQLite's JSON paths cannot address those); a quoted value escapes `"` and `\` alone.
+_BARE_KEY = r'[^."=\\ \x00-\x1f]+'
+_QUOTED_KEY = r'"[^"\\\x00-\x1f]+"'
+_QUOTED_VALUE = r'"(?:[^"\\\x00-\x1f]|\\["\\])*"'
+_BARE_VALUE = r'[^"\\\[{\x00][^"\\\x00]*'
+_SEGMENT = f"(?:{_BARE_KEY}|{_QUOTED_KEY})"
+TERM_PATTERN = f"^field:{_SEGMENT}(?:\\.{_SEGMENT})*=(?:{_QUOTED_VALUE}|{_BARE_VALUE})$"
+_KEY = re.compile(f"{_BARE_KEY}|{_QUOTED_KEY}")
+_QUOTED = re.compile(_QUOTED_VALUE)
+_ESCAPE = re.compile(r'\\(["\\])')
 
 
 @dataclass(frozen=True)
@@ -42,16 +58,20 @@ class FieldMatch:
     value: JsonScalar
 
     def show(self) -> str:
-        segments = [_show_segment(s) for s in (self.field, *self.path)]
-        return f"{PREFIX}{'.'.join(segments)}={json.dumps(self.value, ensure_ascii=False)}"
+        """The term's spelling (`parse_field_term` reads it back to this match)."""
+        segments = ".".join(_show_segment(s) for s in (self.field, *self.path))
+        if isinstance(self.value, str):
+            escaped = self.value.replace("\\", "\\\\").replace('"', '\\"')
+            return f'{PREFIX}{segments}="{escaped}"'
+        return f"{PREFIX}{segments}={json.dumps(self.value)}"
 
 
 def _show_segment(segment: str | int) -> str:
     if isinstance(segment, int):
         return str(segment)
-    if _BARE_SEGMENT.fullmatch(segment) and not segment.isdigit():
+    if re.fullmatch(_BARE_KEY, segment) and not segment.isdigit():
         return segment
-    return json.dumps(segment, ensure_ascii=False)
+    return f'"{segment}"'
 
 
 def parse_field_term(term: str) -> FieldMatch:
@@ -79,30 +99,20 @@ def parse_field_term(term: str) -> FieldMatch:
 
 
 def _segment(term: str, rest: str, at: int) -> tuple[str | int, int]:
-    quoted = _QUOTED.match(rest, at)
-    if quoted:
-        key = _json_string(term, quoted.group())
-        if not key or _UNADDRESSABLE.search(key):
-            raise FilterParseError(f"{term!r}: a path key must be non-empty, without quotes or backslashes")
-        return key, quoted.end()
-    bare = _BARE_SEGMENT.match(rest, at)
-    if not bare:
-        raise FilterParseError(f"{term!r}: expected a path segment at position {len(PREFIX) + at + 1}")
-    text = bare.group()
-    return (int(text) if text.isdigit() else text), bare.end()
-
-
-def _json_string(term: str, literal: str) -> str:
-    try:
-        text = json.loads(literal)
-    except ValueError as problem:
-        raise FilterParseError(f"{term!r}: {literal} is not a valid quoted string ({problem})") from None
-    _check_text(term, text)
-    return str(text)
+    key = _KEY.match(rest, at)
+    if not key:
+        raise FilterParseError(
+            f"{term!r}: expected a path key at position {len(PREFIX) + at + 1} (quote a key holding"
+            " dots, spaces or '='; a key cannot hold quotes, backslashes or control characters)"
+        )
+    text = key.group()
+    if text.startswith('"'):
+        return text[1:-1], key.end()
+    return (int(text) if text.isdigit() else text), key.end()
 
 
 def _check_text(term: str, text: str) -> None:
-    """No store can hold a NUL or half a surrogate pair (a JSON escape can spell both)."""
+    """No store can hold a NUL or half a surrogate pair (a JSON request body can spell both)."""
     if "\x00" in text:
         raise FilterParseError(f"{term!r}: a term cannot hold a NUL character")
     try:
@@ -116,13 +126,18 @@ def _value(term: str, text: str) -> JsonScalar:
         raise FilterParseError(f'{term!r} has an empty value: write "" to match the empty string')
     if text.startswith('"'):
         if not _QUOTED.fullmatch(text):
-            raise FilterParseError(f"{term!r}: the quoted value must end with its closing quote")
-        return _json_string(term, text)
+            raise FilterParseError(
+                f'{term!r}: a quoted value ends at its closing quote and escapes only \\" and \\\\'
+            )
+        return _ESCAPE.sub(r"\1", text[1:-1])
     if text in _LITERALS:
         return _LITERALS[text]
     if _NUMBER.fullmatch(text):
         number = json.loads(text)
-        return number if isinstance(number, int) else float(number)
+        if isinstance(number, int):
+            return number
+        # beyond a float's range no recorded number can equal it (they are finite): it is the text
+        return float(number) if math.isfinite(number) else text
     if text[0] in "[{" or '"' in text or "\\" in text:
         raise FilterParseError(
             f"{term!r}: the value must be a number, true, false, null or text (quote text holding quotes)"

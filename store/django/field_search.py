@@ -66,5 +66,6 @@ def _sqlite_typed(value: JsonScalar) -> tuple[tuple[str, str], Any]:
         word = "true" if value else "false"
         return (word, word), None
     if isinstance(value, int | float):
-        return ("integer", "real"), value
+        # SQLite binds 64 bits, and reads a JSON integer beyond them as a real anyway
+        return ("integer", "real"), value if -(2**63) <= value < 2**63 else float(value)
     return ("text", "text"), value
