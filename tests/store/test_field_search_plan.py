@@ -99,3 +99,21 @@ async def test_a_field_search_pages_its_matches_with_the_exact_total(
     assert page.total == 20
     # customer c7 is every 1,000th row from 7; newest first, after skipping two
     assert [s.execution_id for s in page.items] == [f"x{g:06d}" for g in (17007, 16007, 15007, 14007, 13007)]
+
+
+@pytest.mark.postgres
+async def test_a_value_jsonb_refuses_is_still_written(postgres_alias: str, database_access: None) -> None:
+    """jsonb cannot hold a \\u0000 escape; the index skips such a value rather than fail its write (so a
+    field term cannot find it on PostgreSQL), and every other value is found as ever."""
+    store = DjangoStore(postgres_alias, listen=False, pool_size=1)
+    store.reset()
+    event = spi.Event(spi.EventKind.CREATED, "wf1", "e1", store.now())
+    nul = spi.FieldData.of({"note": "a\x00b", "customer": "ada"}, "Order")
+    try:
+        assert await store.create_execution_if_absent("e1", "wf1", "", spi.Running(), event, {"order": nul})
+        assert await store.get_field("e1", "order") == nul
+        found = await store.list_executions(None, fields=[parse_field_term("field:order.customer=ada")])
+    finally:
+        store.reset()
+        await store.aclose()
+    assert found.total == 0
