@@ -9,6 +9,9 @@ bench checks the store's `total` against it.
 The mix: 60 % completed, 10 % failed (three kinds), 5 % cancelled, 2 % compensating, 2 % stopped (two
 codes), 21 % running, of which 10 points sleep, 8 wait for an input (two names) and 3 wait for nothing;
 a tenth of the unended rows have a cancel request; a twentieth of all rows sit on a version no engine serves.
+Every row holds an `order` input (`{"customer": "c<i % 5000>", "total": <i % 997>, "items": [{"sku":
+"s<i % 1009>"}]}`) and a `charge` step output, which the `field:` arms search (issue 14: exact values at a
+JSON path, from the GIN index).
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ def traits(i: int) -> dict[str, Any]:
         "cancelling": not terminal and (i // 100) % 10 == 0,
         "orphaned": not terminal and (i // 100) % 20 == 1,
         "id": f"ex{i:08d}",
+        "customer": f"c{i % 5000}",
+        "total": i % 997,
+        "sku": f"s{i % 1009}",
     }
 
 
@@ -112,21 +118,46 @@ where b between 79 and 96
 """
 
 
+LOAD_FIELDS = f"""
+insert into flowstore_field (execution_id, name, value, tag)
+select 'ex' || lpad(i::text, 8, '0'), f.name, f.value, f.tag
+{_ROWS}
+cross join lateral (values
+    ('order', json_build_object('customer', 'c' || i %% 5000, 'total', i %% 997,
+        'items', json_build_array(json_build_object('sku', 's' || i %% 1009, 'qty', 1)))::text, 'Order'),
+    ('charge', json_build_object('id', 'ch' || i, 'amount', i %% 997)::text, 'Charge')
+) as f(name, value, tag)
+"""
+
+
 def load(rows: int) -> float:
     began = time.perf_counter()
     with pg.connect(pg.SEARCH_DB) as conn:
         conn.execute(LOAD_EXECUTIONS, {"rows": rows})
         conn.execute(LOAD_WAITS, {"rows": rows})
+        conn.execute(LOAD_FIELDS, {"rows": rows})
         conn.execute("vacuum analyze flowstore_execution")
         conn.execute("vacuum analyze flowstore_wait")
+        conn.execute("vacuum analyze flowstore_field")
     return time.perf_counter() - began
 
 
-def arms() -> list[tuple[str, str | None, Any, str | None]]:
-    """(label, flow_id, filter, id_prefix) for every filter arm, plus no filter, a flow and an id prefix."""
+FIELD_ARMS: dict[str, tuple[str, ...]] = {
+    "field:order.customer=c42": ("field:order.customer=c42",),
+    "field:order.total=7": ("field:order.total=7",),
+    "field:order.items.0.sku=s13": ("field:order.items.0.sku=s13",),
+    "field:charge.id=ch77": ("field:charge.id=ch77",),
+    "field customer + total": ("field:order.customer=c42", "field:order.total=42"),
+}
+
+
+def arms() -> list[tuple[str, str | None, Any, str | None, tuple[Any, ...]]]:
+    """(label, flow_id, filter, id_prefix, field terms) for every filter arm, plus no filter, a flow, an
+    id prefix, and the `field:` terms alone and with a filter."""
+    from store.field_terms import parse_field_term
     from store.spi import ExecutionFilter as F
 
-    return [
+    plain = [
         ("all", None, None, None),
         ("running", None, F.Running(), None),
         ("completed", None, F.Completed(), None),
@@ -143,6 +174,17 @@ def arms() -> list[tuple[str, str | None, Any, str | None]]:
         ("stopped:F0003", None, F.Stopped("F0003"), None),
         ("flow=orders running", "orders", F.Running(), None),
         ("id prefix ex0000", None, None, "ex0000"),
+    ]
+    fields = [
+        (label, None, None, None, tuple(parse_field_term(t) for t in terms))
+        for label, terms in FIELD_ARMS.items()
+    ]
+    # a total is spread over every status (a customer is not: i % 5000 fixes the bucket)
+    total = (parse_field_term("field:order.total=7"),)
+    return [
+        *((label, flow, filt, prefix, ()) for label, flow, filt, prefix in plain),
+        *fields,
+        ("field:order.total=7 running", None, F.Running(), None, total),
     ]
 
 
@@ -172,7 +214,22 @@ def expected_totals(rows: int) -> Counter[str]:
             totals["flow=orders running"] += 1
         if t["id"].startswith("ex0000"):
             totals["id prefix ex0000"] += 1
+        totals.update(_field_arms_of(i, t))
     return totals
+
+
+def _field_arms_of(i: int, t: dict[str, Any]) -> list[str]:
+    """The `field:` arms row `i` matches."""
+    c42 = t["customer"] == "c42"
+    matched = {
+        "field:order.customer=c42": c42,
+        "field:order.total=7": t["total"] == 7,
+        "field:order.items.0.sku=s13": t["sku"] == "s13",
+        "field:charge.id=ch77": i == 77,
+        "field customer + total": c42 and t["total"] == 42,
+        "field:order.total=7 running": t["total"] == 7 and t["kind"] == "running",
+    }
+    return [label for label, hit in matched.items() if hit]
 
 
 def run(rows: int, reps: int) -> dict[str, Any]:
@@ -183,12 +240,12 @@ def run(rows: int, reps: int) -> dict[str, Any]:
     async def measure() -> dict[str, Any]:
         store = flowdeck_env.make_store()
         found: dict[str, Any] = {}
-        for label, flow_id, filt, prefix in arms():
-            await store.list_executions(flow_id, filt, 25, 0, prefix)  # warm the plan and the cache
+        for label, flow_id, filt, prefix, fields in arms():
+            await store.list_executions(flow_id, filt, 25, 0, prefix, fields)  # warm the plan and the cache
             samples = []
             for _ in range(reps):
                 began = time.perf_counter()
-                page = await store.list_executions(flow_id, filt, 25, 0, prefix)
+                page = await store.list_executions(flow_id, filt, 25, 0, prefix, fields)
                 samples.append((time.perf_counter() - began) * 1000)
             found[label] = {
                 "ms": stats.p50_p95(samples),

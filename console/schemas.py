@@ -19,7 +19,7 @@ from engine import dry_run, ids
 from engine.engine import ExecutionDetail, InputStatus
 from engine.errors import FlowInvalidId
 from engine.progress import NodeProgress, NodeStatus
-from store import spi
+from store import field_terms, spi
 
 __all__ = [
     "AnswerRequest",
@@ -382,6 +382,10 @@ STATUS_PATTERN = (
 )
 
 
+# A search term, `field:<name>.<json.path>=<value>`: the grammar store.field_terms parses, exactly.
+WHERE_PATTERN = field_terms.TERM_PATTERN
+
+
 class SearchRequest(WireRequest):
     """`status` is the wire filter vocabulary (`running`, `failed:<kind>`, `waiting:<name>`, `stopped` …)."""
 
@@ -390,6 +394,11 @@ class SearchRequest(WireRequest):
     limit: Integer = Field(25, ge=-INT_MAX, le=INT_MAX, description="page size; negative means all")
     offset: Integer = Field(0, ge=0, le=INT_MAX, description="matches to skip")
     id_prefix: Text | None = None
+    where: list[Annotated[str, WithJsonSchema({"type": "string", "pattern": WHERE_PATTERN})]] = Field(
+        default_factory=list,
+        max_length=20,
+        description="terms every match keeps: field:order.customer=ada (a recorded value at a JSON path)",
+    )
 
 
 class SearchResponse(Wire):

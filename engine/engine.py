@@ -18,7 +18,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -465,13 +465,16 @@ class Executions:
         limit: int = 25,
         offset: int = 0,
         id_prefix: str | None = None,
+        where: Sequence[str | spi.FieldMatch] = (),
     ) -> SearchResult:
-        """Executions matching the filter (a wire word such as "waiting:approval", or a filter value),
-        newest first. A word naming no filter raises `spi.FilterParseError` (a ValueError)."""
+        """Executions matching the filter (a wire word such as "waiting:approval", or a filter value) and
+        every `where` term (`field:order.customer=ada`, or its parsed `spi.FieldMatch`), newest first. A
+        word naming no filter, or a term that is not one, raises `spi.FilterParseError` (a ValueError)."""
         if offset < 0:
             raise spi.FilterParseError(f"offset must not be negative (got {offset})")
         filt = spi.ExecutionFilter.parse(status) if isinstance(status, str) else status
-        page = await self._engine.store.list_executions(workflow_id, filt, limit, offset, id_prefix)
+        fields = [spi.parse_field_term(t) if isinstance(t, str) else t for t in where]
+        page = await self._engine.store.list_executions(workflow_id, filt, limit, offset, id_prefix, fields)
         return SearchResult(tuple(page.items), page.total)
 
     async def history(self, execution_id: str, limit: int | None = 50, offset: int = 0) -> spi.HistoryPage:

@@ -376,9 +376,14 @@ class MemoryStore(spi.FlowStore):
         limit: int | None = None,
         offset: int = 0,
         id_prefix: str | None = None,
+        fields: Sequence[spi.FieldMatch] = (),
     ) -> spi.ExecutionPage:
         with self._lock:
             rows = list(self.data.executions.values())
+            # copied under the lock, and only when a term needs them
+            recorded = {
+                r.execution_id: dict(self.data.fields.get(r.execution_id, {})) for r in rows if fields
+            }
         order = {row.execution_id: i for i, row in enumerate(rows)}
         matches = [
             row
@@ -386,6 +391,7 @@ class MemoryStore(spi.FlowStore):
             if (flow_id is None or row.flow_id == flow_id)
             and (filter is None or spi.filter_matches(filter, row))
             and (id_prefix is None or row.execution_id.startswith(id_prefix))
+            and all(spi.field_matches(m, recorded[row.execution_id]) for m in fields)
         ]
         # newest created first; among equal instants, the later created first
         matches.sort(key=lambda row: (row.created, order[row.execution_id]), reverse=True)

@@ -46,6 +46,9 @@ from store import counts, feed, heartbeats, node_stats
 # it but which callers reach as `spi.X`.
 from store.events import Event, EventKind, HistoryPage
 from store.executions import ExecutionPage, ExecutionState
+from store.field_terms import FieldMatch
+from store.field_terms import field_matches as field_matches
+from store.field_terms import parse_field_term as parse_field_term
 from store.fields import FieldData
 from store.filters import ExecutionFilter, FilterParseError
 from store.filters import filter_matches as filter_matches
@@ -109,6 +112,7 @@ __all__ = [
     "Failed",
     "Failure",
     "FieldData",
+    "FieldMatch",
     "FilterParseError",
     "FlowStore",
     "FlowStoreError",
@@ -358,8 +362,10 @@ class FlowStore(abc.ABC):
         limit: int | None = None,
         offset: int = 0,
         id_prefix: str | None = None,
+        fields: Sequence[FieldMatch] = (),
     ) -> ExecutionPage:
-        """Filter (by workflow when `flow_id` is given, by the arm, by id prefix) BEFORE paging; newest
+        """Filter (by workflow when `flow_id` is given, by the arm, by id prefix, by every one of `fields`:
+        a recorded value at a JSON path, exactly, as `field_matches` means it) BEFORE paging; newest
         created first; `limit` None or negative means all; `total` counts all matches."""
 
     @abc.abstractmethod

@@ -30,11 +30,12 @@ _INT_MAX = 2**31 - 1
 
 @router.post("/executions/search", response={200: schemas.SearchResponse, **errors()}, by_alias=True)
 async def search_executions(request: HttpRequest, payload: schemas.SearchRequest) -> schemas.SearchResponse:
-    """Executions matching the filter, newest first; `total` counts every match. An unknown filter word, a
-    bare `failed:` or `waiting:`, or a negative offset is a 400."""
+    """Executions matching the filter and every `where` term (`field:order.customer=ada`), newest first;
+    `total` counts every match. An unknown filter word, a bare `failed:` or `waiting:`, a term that is not
+    one, or a negative offset is a 400."""
     engine = await runtime.engine()
     result = await engine.executions.search(
-        payload.workflow_id, payload.status, payload.limit, payload.offset, payload.id_prefix
+        payload.workflow_id, payload.status, payload.limit, payload.offset, payload.id_prefix, payload.where
     )
     return schemas.SearchResponse(
         items=[schemas.execution_info_of(state) for state in result.items], total=result.total

@@ -1,6 +1,9 @@
 """The executions list: filters in the wire vocabulary, a workflow filter, an id search, pages with the
 total, and cancelling a selection with a reason.
 
+The search box holds an id prefix and any `field:<name>.<json.path>=<value>` terms (a recorded value,
+exactly); all of them and the filters narrow together.
+
 The query lives in the URL (`?status=waiting:approval&workflow=fulfilment&q=demo-&page=2`), so a link is
 shareable and the back button works; htmx pushes it as the filters change. `?partial=rows` answers only
 the table, which the page fetches again when its websocket hears of a change.
@@ -20,7 +23,7 @@ from console.discovery import registered_flows
 from console.views import common
 from engine import ids as ids_module
 from engine.engine import declared_inputs
-from store import spi
+from store import field_terms, spi
 
 __all__ = ["cancel_selected", "executions"]
 
@@ -53,7 +56,7 @@ class Query:
         return cls(
             params.get("status", "").strip(),
             refusals.check_filter("workflow", params.get("workflow", "").strip()),
-            refusals.check_filter("q", params.get("q", "").strip()),
+            _checked_search(params.get("q", "").strip()),
             refusals.whole_number(params, "page", 1, minimum=1, maximum=MAX_PAGE),
         )
 
@@ -62,6 +65,30 @@ class Query:
         values.update(change)
         kept = {k: v for k, v in values.items() if v not in ("", None) and not (k == "page" and v == 1)}
         return "?" + urlencode(kept) if kept else "?"
+
+
+def _checked_search(q: str) -> str:
+    """The search box: its id-prefix word keeps the id rule (else `refusals.Refused`); its field terms are
+    parsed with the search, which shows what is wrong with one beside the table."""
+    try:
+        _, words = field_terms.split_terms(q)
+    except spi.FilterParseError:
+        return q
+    for word in words:
+        refusals.check_filter("q", word)
+    return q
+
+
+def _search_of(q: str) -> tuple[list[spi.FieldMatch], str | None]:
+    """The field terms of the search box and its id prefix: at most one other word."""
+    matches, words = field_terms.split_terms(q)
+    if len(words) > 1:
+        raise spi.FilterParseError(
+            "search for one id prefix and any field:<name>.<path>=<value> terms (got "
+            + f"{len(words)} other words: {', '.join(repr(w) for w in words)}); quote a value holding "
+            + 'spaces: field:order.customer="Ada Lovelace"'
+        )
+    return matches, words[0] if words else None
 
 
 async def status_choices(store: spi.FlowStore) -> list[str]:
@@ -78,12 +105,14 @@ async def _table(query: Query) -> dict[str, object]:
     engine = await runtime.engine()
     error = ""
     try:
+        matches, prefix = _search_of(query.q)
         result = await engine.executions.search(
             query.workflow or None,
             query.status or None,
             PAGE_SIZE,
             (query.page - 1) * PAGE_SIZE,
-            query.q or None,
+            prefix,
+            matches,
         )
         rows, total = [common.row_of(s) for s in result.items], result.total
     except spi.FilterParseError as problem:

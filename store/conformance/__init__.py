@@ -15,7 +15,7 @@ wake-up), so `clock.advance` drives its deadline. A store whose blocking poll wa
 the same process wakes it at once) also runs `InProcessBlockingConformance`.
 
 The cases are grouped by invariant and verb, one mixin a module (`claims`, `writes`, `signals`, `history`,
-`fields`, `executions`, `cancel`, `search`, `workflows`, `operator_writes`, `console_reads`,
+`fields`, `executions`, `cancel`, `search`, `field_search`, `workflows`, `operator_writes`, `console_reads`,
 `node_reads`), each a `StoreCase` (`case`); `FlowStoreConformance` is all of them. `support` holds the
 fixtures and helpers every case is written with.
 """
@@ -27,6 +27,7 @@ from store.conformance.cancel import CancelCases
 from store.conformance.claims import ClaimCases
 from store.conformance.console_reads import ConsoleReadCases
 from store.conformance.executions import ExecutionCases
+from store.conformance.field_search import FieldSearchCases
 from store.conformance.fields import FieldCases
 from store.conformance.history import HistoryCases
 from store.conformance.node_reads import NodeReadCases
@@ -62,6 +63,7 @@ class FlowStoreConformance(
     ExecutionCases,
     CancelCases,
     SearchCases,
+    FieldSearchCases,
     WorkflowCases,
     OperatorWriteCases,
     ConsoleReadCases,

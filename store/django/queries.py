@@ -152,6 +152,40 @@ SORTED_PAGE = Query(
     """,
 )
 
+# The jsonb form of a field's value that PostgreSQL's GIN index holds (migration 0007 spells it again, and
+# a test EXPLAINs that the index is used): NULL for a value jsonb refuses (a \u0000 escape), so that such a
+# value does not fail its write; a field term cannot find it there.
+FIELD_JSONB = "(CASE WHEN strpos(value, '\\u0000') = 0 THEN value::jsonb END)"
+
+FIELD_MATCH = Query(
+    "field_match",
+    """The executions whose field %s holds, exactly, a value at a JSON path (the body of an `id IN`).
+    SQLite: the path (`$."key"[0]`), the JSON types the value may have (two of json_type's words), then
+    the SQL value json_extract must equal, twice (NULL: the type decides alone). PostgreSQL: a containment
+    document (`@>`, which the GIN index answers, over-inclusive for arrays) and a strict jsonpath
+    predicate (`@@`, exact: typed comparison, a missing path is no match).""",
+    """
+    SELECT execution_id FROM flowstore_field
+    WHERE name = %s AND json_valid(value)
+        AND json_type(value, %s) IN (%s, %s) AND (%s IS NULL OR json_extract(value, %s) = %s)
+    """,
+    postgresql=f"""
+    SELECT execution_id FROM flowstore_field
+    WHERE name = %s AND {FIELD_JSONB} @> %s::jsonb AND {FIELD_JSONB} @@ %s::jsonpath
+    """,
+)
+
+COUNTED_SORTED_PAGE = Query(
+    "counted_sorted_page",
+    """PostgreSQL: `sorted_page` with every row also carrying the number of matches: a search by a recorded
+    value finds its matches once for both (its cost is finding them). An empty page carries no count.""",
+    "",
+    postgresql="""
+    WITH m AS MATERIALIZED ({matching})
+    SELECT id, (SELECT count(*) FROM m) FROM m ORDER BY created DESC, serial DESC LIMIT %s OFFSET %s
+    """,
+)
+
 EXECUTION_WITH_WAITS = Query(
     "execution_with_waits",
     """PostgreSQL: one execution's columns and its wait rows (as a JSON array), in one statement.""",

@@ -10,7 +10,7 @@ from django.db import connections
 from django.db.models import Exists, OuterRef, Q
 
 from store import spi
-from store.django import models, queries, rows
+from store.django import field_search, models, queries, rows
 from store.django.tx import Tx
 
 __all__ = ["ALL", "FEW_TO_SORT", "counted", "execution_page", "executions_matching", "states_in"]
@@ -45,17 +45,20 @@ def execution_page(
     limit: int | None,
     offset: int,
     id_prefix: str | None,
+    fields: Sequence[spi.FieldMatch] = (),
 ) -> spi.ExecutionPage:
     """`list_executions`, in the transaction `tx`: the page, newest created first, and the exact total."""
-    queryset = executions_matching(using, flow_id, filt, id_prefix)
-    total = counted(using, flow_id, filt, id_prefix, queryset).count()
+    queryset = executions_matching(using, flow_id, filt, id_prefix, fields)
     start = max(0, offset)
     stop = start + min(limit, ALL) if limit is not None and limit >= 0 else None
-    if id_prefix and tx.vendor == "postgresql" and total <= FEW_TO_SORT:
-        order = _page_of_few(tx, queryset, start, stop)
+    if fields and tx.vendor == "postgresql":
+        order, total = _counted_page(tx, queryset, start, stop)
     else:
-        page = queryset.order_by("-created", "-serial")[start:stop]
-        order = list(page.values_list("id", flat=True))
+        total = (queryset if fields else counted(using, flow_id, filt, id_prefix, queryset)).count()
+        if id_prefix and tx.vendor == "postgresql" and total <= FEW_TO_SORT:
+            order = _page_of_few(tx, queryset, start, stop)
+        else:
+            order = list(queryset.order_by("-created", "-serial")[start:stop].values_list("id", flat=True))
     states = {s.execution_id: s for s in states_in(using, order, models.Execution.objects.using(using))}
     return spi.ExecutionPage(items=[states[i] for i in order], total=total)
 
@@ -73,6 +76,20 @@ def _page_of_few(tx: Tx, matching: Any, start: int, stop: int | None) -> list[st
         [*params, None if stop is None else stop - start, start],
     )
     return [row[0] for row in tx.cursor.fetchall()]
+
+
+def _counted_page(tx: Tx, matching: Any, start: int, stop: int | None) -> tuple[list[str], int]:
+    """PostgreSQL, a search by a recorded value: the page and the total from one pass over the matches
+    (the GIN index finds them; sorting a field term's matches costs what they number, and its total needs
+    them all anyway). A page past the end counts on its own."""
+    inner, params = matching.values("id", "created", "serial").query.sql_with_params()
+    tx.cursor.execute(
+        queries.COUNTED_SORTED_PAGE.text(tx.vendor).format(matching=inner),
+        [*params, None if stop is None else stop - start, start],
+    )
+    found = tx.cursor.fetchall()
+    total = found[0][1] if found else matching.count()
+    return [row[0] for row in found], total
 
 
 def counted(
@@ -106,10 +123,18 @@ def counted(
 
 
 def executions_matching(
-    using: str, flow_id: str | None, filt: spi.ExecutionFilter.Any | None, id_prefix: str | None
+    using: str,
+    flow_id: str | None,
+    filt: spi.ExecutionFilter.Any | None,
+    id_prefix: str | None,
+    fields: Sequence[spi.FieldMatch] = (),
 ) -> Any:
-    """The executions a `list_executions` call selects, unpaged (each arm mirrors `spi.filter_matches`)."""
+    """The executions a `list_executions` call selects, unpaged (each arm mirrors `spi.filter_matches`,
+    each field term `spi.field_matches`)."""
     queryset = models.Execution.objects.using(using).all()
+    vendor = connections[using].vendor
+    for match in fields:
+        queryset = queryset.filter(id__in=field_search.matching_ids(vendor, match))
     if flow_id is not None:
         queryset = queryset.filter(flow_id=flow_id)
     if id_prefix:

@@ -412,9 +412,10 @@ class DjangoStore(spi.FlowStore):
         limit: int | None = None,
         offset: int = 0,
         id_prefix: str | None = None,
+        fields: Sequence[spi.FieldMatch] = (),
     ) -> spi.ExecutionPage:
         def work(tx: Tx) -> spi.ExecutionPage:
-            return search.execution_page(tx, self.using, flow_id, filter, limit, offset, id_prefix)
+            return search.execution_page(tx, self.using, flow_id, filter, limit, offset, id_prefix, fields)
 
         return await self._run("list_executions", work)
 

@@ -65,6 +65,23 @@ def test_ls_lists_filters_and_pages(db: str) -> None:
     assert (len(page["items"]), page["total"] >= 8) == (2, True)
 
 
+def test_ls_searches_by_a_recorded_value(db: str) -> None:
+    grace = json.loads(flow(db, "ls", "--where", "field:order.customer=grace", "--json"))
+    assert ([i["execution_id"] for i in grace["items"]], grace["total"]) == (["demo-awaiting-approval"], 1)
+    o1001 = json.loads(flow(db, "ls", "--where", "field:order.id=o-1001", "--json"))
+    assert sorted(i["execution_id"] for i in o1001["items"]) == ["demo-completed", "demo-sleeping"]
+    both = ["--where", "field:order.id=o-1001", "--workflow", "fulfilment", "--status", "completed"]
+    assert [i["execution_id"] for i in json.loads(flow(db, "ls", *both, "--json"))["items"]] == [
+        "demo-completed"
+    ]
+    narrowed = ["--where", "field:order.customer=ada", "--where", "field:order.id=o-1003"]
+    assert [i["execution_id"] for i in json.loads(flow(db, "ls", *narrowed, "--json"))["items"]] == [
+        "demo-declined"
+    ]
+    table = flow(db, "ls", "--where", "field:order.customer=nobody")
+    assert table.splitlines()[-1] == "0 of 0"
+
+
 def test_show_explains_a_stopped_execution(db: str) -> None:
     text = flow(db, "show", "demo-stopped")
     assert "status     stopped:F0001" in text
@@ -209,6 +226,8 @@ def test_every_verb_refuses_bad_input_with_exit_code_2(db: str) -> None:
     cases = [
         (["ls", "--status", "bogus"], "unknown status filter 'bogus'"),
         (["ls", "--workflow", "nope"], "workflow 'nope' is not registered"),
+        (["ls", "--where", "field:order.customer"], "has no '=<value>' after its path"),
+        (["ls", "--where", "order.customer=ada"], "is not a field term"),
         (["show", "nope"], "no execution 'nope'"),
         (["start", "nope"], "workflow 'nope' is not registered"),
         (["start", "fulfilment", "--input", "order={bad"], "input 'order' is not valid JSON"),

@@ -192,3 +192,27 @@ def test_search(operator: ApiClient) -> None:
     }
     by_workflow = operator.post("/executions/search", {"workflowId": "holdable", "idPrefix": prefix}).body
     assert by_workflow["total"] == 3
+
+
+def test_search_by_a_recorded_value(operator: ApiClient) -> None:
+    """`where` terms match a seeded input and one delivered by signal alike, with the other narrowings."""
+    prefix = new_id("valued")
+    for n, quantity in ((0, 2), (1, 5)):
+        seeded = {"executionId": f"{prefix}-{n}", "inputs": {"order": {"id": f"o-{n}", "quantity": quantity}}}
+        assert operator.post("/workflows/approval/executions", seeded).status == 200
+    operator.post("/workflows/approval/executions", {"executionId": f"{prefix}-2"})
+    operator.until_waiting(f"{prefix}-2", "order")
+    assert operator.post(f"/executions/{prefix}-2/signal/order", {"id": "o-2", "quantity": 5}).status == 200
+    operator.until_waiting(f"{prefix}-2", "approved")
+
+    def found(*where: str, **narrow: object) -> tuple[list[str], int]:
+        reply = operator.post("/executions/search", {"idPrefix": prefix, "where": list(where), **narrow})
+        assert reply.status == 200, reply.text
+        return [i["executionId"] for i in reply.body["items"]], reply.body["total"]
+
+    assert found("field:order.quantity=5") == ([f"{prefix}-2", f"{prefix}-1"], 2)
+    assert found('field:order.quantity="5"') == ([], 0)
+    assert found("field:order.quantity=5", "field:order.id=o-2") == ([f"{prefix}-2"], 1)
+    assert found("field:order.quantity=5", limit=1, offset=1) == ([f"{prefix}-1"], 2)
+    assert found("field:order.id=o-0", status="waiting:approved") == ([f"{prefix}-0"], 1)
+    assert found("field:order.id=o-0", status="completed") == ([], 0)

@@ -87,6 +87,30 @@ def test_filter_the_executions_list(console_live: Console, page: Any) -> None:
     page.wait_for_function("document.querySelector('#id-search').value === ''")
 
 
+def test_search_the_executions_list_by_a_recorded_value(console_live: Console, page: Any) -> None:
+    customer = f"cust {uuid.uuid4().hex[:6]}"  # a space: the term quotes it
+    found = _start(console_live, "fulfilment", {"order": _order(customer=customer)}, "valued")
+    other = _start(console_live, "fulfilment", {"order": _order()}, "valued")
+    _until_waiting(console_live, found)
+    _until_waiting(console_live, other)
+    _login(page, console_live)
+    term = f'field:order.customer="{customer}"'
+    page.fill("#id-search", term)
+    _wait_query(page, "q", term)
+    page.wait_for_function("document.querySelectorAll('#table tbody tr[data-execution-id]').length === 1")
+    assert page.locator(f"tr[data-execution-id='{found}']").count() == 1
+    assert "1–1 of 1" in page.inner_text("#total")
+    assert "field:order.customer=ada" in page.inner_text("#search-help")
+    shot(page, "executions-field-search")
+    page.set_viewport_size({"width": 800, "height": 900})
+    shot(page, "executions-field-search-800")
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.fill("#id-search", "field:order.customer")
+    _wait_query(page, "q", "field:order.customer")
+    page.wait_for_function("document.querySelector('#table').innerText.includes('after its path')")
+    shot(page, "executions-field-search-refused")
+
+
 def test_signal_from_the_form_turns_the_node_completed_live(console_live: Console, page: Any) -> None:
     eid = _start(console_live, "fulfilment", {"order": _order()}, "approve")
     _until_waiting(console_live, eid)

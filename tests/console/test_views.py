@@ -83,6 +83,30 @@ async def test_the_executions_list_filters_and_counts(engine: FlowEngine, operat
     assert '<option value="waiting:count"' in choices
 
 
+async def test_the_executions_list_searches_by_a_recorded_value(
+    engine: FlowEngine, operator: AsyncClient
+) -> None:
+    for eid, n in (("c-1", 2), ("c-2", 3), ("c-3", 3)):
+        await engine.workflows.start("counter", execution_id=eid, inputs={"count": {"n": n}})
+
+    async def listed(q: str) -> tuple[list[str], str]:
+        reply = await operator.get("/executions/", {"q": q})
+        assert reply.status_code == 200
+        page = reply.content.decode()
+        return re.findall(r'data-execution-id="([^"]+)"', page), page
+
+    assert (await listed("field:count.n=3"))[0] == ["c-3", "c-2"]
+    assert "1–2 of 2" in (await listed("field:count.n=3"))[1]
+    assert (await listed("c-3 field:count.n=3"))[0] == ["c-3"]
+    assert (await listed('field:count.n="3"'))[0] == []
+    rows, page = await listed("field:count.n")
+    assert rows == []
+    assert "has no &#x27;=&lt;value&gt;&#x27; after its path" in page
+    assert 'id="search-help"' in page
+    rows, page = await listed("c-1 c-2")
+    assert "search for one id prefix" in page
+
+
 async def test_a_viewer_cannot_cancel(engine: FlowEngine, viewer: AsyncClient) -> None:
     await engine.workflows.start("counter", execution_id="c-1")
     reply = await viewer.post("/executions/c-1/cancel/", {"reason": "no"})

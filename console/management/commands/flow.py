@@ -112,6 +112,14 @@ def _ls_arguments(ls: CommandParser) -> None:
     ls.add_argument("--limit", "-n", type=int, default=25, help="at most this many (default 25)")
     ls.add_argument("--offset", type=int, default=0, help="skip this many")
     ls.add_argument("--prefix", help="only ids starting with this")
+    ls.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="TERM",
+        help="only executions keeping TERM, e.g. 'field:order.customer=ada' (a recorded value at a JSON "
+        "path; repeat to narrow further)",
+    )
 
 
 def _show_arguments(show: CommandParser) -> None:
@@ -263,7 +271,12 @@ class Command(_output.SafeOutputCommand):
         if o["workflow"]:
             await engine.workflows.describe(o["workflow"])
         page = await engine.executions.search(
-            o["workflow"], o["status"], limit=o["limit"], offset=o["offset"], id_prefix=o["prefix"]
+            o["workflow"],
+            o["status"],
+            limit=o["limit"],
+            offset=o["offset"],
+            id_prefix=o["prefix"],
+            where=o["where"],
         )
         rows = [
             (
