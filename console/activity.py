@@ -15,7 +15,6 @@ typed as a reason (shown escaped, like every user text).
 from __future__ import annotations
 
 import getpass
-import json
 import logging
 import re
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import pydantic_core
 from asgiref.sync import sync_to_async
 from django.core.exceptions import BadRequest
 from django.core.management.base import CommandError
@@ -117,10 +117,10 @@ def outcome_of(error: BaseException) -> tuple[str, str]:
 
 
 def value_size(value: Any) -> int:
-    """The size of a value as JSON bytes: what the record keeps of a signal's or an answer's value."""
+    """The size of a value as compact JSON bytes: what the record keeps of a signal's or an answer's value."""
     try:
-        return len(json.dumps(value, default=str).encode())
-    except (TypeError, ValueError):
+        return len(pydantic_core.to_json(value, fallback=str))  # a typed value (a model) as its JSON
+    except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
         return 0
 
 
