@@ -91,7 +91,7 @@ async def start_execution(
         "start",
         execution_ids=[payload.execution_id] if payload.execution_id else [],
         workflow_id=workflow_id,
-        inputs=sorted(payload.inputs),
+        inputs=sorted(payload.inputs or {}),
     ) as act:
         inputs.check_inputs(workflow_id, payload.inputs)
         eid = await engine.workflows.start(

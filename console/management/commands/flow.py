@@ -212,7 +212,8 @@ class Command(_output.SafeOutputCommand):
         verb: str = options["verb"]
         self.as_json: bool = options.get("json", False)
         _refuse_undecodable(options)
-        self.actor = _activity.actor_of(options.get("as_user") or options.get("as_global"))
+        given = options.get("as_user")
+        self.actor = _activity.actor_of(options.get("as_global") if given is None else given)
         for alias in dict.fromkeys((flowdeck_settings().database_alias, "default")):
             require_schema(alias)
         if verb == "token":
