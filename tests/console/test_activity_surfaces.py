@@ -7,6 +7,7 @@ from __future__ import annotations
 import getpass
 import io
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from django.core.management.base import CommandError
 from django.test import AsyncClient
 
 from console import activity, demo, runtime
+from console.discovery import discover
 from console.models import Activity, create_token
 from engine.engine import FlowEngine
 from tests.console.test_activity import rows
@@ -125,6 +127,15 @@ async def test_the_api_refuses_anonymous_callers(engine: FlowEngine) -> None:
 # -------------------------------------------------------------------------------------------- CLI
 
 
+@pytest.fixture
+def served() -> Iterator[None]:
+    """The CLI's engine serves the console tests' workflows (`counter`)."""
+    discover(["tests.console.flows"])
+    runtime.reset()
+    yield
+    runtime.reset()
+
+
 def flow(*args: str) -> str:
     out = io.StringIO()
     call_command("flow", *args, stdout=out, stderr=io.StringIO())
@@ -144,7 +155,7 @@ def _seed_parked() -> None:
     async_to_sync(seed)()
 
 
-def test_every_cli_verb_is_recorded_as_the_os_user_or_as_given() -> None:
+def test_every_cli_verb_is_recorded_as_the_os_user_or_as_given(served: None) -> None:
     me = f"cli:{getpass.getuser()}"
     flow("start", "counter", "--id", "k-1")
     flow("signal", "k-1", "count", '{"n": 2}', "--as", "ops-bob")
@@ -183,7 +194,7 @@ async def _history_actors(eid: str) -> set[str]:
     return {str(e.data.get("actor")) for e in events if e.data.get("actor")}
 
 
-def test_flow_activity_lists_and_filters() -> None:
+def test_flow_activity_lists_and_filters(served: None) -> None:
     flow("start", "counter", "--id", "k-1", "--as", "ada")
     flow("start", "counter", "--id", "k-2")
     flow("cancel", "k-2", "--as", "ada")

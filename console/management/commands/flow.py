@@ -17,7 +17,9 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.core.management.base import CommandError, CommandParser
+from django.db import connections
 from pydantic import ValidationError
 
 from console import activity, runtime, tokens, waits
@@ -247,7 +249,12 @@ class Command(_output.SafeOutputCommand):
         action: Callable[[FlowEngine, dict[str, Any]], Coroutine[Any, Any, None]],
         options: dict[str, Any],
     ) -> None:
-        await action(await runtime.engine(), options)
+        try:
+            await action(await runtime.engine(), options)
+        finally:
+            # the activity row was written on asgiref's sync thread, which outlives this loop: close its
+            # database connection rather than leave it open until the process ends
+            await sync_to_async(connections.close_all)()
 
     # ----------------------------------------------------------------------------------- output
 
