@@ -14,6 +14,7 @@ typed as a reason (shown escaped, like every user text).
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import logging
 import re
@@ -99,7 +100,10 @@ _CODES: Mapping[type[BaseException], tuple[str, str]] = {
     Http404: ("invalid", "not_found"),
     BadRequest: ("invalid", "bad_request"),  # the console's `Refused`: an id breaking the id rule
     CommandError: ("invalid", "invalid_input"),  # the CLI's usage errors (a value that is not JSON)
-    ValueError: ("invalid", "invalid_input"),  # a malformed JSON text, a pydantic ValidationError
+    ValueError: ("invalid", "invalid_input"),
+    # the caller went away (a closed connection, Ctrl-C) mid-verb: whether the verb landed is unknown
+    asyncio.CancelledError: ("error", "interrupted"),
+    KeyboardInterrupt: ("error", "interrupted"),  # a malformed JSON text, a pydantic ValidationError
 }
 
 

@@ -228,3 +228,24 @@ async def test_the_page_escapes_what_people_typed(engine: FlowEngine, operator: 
     assert "reason: &lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert ("&lt;b&gt;mallory&lt;/b&gt;" in html, "&lt;img src=x" in html) == (True, True)
     assert [bad in html for bad in ("<script>alert", "<b>mallory", "<img src=x")] == [False, False, False]
+
+
+def test_outcomes_name_the_refusal_as_the_api_does() -> None:
+    import asyncio
+
+    from console.api.errors import ApiError
+    from engine import errors
+
+    assert [
+        activity.outcome_of(errors.FlowNotStopped("e", "running")),
+        activity.outcome_of(errors.FlowExecutionNotFound("e")),
+        activity.outcome_of(ApiError(400, "malformed_body", "not JSON")),
+        activity.outcome_of(asyncio.CancelledError()),
+        activity.outcome_of(RuntimeError("boom")),
+    ] == [
+        ("refused", "not_stopped"),
+        ("invalid", "execution_not_found"),
+        ("invalid", "malformed_body"),
+        ("error", "interrupted"),
+        ("error", "internal_error"),
+    ]
