@@ -26,13 +26,15 @@ FLOW_VERBS = (
     "end",
     "diagram",
     "parked",
+    "activity",
     "token",
 )
 
 
 def argv_for(args: Sequence[str]) -> list[str]:
-    """The management command line that `flowdeck ARGS` runs."""
-    if args and args[0] in FLOW_VERBS:
+    """The management command line that `flowdeck ARGS` runs (`flowdeck --as USER VERB …` too)."""
+    verb_at = 2 if args and args[0] == "--as" else 0
+    if len(args) > verb_at and args[verb_at] in FLOW_VERBS:
         return ["flowdeck", "flow", *args]
     return ["flowdeck", *args]
 

@@ -8,6 +8,9 @@ refuses it at once (`ApiToken.objects.usable`). `flow token create|list|revoke` 
 Two permissions, independent of each other (neither implies the other; a superuser holds both):
 `console.run_executions` starts executions and signals their inputs; `console.operate_executions` runs the
 operator verbs. A user with neither can read everything and change nothing.
+
+`Activity` is the record of what people did: one row per operator action (a bulk action is one row naming
+every execution it touched, through `ActivityExecution`), written by `console.activity` alone.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ __all__ = [
     "OPERATE_PERMISSION",
     "RUN_PERMISSION",
     "TOUCH_EVERY",
+    "Activity",
+    "ActivityExecution",
     "ApiToken",
     "Operations",
     "create_token",
@@ -101,3 +106,41 @@ def create_token(user: models.Model, name: str, expires: datetime | None = None)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     ApiToken.objects.create(user=user, name=name, key_hash=token_digest(token), expires=expires)
     return token
+
+
+class Activity(models.Model):
+    """One action a person took (start, signal, cancel, resume, answer, end, a bulk cancel), from the
+    console, the API or the CLI, with what came of it. Never a signal's or an answer's value: those may
+    hold personal data, so `detail` keeps the input's name and the value's size only."""
+
+    at = models.DateTimeField(default=timezone.now)
+    actor = models.CharField(max_length=150, help_text="a username; for the CLI, --as USER or cli:<os user>")
+    source = models.CharField(max_length=10, help_text="console, api or cli")
+    action = models.CharField(max_length=40, help_text="start, signal, cancel, resume:dry-run, …")
+    workflow_id = models.CharField(max_length=200, blank=True)
+    outcome = models.CharField(max_length=20, help_text="accepted, already-requested, refused, invalid, …")
+    code = models.CharField(max_length=40, blank=True, help_text="why it was refused (an API error code)")
+    message = models.TextField(blank=True, help_text="the refusal's or the error's text")
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["-at", "-id"], name="activity_newest"),
+            models.Index(fields=["actor", "-at"], name="activity_actor"),
+            models.Index(fields=["action", "-at"], name="activity_action"),
+        ]
+        verbose_name_plural = "activity"
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.outcome}"
+
+
+class ActivityExecution(models.Model):
+    """An execution an action named (its id as given, so a refused unknown id is recorded too)."""
+
+    activity = models.ForeignKey(Activity, on_delete=models.CASCADE, related_name="targets")
+    execution_id = models.CharField(max_length=200, db_index=True)
+
+    class Meta:
+        ordering = ["id"]

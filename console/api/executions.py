@@ -13,7 +13,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Body, Field, Query, Router, Schema
 
-from console import auth, runtime, schemas
+from console import activity, auth, runtime, schemas
 from console.api import inputs
 from console.api.errors import ApiError
 from console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
@@ -49,9 +49,12 @@ async def cancel_all_executions(
     """Ask every unended execution (of one workflow, or of all) to cancel; answers how many asks were new."""
     await auth.require_operator(request)
     engine = await runtime.engine()
-    requested = await engine.executions.cancel_all(
-        payload.workflow_id, payload.reason, actor=auth.actor_of(request)
-    )
+    actor = auth.actor_of(request)
+    async with activity.recording(
+        actor, "api", "bulk:cancel-all", workflow_id=payload.workflow_id or "", reason=payload.reason
+    ) as act:
+        requested = await engine.executions.cancel_all(payload.workflow_id, payload.reason, actor=actor)
+        act.detail["requested"] = requested
     return schemas.CancelAllResponse(requested=requested)
 
 
@@ -153,15 +156,23 @@ async def signal_execution(
     `console.run_executions` (403, before anything else)."""
     await auth.require_runner(request)
     engine = await runtime.engine()
-    try:
-        value = json.loads(request.body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        await _signal_target(engine, execution_id)
-        raise ApiError(400, "malformed_body", f"the body is not JSON: {error}") from error
-    detail = await _signal_target(engine, execution_id)
-    if detail.progress is not None:  # a version this process serves: checked against that version
-        inputs.check_input(detail.flow_id, name, value, engine.flow_of(detail.state))
-    await engine.executions.signal(execution_id, name, value)
+    async with activity.recording(
+        auth.actor_of(request),
+        "api",
+        "signal",
+        execution_ids=[execution_id],
+        input=name,
+        size=len(request.body),
+    ):
+        try:
+            value = json.loads(request.body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            await _signal_target(engine, execution_id)
+            raise ApiError(400, "malformed_body", f"the body is not JSON: {error}") from error
+        detail = await _signal_target(engine, execution_id)
+        if detail.progress is not None:  # a version this process serves: checked against that version
+            inputs.check_input(detail.flow_id, name, value, engine.flow_of(detail.state))
+        await engine.executions.signal(execution_id, name, value)
     return schemas.OkResponse()
 
 
@@ -186,7 +197,11 @@ async def cancel_execution(
     await auth.require_operator(request)
     engine = await runtime.engine()
     reason = payload.reason if payload else ""
-    match await engine.executions.cancel(execution_id, reason, actor=auth.actor_of(request)):
+    actor = auth.actor_of(request)
+    async with activity.recording(actor, "api", "cancel", execution_ids=[execution_id], reason=reason) as act:
+        outcome = await engine.executions.cancel(execution_id, reason, actor=actor)
+        act.cancel_outcome(outcome)
+    match outcome:
         case spi.Accepted():
             return 202, schemas.CancelResponse(outcome="accepted")
         case spi.AlreadyRequested():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Body, Router
 
-from console import auth, runtime, schemas
+from console import activity, auth, runtime, schemas
 from console.api.responses import errors
 
 __all__ = ["router"]
@@ -32,8 +32,11 @@ async def resume_execution(
     if go:
         await auth.require_operator(request)
     engine = await runtime.engine()
-    actor = auth.actor_of(request) if go else None
-    report = await engine.resume(execution_id, go=go, actor=actor)
+    actor = auth.actor_of(request)
+    action = "resume:go" if go else "resume:dry-run"
+    async with activity.recording(actor, "api", action, execution_ids=[execution_id]) as act:
+        report = await engine.resume(execution_id, go=go, actor=actor if go else None)
+        act.detail.update(activity.report_detail(report))
     return schemas.resume_report_of(report, resumed=go)
 
 
@@ -52,7 +55,10 @@ async def answer_node(
     await auth.require_operator(request)
     engine = await runtime.engine()
     value = payload.value if payload else None
-    await engine.answer(execution_id, node, value, actor=auth.actor_of(request))
+    actor = auth.actor_of(request)
+    size = activity.value_size(value)
+    async with activity.recording(actor, "api", "answer", execution_ids=[execution_id], node=node, size=size):
+        await engine.answer(execution_id, node, value, actor=actor)
     return schemas.OkResponse()
 
 
@@ -67,5 +73,7 @@ async def end_execution(
     """End a stopped execution Failed(reason) with no undos: a person has put the world right by hand."""
     await auth.require_operator(request)
     engine = await runtime.engine()
-    await engine.end(execution_id, payload.reason, actor=auth.actor_of(request))
+    actor = auth.actor_of(request)
+    async with activity.recording(actor, "api", "end", execution_ids=[execution_id], reason=payload.reason):
+        await engine.end(execution_id, payload.reason, actor=actor)
     return schemas.OkResponse()

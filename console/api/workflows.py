@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import Body, Router
 
-from console import auth, runtime, schemas
+from console import activity, auth, runtime, schemas
 from console.api import inputs
 from console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
 from engine import graph_document, render
@@ -85,8 +85,19 @@ async def start_execution(
     await auth.require_runner(request)
     engine = await runtime.engine()
     payload = payload or schemas.StartRequest()
-    inputs.check_inputs(workflow_id, payload.inputs)
-    eid = await engine.workflows.start(workflow_id, execution_id=payload.execution_id, inputs=payload.inputs)
+    async with activity.recording(
+        auth.actor_of(request),
+        "api",
+        "start",
+        execution_ids=[payload.execution_id] if payload.execution_id else [],
+        workflow_id=workflow_id,
+        inputs=sorted(payload.inputs or {}),
+    ) as act:
+        inputs.check_inputs(workflow_id, payload.inputs)
+        eid = await engine.workflows.start(
+            workflow_id, execution_id=payload.execution_id, inputs=payload.inputs
+        )
+        act.execution_ids = [eid]
     return schemas.StartResponse(execution_id=eid)
 
 

@@ -10,6 +10,8 @@ changes the execution needs the operator permission and records the user as the 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -17,7 +19,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from console import forms, refusals, runtime
+from console import activity, forms, refusals, runtime
 from console.models import RUN_PERMISSION
 from console.views import common, parked
 from console.views import diagram as diagram_view
@@ -217,6 +219,17 @@ async def _actor(request: HttpRequest) -> str:
     return str((await request.auser()).get_username())
 
 
+@asynccontextmanager
+async def _recording(
+    request: HttpRequest, action: str, execution_id: str, **detail: Any
+) -> AsyncIterator[Any]:
+    """The activity record of a verb on one execution, by the logged-in user."""
+    async with activity.recording(
+        await _actor(request), "console", action, execution_ids=[execution_id], **detail
+    ) as act:
+        yield act
+
+
 @login_required
 @require_POST
 async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
@@ -227,22 +240,30 @@ async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
         return await common.forbidden(request, RUN_PERMISSION)
     name = request.POST.get("input_name", "")
     engine = await runtime.engine()
-    detail = await _detail(execution_id)
-    item = next((i for i in detail.inputs if i.name == name), None)
-    flow = engine.flow_of(detail.state)
-    if item is None or flow is None:
-        return await _message(request, "error", f"input {name!r} is not declared by this version", 400)
-    form = forms.signal_form(name, item.json_schema)
-    posted = {f.name: request.POST.get(f.name, "") for f in form.fields}
-    value, found = forms.read_signal(form, posted, declared_inputs(flow)[name].type)
-    if not found:
-        try:
-            await engine.executions.signal(execution_id, name, value)
-        except (errors.FlowSignalError, errors.FlowExecutionTerminal) as error:
-            found = {"": (str(error),)}
-    if found:
-        context = await _inputs_context(request, detail, {name: posted}, {name: found})
-        return await common.fragment(request, "console/partials/execution_inputs.html", context, status=400)
+    async with _recording(request, "signal", execution_id, input=name) as act:
+        detail = await _detail(execution_id)
+        item = next((i for i in detail.inputs if i.name == name), None)
+        flow = engine.flow_of(detail.state)
+        if item is None or flow is None:
+            act.settle("invalid", "input_not_declared", f"input {name!r} is not declared by this version")
+            return await _message(request, "error", act.message, 400)
+        form = forms.signal_form(name, item.json_schema)
+        posted = {f.name: request.POST.get(f.name, "") for f in form.fields}
+        value, found = forms.read_signal(form, posted, declared_inputs(flow)[name].type)
+        act.detail["size"] = activity.value_size(value)
+        if found:
+            act.settle("invalid", "invalid_input", "the value does not fit the input's form")
+        else:
+            try:
+                await engine.executions.signal(execution_id, name, value)
+            except (errors.FlowSignalError, errors.FlowExecutionTerminal) as error:
+                act.refused(error)
+                found = {"": (str(error),)}
+        if found:
+            context = await _inputs_context(request, detail, {name: posted}, {name: found})
+            return await common.fragment(
+                request, "console/partials/execution_inputs.html", context, status=400
+            )
     return await common.fragment(
         request,
         "console/partials/execution_inputs.html",
@@ -255,10 +276,12 @@ async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def cancel(request: HttpRequest, execution_id: str) -> HttpResponse:
     if not await common.can_operate(request):
         return await common.forbidden(request)
-    await _detail(execution_id)  # a 404 (or the id rule's 400) for an id that names nothing
     engine = await runtime.engine()
     reason = request.POST.get("reason", "").strip()
-    outcome = await engine.executions.cancel(execution_id, reason, actor=await _actor(request))
+    async with _recording(request, "cancel", execution_id, reason=reason) as act:
+        await _detail(execution_id)  # a 404 (or the id rule's 400) for an id that names nothing
+        outcome = await engine.executions.cancel(execution_id, reason, actor=act.actor)
+        act.cancel_outcome(outcome)
     from console.views.executions import _outcome_words
 
     return await _message(request, "ok", f"{execution_id}: {_outcome_words(outcome)}")
@@ -272,20 +295,24 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
     go = request.POST.get("go") == "1"
     if go and not await common.can_operate(request):
         return await common.forbidden(request)
-    detail = await _detail(execution_id)
     engine = await runtime.engine()
-    versions = {} if go else await parked.versions_context(detail.state)  # its version beside the newest
-    try:
-        report = await engine.resume(execution_id, go=go, actor=await _actor(request) if go else None)
-    except errors.FlowResumeConflict as error:
-        return await common.fragment(
-            request,
-            "console/partials/resume_report.html",
-            {"execution_id": execution_id, "report": error.report, "refused": str(error)},
-            status=409,
-        )
-    except errors.FlowError as error:
-        return await _message(request, "error", str(error), 409)
+    async with _recording(request, "resume:go" if go else "resume:dry-run", execution_id) as act:
+        detail = await _detail(execution_id)
+        versions = {} if go else await parked.versions_context(detail.state)  # its version beside the newest
+        try:
+            report = await engine.resume(execution_id, go=go, actor=act.actor if go else None)
+        except errors.FlowResumeConflict as error:
+            act.refused(error)
+            return await common.fragment(
+                request,
+                "console/partials/resume_report.html",
+                {"execution_id": execution_id, "report": error.report, "refused": str(error)},
+                status=409,
+            )
+        except errors.FlowError as error:
+            act.refused(error)
+            return await _message(request, "error", str(error), 409)
+        act.detail.update(activity.report_detail(report))
     return await common.fragment(
         request,
         "console/partials/resume_report.html",
@@ -304,18 +331,21 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def answer(request: HttpRequest, execution_id: str) -> HttpResponse:
     if not await common.can_operate(request):
         return await common.forbidden(request)
-    await _detail(execution_id)
     node = request.POST.get("node", "")
     text = request.POST.get("value", "").strip()
-    try:
-        value = forms.read_json_text(text) if text else None
-    except ValueError as error:
-        return await _message(request, "error", f"value: {error}", 400)
-    engine = await runtime.engine()
-    try:
-        await engine.answer(execution_id, node, value, actor=await _actor(request))
-    except errors.FlowError as error:
-        return await _message(request, "error", str(error), 409)
+    async with _recording(request, "answer", execution_id, node=node, size=len(text.encode())) as act:
+        await _detail(execution_id)
+        try:
+            value = forms.read_json_text(text) if text else None
+        except ValueError as error:
+            act.refused(error)
+            return await _message(request, "error", f"value: {error}", 400)
+        engine = await runtime.engine()
+        try:
+            await engine.answer(execution_id, node, value, actor=act.actor)
+        except errors.FlowError as error:
+            act.refused(error)
+            return await _message(request, "error", str(error), 409)
     return await _message(request, "ok", f"answered {node}; resume the execution to go on")
 
 
@@ -324,13 +354,16 @@ async def answer(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def end(request: HttpRequest, execution_id: str) -> HttpResponse:
     if not await common.can_operate(request):
         return await common.forbidden(request)
-    await _detail(execution_id)
     reason = request.POST.get("reason", "").strip()
-    if not reason:
-        return await _message(request, "error", "say why the execution ends (the reason is recorded)", 400)
-    engine = await runtime.engine()
-    try:
-        await engine.end(execution_id, reason, actor=await _actor(request))
-    except errors.FlowError as error:
-        return await _message(request, "error", str(error), 409)
+    async with _recording(request, "end", execution_id, reason=reason) as act:
+        await _detail(execution_id)
+        if not reason:
+            act.settle("invalid", "reason_required", "say why the execution ends (the reason is recorded)")
+            return await _message(request, "error", act.message, 400)
+        engine = await runtime.engine()
+        try:
+            await engine.end(execution_id, reason, actor=act.actor)
+        except errors.FlowError as error:
+            act.refused(error)
+            return await _message(request, "error", str(error), 409)
     return await _message(request, "ok", f"{execution_id} ended: {reason}")

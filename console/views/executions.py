@@ -18,7 +18,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from console import refusals, runtime
+from console import activity, refusals, runtime
 from console.discovery import registered_flows
 from console.views import common
 from engine import ids as ids_module
@@ -157,22 +157,23 @@ async def cancel_selected(request: HttpRequest) -> HttpResponse:
         return await common.forbidden(request)
     ids = [i for i in request.POST.getlist("ids") if i]
     engine = await runtime.engine()
-    for eid in ids:  # refuse them all, asking none, when one id breaks the rule and names nothing
-        if ids_module.id_problem(eid) is not None:
-            await common.described(engine, eid)
     reason = request.POST.get("reason", "").strip()
-    if not ids:
-        return await common.fragment(
-            request,
-            "console/partials/message.html",
-            {"level": "error", "text": "Select at least one execution."},
-            status=400,
-        )
-    actor = (await request.auser()).get_username()
-    outcomes = []
-    for eid in ids:
-        outcome = await engine.executions.cancel(eid, reason, actor=actor)
-        outcomes.append((eid, _outcome_words(outcome)))
+    actor = str((await request.auser()).get_username())
+    async with activity.recording(actor, "console", "bulk:cancel", execution_ids=ids, reason=reason) as act:
+        for eid in ids:  # refuse them all, asking none, when one id breaks the rule and names nothing
+            if ids_module.id_problem(eid) is not None:
+                await common.described(engine, eid)
+        if not ids:
+            act.settle("invalid", "nothing_selected", "Select at least one execution.")
+            return await common.fragment(
+                request, "console/partials/message.html", {"level": "error", "text": act.message}, status=400
+            )
+        outcomes, words = [], {}
+        for eid in ids:
+            outcome = await engine.executions.cancel(eid, reason, actor=actor)
+            outcomes.append((eid, _outcome_words(outcome)))
+            words[eid] = act.cancel_outcome(outcome)
+        act.bulk(words)
     return await common.fragment(request, "console/partials/cancel_outcomes.html", {"outcomes": outcomes})
 
 

@@ -8,6 +8,7 @@ from django.views.generic import RedirectView
 
 from console.views import (
     account,
+    activity,
     converters,
     execution,
     executions,
@@ -76,4 +77,5 @@ urlpatterns: list[URLPattern] = [
     path("health/", workflows.health, name="console-health"),
     path("health/executors/", workflows.health_executors, name="console-health-executors"),
     path("account/", account.account, name="console-account"),
+    path("activity/", activity.activity_page, name="console-activity"),
 ]

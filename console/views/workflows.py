@@ -14,7 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from console import forms, heartbeat, refusals, runtime
+from console import activity, forms, heartbeat, refusals, runtime
 from console.discovery import flow_versions, registered_flows
 from console.models import RUN_PERMISSION
 from console.views import common, diagram, workflow_node
@@ -153,23 +153,30 @@ async def start(request: HttpRequest, workflow_id: str) -> HttpResponse:
     `console.run_executions`."""
     if not await common.can_run(request):
         return await common.forbidden(request, RUN_PERMISSION)
-    info = await _info(workflow_id)
-    inputs: dict[str, Any] = {}
-    for item in info.inputs:
-        text = request.POST.get(f"input:{item.name}", "").strip()
-        if not text:
-            continue
+    wanted = request.POST.get("execution_id", "").strip() or None
+    actor = str((await request.auser()).get_username())
+    async with activity.recording(
+        actor, "console", "start", execution_ids=[wanted] if wanted else [], workflow_id=workflow_id
+    ) as act:
+        info = await _info(workflow_id)
+        inputs: dict[str, Any] = {}
+        for item in info.inputs:
+            text = request.POST.get(f"input:{item.name}", "").strip()
+            if not text:
+                continue
+            try:
+                inputs[item.name] = forms.read_json_text(text)
+            except ValueError as error:
+                act.refused(error)
+                return await _message(request, "error", f"{item.name}: {error}", 400)
+        act.detail["inputs"] = sorted(inputs)
+        engine = await runtime.engine()
         try:
-            inputs[item.name] = forms.read_json_text(text)
-        except ValueError as error:
-            return await _message(request, "error", f"{item.name}: {error}", 400)
-    engine = await runtime.engine()
-    try:
-        eid = await engine.workflows.start(
-            workflow_id, execution_id=request.POST.get("execution_id", "").strip() or None, inputs=inputs
-        )
-    except errors.FlowError as error:
-        return await _message(request, "error", str(error), 400)
+            eid = await engine.workflows.start(workflow_id, execution_id=wanted, inputs=inputs)
+        except errors.FlowError as error:
+            act.refused(error)
+            return await _message(request, "error", str(error), 400)
+        act.execution_ids = [eid]
     return await common.fragment(request, "console/partials/started.html", {"execution_id": eid})
 
 
@@ -202,17 +209,23 @@ async def parked_resume(request: HttpRequest, workflow_id: str, digest: str) -> 
         return await common.forbidden(request)
     engine = await runtime.engine()
     actor = str((await request.auser()).get_username())
-    results = []
-    for state in await _group(workflow_id, digest):
-        try:
-            report = await engine.resume(state.execution_id, go=False)
-            resumed = False
-            if go and not report.conflicts:
-                await engine.resume(state.execution_id, go=True, actor=actor)
-                resumed = True
-            results.append({"execution_id": state.execution_id, "report": report, "resumed": resumed})
-        except errors.FlowError as error:
-            results.append({"execution_id": state.execution_id, "report": None, "error": str(error)})
+    results, words = [], {}
+    action = "bulk:resume:go" if go else "bulk:resume:dry-run"
+    async with activity.recording(actor, "console", action, workflow_id=workflow_id, version=digest) as act:
+        for state in await _group(workflow_id, digest):
+            eid = state.execution_id
+            try:
+                report = await engine.resume(eid, go=False)
+                resumed = False
+                if go and not report.conflicts:
+                    await engine.resume(eid, go=True, actor=actor)
+                    resumed = True
+                results.append({"execution_id": eid, "report": report, "resumed": resumed})
+                words[eid] = "refused" if go and not resumed else "accepted"
+            except errors.FlowError as error:
+                results.append({"execution_id": eid, "report": None, "error": str(error)})
+                words[eid] = activity.outcome_of(error)[0]
+        act.bulk(words)
     context = {"results": results, "go": go, "workflow_id": workflow_id, "hash": digest}
     return await common.fragment(request, "console/partials/parked_report.html", context)
 
@@ -225,9 +238,15 @@ async def parked_cancel(request: HttpRequest, workflow_id: str, digest: str) -> 
     engine = await runtime.engine()
     actor = str((await request.auser()).get_username())
     reason = request.POST.get("reason", "").strip()
-    group = await _group(workflow_id, digest)
-    for state in group:
-        await engine.executions.cancel(state.execution_id, reason, actor=actor)
+    async with activity.recording(
+        actor, "console", "bulk:cancel", workflow_id=workflow_id, version=digest, reason=reason
+    ) as act:
+        group = await _group(workflow_id, digest)
+        words = {}
+        for state in group:
+            outcome = await engine.executions.cancel(state.execution_id, reason, actor=actor)
+            words[state.execution_id] = act.cancel_outcome(outcome)
+        act.bulk(words)
     return await _message(request, "ok", f"asked {len(group)} parked executions to cancel")
 
 

@@ -68,6 +68,7 @@ def test_document_lists_every_route(live: Live) -> None:
         ("post", "/api/v1/executions/{execution_id}/answer/{node}"),
         ("post", "/api/v1/executions/{execution_id}/end"),
         ("get", "/api/v1/health"),
+        ("get", "/api/v1/activity"),
     } <= {(method, path) for path, item in document["paths"].items() for method in item}
     assert set(document["components"]["securitySchemes"]) == {"BearerToken", "SessionCookie"}
     for ref in refs_in(document):
@@ -166,6 +167,7 @@ def test_operation_ids_are_verbs(live: Live) -> None:
         "answer_node",
         "end_execution",
         "check_health",
+        "list_activity",
     }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.core.management.base import BaseCommand, OutputWrapper
@@ -24,6 +25,7 @@ from pydantic import ValidationError
 from engine import errors
 
 __all__ = [
+    "table",
     "EscapingFormatter",
     "SafeOutput",
     "SafeOutputCommand",
@@ -104,3 +106,12 @@ def input_error_text(error: errors.FlowInputError) -> str:
         return message
     head = message.removesuffix(str(cause)).rstrip().removesuffix(":")
     return "\n  ".join([f"{head}:", *validation_lines(cause, error.name)])
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """Aligned columns; each cell on its one line (its control characters, newlines too, escaped)."""
+    rows = [[escape("" if c is None else str(c)) for c in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)

@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.core.management.base import CommandError, CommandParser
+from django.db import connections
 from pydantic import ValidationError
 
-from console import runtime, tokens, waits
+from console import activity, runtime, tokens, waits
 from console.cli import FLOW_VERBS
 from console.conf import flowdeck_settings
-from console.management.commands import _output
+from console.management.commands import _activity, _output
 from console.management.commands._common import engine_logging
 from console.management.commands._schema import require_schema
 from engine import errors, ids, render
@@ -78,13 +80,7 @@ def status_word(status: spi.Status) -> str:
     return status.show()
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """Aligned columns; each cell on its one line (its control characters, newlines too, escaped)."""
-    rows = [[_output.escape("" if c is None else str(c)) for c in row] for row in rows]
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return "\n".join(lines)
+table = _output.table
 
 
 def _report_json(report: Any) -> dict[str, Any]:
@@ -199,6 +195,7 @@ _VERBS: tuple[tuple[str, str, Callable[[CommandParser], None]], ...] = (
     ("end", "end an execution Failed, running no undos", _end_arguments),
     ("diagram", "draw a workflow (or, with --execution, an execution's progress)", _diagram_arguments),
     ("parked", "executions held under a version no process serves", _parked_arguments),
+    ("activity", "what operators did, newest first (every surface)", _activity.add_arguments),
     ("token", "API tokens: create, list, revoke", tokens.add_arguments),
 )
 
@@ -213,20 +210,27 @@ class Command(_output.SafeOutputCommand):
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--as", dest="as_global", metavar="USER", help=_activity.AS_HELP)
         verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
         for name, help, arguments in _VERBS:
             sub = verbs.add_parser(name, help=help, description=help)
             sub.add_argument("--json", action="store_true", help="answer JSON, for scripts")
+            sub.add_argument("--as", dest="as_user", metavar="USER", help=_activity.AS_HELP)
             arguments(sub)
 
     def handle(self, *args: Any, **options: Any) -> None:
         verb: str = options["verb"]
         self.as_json: bool = options.get("json", False)
         _refuse_undecodable(options)
+        given = options.get("as_user")
+        self.actor = _activity.actor_of(options.get("as_global") if given is None else given)
         for alias in dict.fromkeys((flowdeck_settings().database_alias, "default")):
             require_schema(alias)
         if verb == "token":
             self.token(options)
+            return
+        if verb == "activity":
+            _activity.show(options, self.emit)
             return
         action: Callable[[FlowEngine, dict[str, Any]], Coroutine[Any, Any, None]] = getattr(
             self, "do_" + verb.replace("-", "_")
@@ -253,7 +257,12 @@ class Command(_output.SafeOutputCommand):
         action: Callable[[FlowEngine, dict[str, Any]], Coroutine[Any, Any, None]],
         options: dict[str, Any],
     ) -> None:
-        await action(await runtime.engine(), options)
+        try:
+            await action(await runtime.engine(), options)
+        finally:
+            # the activity row was written on asgiref's sync thread, which outlives this loop: close its
+            # database connection rather than leave it open until the process ends
+            await sync_to_async(connections.close_all)()
 
     # ----------------------------------------------------------------------------------- output
 
@@ -262,6 +271,10 @@ class Command(_output.SafeOutputCommand):
             self.stdout.write(json.dumps(data, indent=2, default=str))
         else:
             self.stdout.write(text)
+
+    def recording(self, action: str, *execution_ids: str, **detail: Any) -> Any:
+        """The activity record of a verb, attributed to `--as USER` or the OS user."""
+        return activity.recording(self.actor, "cli", action, execution_ids=execution_ids, **detail)
 
     # ------------------------------------------------------------------------------------ verbs
 
@@ -352,20 +365,28 @@ class Command(_output.SafeOutputCommand):
         return "\n\n".join(blocks)
 
     async def do_start(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
-        if o["execution_id"] is not None:
-            ids.check_id(o["execution_id"])  # the id rule, at this door first (before any input is read)
-        inputs: dict[str, Any] = {}
-        for given in o["input"]:
-            name, sep, text = given.partition("=")
-            if not sep or not name:
-                raise usage(f"--input takes NAME=JSON, got {given!r}")
-            inputs[name] = parse_json(f"input {name!r}", text)
-        eid = await engine.workflows.start(o["workflow_id"], execution_id=o["execution_id"], inputs=inputs)
+        wanted = [o["execution_id"]] if o["execution_id"] else []
+        async with self.recording("start", *wanted, workflow_id=o["workflow_id"]) as act:
+            if o["execution_id"] is not None:
+                ids.check_id(o["execution_id"])  # the id rule, at this door first (before any input is read)
+            inputs: dict[str, Any] = {}
+            for given in o["input"]:
+                name, sep, text = given.partition("=")
+                if not sep or not name:
+                    raise usage(f"--input takes NAME=JSON, got {given!r}")
+                inputs[name] = parse_json(f"input {name!r}", text)
+            act.detail["inputs"] = sorted(inputs)
+            eid = await engine.workflows.start(
+                o["workflow_id"], execution_id=o["execution_id"], inputs=inputs
+            )
+            act.execution_ids = [eid]
         self.emit({"execution_id": eid, "workflow_id": o["workflow_id"]}, eid)
 
     async def do_signal(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
-        value = parse_json("the value", o["value"])
-        await engine.executions.signal(o["execution_id"], o["name"], value)
+        size = len(o["value"].encode())
+        async with self.recording("signal", o["execution_id"], input=o["name"], size=size):
+            value = parse_json("the value", o["value"])
+            await engine.executions.signal(o["execution_id"], o["name"], value)
         self.emit(
             {"execution_id": o["execution_id"], "input": o["name"], "delivered": True},
             f"delivered {o['name']} to {o['execution_id']}",
@@ -373,8 +394,10 @@ class Command(_output.SafeOutputCommand):
 
     async def do_cancel(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         eid = o["execution_id"]
-        await engine.executions.describe(eid)  # an unknown id is bad input, not "already terminal"
-        outcome = await engine.executions.cancel(eid, o["reason"], actor="cli")
+        async with self.recording("cancel", eid, reason=o["reason"]) as act:
+            await engine.executions.describe(eid)  # an unknown id is bad input, not "already terminal"
+            outcome = await engine.executions.cancel(eid, o["reason"], actor=self.actor)
+            act.cancel_outcome(outcome)
         match outcome:
             case spi.Accepted():
                 word, text = "accepted", f"cancel requested for {eid}: its undos run, then it ends cancelled"
@@ -385,8 +408,11 @@ class Command(_output.SafeOutputCommand):
         self.emit({"execution_id": eid, "outcome": word}, text)
 
     async def do_cancel_all(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
-        await engine.workflows.describe(o["workflow_id"])
-        count = await engine.executions.cancel_all(o["workflow_id"], o["reason"], actor="cli")
+        wf = o["workflow_id"]
+        async with self.recording("bulk:cancel-all", workflow_id=wf, reason=o["reason"]) as act:
+            await engine.workflows.describe(wf)
+            count = await engine.executions.cancel_all(wf, o["reason"], actor=self.actor)
+            act.detail["requested"] = count
         self.emit(
             {"workflow_id": o["workflow_id"], "accepted": count},
             f"cancel requested for {count} execution(s) of {o['workflow_id']}",
@@ -395,7 +421,9 @@ class Command(_output.SafeOutputCommand):
     async def do_resume(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         eid = o["execution_id"]
         try:
-            report = await engine.resume(eid, go=o["go"], actor="cli")
+            async with self.recording("resume:go" if o["go"] else "resume:dry-run", eid) as act:
+                report = await engine.resume(eid, go=o["go"], actor=self.actor if o["go"] else None)
+                act.detail.update(activity.report_detail(report))
         except errors.FlowResumeConflict as conflict:
             raise usage(f"{conflict}\n{_report_text(conflict.report)}") from None
         head = (
@@ -409,15 +437,18 @@ class Command(_output.SafeOutputCommand):
         )
 
     async def do_answer(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
-        value = None if o["value"] is None else parse_json("the value", o["value"])
-        await engine.answer(o["execution_id"], o["node"], value, actor="cli")
+        size = len((o["value"] or "").encode())
+        async with self.recording("answer", o["execution_id"], node=o["node"], size=size):
+            value = None if o["value"] is None else parse_json("the value", o["value"])
+            await engine.answer(o["execution_id"], o["node"], value, actor=self.actor)
         self.emit(
             {"execution_id": o["execution_id"], "node": o["node"], "answered": True},
             f"recorded {o['node']} for {o['execution_id']}; now `flow resume {o['execution_id']} --go`",
         )
 
     async def do_end(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
-        await engine.end(o["execution_id"], o["reason"], actor="cli")
+        async with self.recording("end", o["execution_id"], reason=o["reason"]):
+            await engine.end(o["execution_id"], o["reason"], actor=self.actor)
         self.emit(
             {"execution_id": o["execution_id"], "ended": True},
             f"ended {o['execution_id']} (failed: {_output.escape(o['reason'])}); no undos ran",
