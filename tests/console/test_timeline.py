@@ -8,6 +8,7 @@ from typing import Any
 
 from console import timeline
 from console.timeline import Bar
+from console.views.timeline import lanes_page
 from store.clock import ManualClock
 from store.events import Event, EventKind
 
@@ -215,7 +216,7 @@ def test_durations_and_offsets_read_as_an_operator_says_them() -> None:
 def test_lanes_page_clamps() -> None:
     lanes = [timeline.Lane(str(i), (Bar(str(i), "attempt", T0, T0, "completed"),), ()) for i in range(5)]
     assert (
-        [lane.name for lane in timeline.lanes_page(lanes, 1, 2)[0]],
-        timeline.lanes_page(lanes, 1, 2)[1],
+        [lane.name for lane in lanes_page(lanes, 1, 2)[0]],
+        lanes_page(lanes, 1, 2)[1],
     ) == (["2", "3"], 3)
-    assert [lane.name for lane in timeline.lanes_page(lanes, 9, 2)[0]] == ["4"]
+    assert [lane.name for lane in lanes_page(lanes, 9, 2)[0]] == ["4"]
