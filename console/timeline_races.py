@@ -11,7 +11,9 @@ from console.timeline import Bar, Timeline
 
 __all__ = ["settle_races"]
 
-_LOSABLE = frozenset({"failed", "abandoned", "retried", "timed-out"})
+# what an arm's bar says when the race went to another arm: refused, abandoned, or still open (its wait
+# row not yet retired when the progress already says the race is decided)
+_LOSABLE = frozenset({"failed", "abandoned", "retried", "timed-out", "sleeping", "waiting", "running"})
 
 
 def settle_races(tl: Timeline, statuses: Mapping[str, Collection[str]]) -> Timeline:

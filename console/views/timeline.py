@@ -34,7 +34,7 @@ from console.views import common
 __all__ = ["LANES_PAGE", "history_json", "lanes_page", "layout", "timeline_fragment"]
 
 LANES_PAGE = 40
-SCALE = 1000  # the track's width in the minimum-width rule: a bar is at least _MIN_WIDTH / SCALE of it
+SCALE = 1000  # a bar is at least _MIN_WIDTH / SCALE of the window wide
 _MIN_WIDTH = 3.0  # a bar of a few microseconds still shows as a sliver
 _TICKS = 5
 _SUGGESTED = (
@@ -140,10 +140,19 @@ def _mark_title(mark: timeline.Marker) -> str:
     return f"{mark.kind} · #{mark.seq} · {absolute(mark.at)}{said}"
 
 
+_DECIDED_LATE = frozenset({"abandoned", "interrupted", "lost", "won"})
+
+
 def _changed(lane: timeline.Lane, after: int) -> bool:
-    """Whether the lane's row differs from the one drawn when the page had the events up to `after`."""
-    return any(b.open or max(b.seqs, default=0) > after for b in lane.bars) or any(
-        m.seq > after for m in lane.markers
+    """Whether the lane's row may differ from the one drawn when the page had the events up to `after`:
+    a bar with a newer event, one still open (it grows with the clock), or one whose end or outcome is
+    not an event of its own (closed by the ending, lost or won when the race was decided elsewhere)."""
+    return any(m.seq > after for m in lane.markers) or any(
+        b.open
+        or max(b.seqs, default=0) > after
+        or b.outcome in _DECIDED_LATE
+        or (b.kind == "claim" and len(b.seqs) == 1)
+        for b in lane.bars
     )
 
 

@@ -73,7 +73,9 @@ SHOWN_ROWS = """[...document.querySelectorAll('#history tr[data-seq]')].filter(r
   .map(r => [r.dataset.kind, r.dataset.lane])"""
 
 
-def test_filters_by_event_kind_and_node_apply_to_the_event_table_too(console_live: Console, page: Any) -> None:
+def test_filters_by_event_kind_and_node_apply_to_the_event_table_too(
+    console_live: Console, page: Any
+) -> None:
     eid = _start(console_live, "fulfilment", {"order": _order()}, "tlf")
     _until_waiting(console_live, eid)
     _login(page, console_live)
@@ -135,18 +137,19 @@ def test_a_node_that_completes_extends_the_timeline_live(console_live: Console, 
     # the completed lane nobody touched is the row drawn at first: only changed rows were swapped
     assert page.evaluate("document.querySelector('#timeline [data-tl-lane=total]').__kept") is True
     timeline_asks = [url for url in asked if f"/executions/{eid}/timeline" in url]
-    assert timeline_asks and all("after=" in url for url in timeline_asks), timeline_asks
-    assert not [url for url in asked if "history.json" in url or "/api/v1/" in url and "/history" in url]
+    assert timeline_asks
+    assert all("after=" in url for url in timeline_asks), timeline_asks
+    assert not [url for url in asked if "history.json" in url or ("/api/v1/" in url and "/history" in url)]
     # the race, decided: the person's arm won, the refused arm and the grace period lost
     decision = page.locator("#timeline [data-tl-lane=decision]")
-    page.wait_for_function(
-        "document.querySelector('#timeline [data-tl-lane=decision] rect.tl-won') !== null"
-    )
+    page.wait_for_function("document.querySelector('#timeline [data-tl-lane=decision] rect.tl-won') !== null")
     # (the refused arm is asked again on each claim that runs the race: each refusal is a lost attempt)
     assert decision.locator("rect.tl-won").count() == 1
     assert decision.locator("rect.tl-lost").count() >= 1
     assert decision.locator("rect.tl-failed").count() == 0
-    assert page.inner_text("#timeline [data-tl-lane=grace] .tl-state") == "lost"
+    page.wait_for_function(
+        "document.querySelector('#timeline [data-tl-lane=grace] .tl-state').textContent === 'lost'"
+    )
     shot(page, "timeline-live")
     _card(page, "timeline-live")
 
