@@ -145,7 +145,8 @@ _BOXES = """() => {
   const parts = [...document.querySelectorAll('#diagram .fd-selected')].map(box);
   return { node: [Math.min(...parts.map(p => p[0])), Math.min(...parts.map(p => p[1])),
                   Math.max(...parts.map(p => p[2])), Math.max(...parts.map(p => p[3]))],
-           panel: box(document.querySelector('#node-panel')), frame: box(document.querySelector('#diagram')) };
+           panel: box(document.querySelector('#node-panel')),
+           frame: box(document.querySelector('#diagram')) };
 }"""
 
 
