@@ -103,8 +103,8 @@ async def list_execution_inputs(
 class HistoryQuery(Schema):
     limit: schemas.Integer = Field(50, ge=-_INT_MAX, le=_INT_MAX, description="page size; negative means all")
     offset: schemas.Integer = Field(0, ge=0, le=_INT_MAX, description="events to skip")
-    after: schemas.Integer | None = Field(
-        None,
+    after: schemas.Integer = Field(
+        0,
         ge=0,
         le=_INT_MAX,
         description="only the events after this seq (a client that has the events up to seq N asks for "
@@ -123,7 +123,7 @@ async def read_execution_history(
     answers the events after seq N (seqs count from 1 in append order, so that is offset N)."""
     engine = await runtime.engine()
     limit = None if page.limit < 0 else page.limit
-    offset = page.offset + (page.after or 0)
+    offset = page.offset + page.after
     return schemas.history_of(await engine.executions.history(execution_id, limit, offset))
 
 

@@ -200,3 +200,34 @@ def test_the_panel_sits_beside_the_drawing_and_the_node_in_view(
     centre = (boxes["node"][0] + boxes["node"][2]) / 2
     frame_centre = (boxes["frame"][0] + boxes["frame"][2]) / 2
     assert abs(centre - frame_centre) < 0.1 * (boxes["frame"][2] - boxes["frame"][0]), boxes  # centred
+
+
+VIEW = "flowdeckDiagram.view(document.querySelector('#diagram'))"
+
+
+def test_a_zoomed_drawing_keeps_its_zoom_beside_the_panel_and_gets_its_view_back(
+    console_live: Console, page: Any
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 900})
+    eid = _start(console_live, "fulfilment", {"order": _order()}, "beside-zoom")
+    _until_waiting(console_live, eid)
+    _login(page, console_live)
+    page.goto(f"{console_live.base}/executions/{eid}")
+    page.click("#diagram-formats button[data-format=dot]")
+    page.wait_for_function("document.querySelector('#diagram').dataset.viewed === 'dot'")
+    fitted = page.evaluate(VIEW)
+    page.click("[data-diagram-view] button[data-view=zoom-in]")  # the zoom and its record are synchronous
+    zoomed = page.evaluate(VIEW)
+    assert zoomed["s"] > fitted["s"]
+    page.evaluate("location.hash = '#node=approval'")  # a link followed on the page
+    _wait_panel(page, "approval")
+    page.wait_for_function("document.querySelector('#diagram').dataset.revealed === 'approval'")
+    beside = page.evaluate(VIEW)
+    assert abs(beside["s"] - zoomed["s"]) < 1e-9, (beside, zoomed)  # the operator's zoom is kept
+    boxes = page.evaluate(_BOXES)
+    assert _apart(boxes["node"], boxes["panel"]), boxes
+    assert _within(boxes["node"], boxes["frame"]), boxes
+    page.keyboard.press("Escape")
+    page.wait_for_function("document.querySelector('#node-panel').hidden")
+    back = page.evaluate(VIEW)
+    assert [round(back[k], 3) for k in "sxy"] == [round(zoomed[k], 3) for k in "sxy"]
