@@ -69,6 +69,11 @@ def test_the_timeline_of_a_waiting_order_with_absolute_times_on_hover(
     )
 
 
+BARS = """(root) => Object.fromEntries([...document.querySelectorAll(`${root} [data-tl-lane]`)].map((row) =>
+  [row.dataset.tlLane, [row.querySelector('.tl-state').textContent,
+    ...[...row.querySelectorAll('rect.tl-bar')].map((r) =>
+      `${r.getAttribute('class')} ${r.textContent.split(' · ').slice(0, 2).join(' ')}`)]]))"""
+
 SHOWN_ROWS = """[...document.querySelectorAll('#history tr[data-seq]')].filter(r => !r.hidden)
   .map(r => [r.dataset.kind, r.dataset.lane])"""
 
@@ -150,6 +155,15 @@ def test_a_node_that_completes_extends_the_timeline_live(console_live: Console, 
     page.wait_for_function(
         "document.querySelector('#timeline [data-tl-lane=grace] .tl-state').textContent === 'lost'"
     )
+    # the page merged from deltas draws what the whole fragment, asked for afresh, draws
+    drawn = page.evaluate(BARS, "#timeline")
+    page.evaluate(
+        f"""fetch('/executions/{eid}/timeline/').then(r => r.text()).then(html => {{
+              const d = document.createElement('div'); d.id = 'fresh'; d.hidden = true; d.innerHTML = html;
+              document.body.appendChild(d); }})"""
+    )
+    page.wait_for_selector("#fresh .tl-grid", state="attached")
+    assert drawn == page.evaluate(BARS, "#fresh")
     shot(page, "timeline-live")
     _card(page, "timeline-live")
 
