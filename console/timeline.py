@@ -24,7 +24,8 @@ the history ends (completed, failed, cancelled, ended, stopped) ends there, as a
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+import copy
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -38,9 +39,11 @@ __all__ = [
     "Marker",
     "Span",
     "Timeline",
+    "Fold",
     "build",
     "duration_text",
-    "lanes_page",
+    "lane_of",
+    "matches",
     "offset_text",
 ]
 
@@ -63,6 +66,28 @@ _EXECUTION_MARKS = frozenset(
     }
 )
 _NODE_KEYS = ("step_name", "input_name", "node_name", "node", "dispatch_name")
+
+
+def _path(event: Event) -> str:
+    d = event.data
+    return next((str(d[key]) for key in _NODE_KEYS if d.get(key) is not None), "")
+
+
+def lane_of(event: Event) -> str:
+    """The lane the waterfall puts `event` on (bar or mark): what the node filter selects, so the event
+    table beside the waterfall filters by the same rule."""
+    path = _path(event)
+    if event.kind is EventKind.INPUT_SUPPLIED:
+        return path.rsplit("~", 1)[0]
+    claims = (EventKind.EXECUTION_CLAIMED, EventKind.EXECUTION_RELEASED)
+    return (
+        EXECUTION_LANE if event.kind in _EXECUTION_MARKS or event.kind in claims else path or EXECUTION_LANE
+    )
+
+
+def matches(event: Event, *, kind: str = "", node: str = "") -> bool:
+    """Whether the filters `kind` (an event kind) and `node` (a lane name) select `event`."""
+    return (not kind or event.kind.value == kind) and (not node or lane_of(event) == node)
 
 
 @dataclass(frozen=True)
@@ -166,6 +191,7 @@ class Timeline:
     unwinds: tuple[Span, ...]
     live: bool
     events: int
+    seq: int = 0  # the last event's seq: a page that has it asks for what came after
 
     @property
     def span(self) -> timedelta:
@@ -198,6 +224,8 @@ class Timeline:
 
 # ------------------------------------------------------------------------------------------ building
 
+_CONTAINERS = ("bars", "markers", "order", "retries", "unwinds", "released")
+
 
 @dataclass
 class _Builder:
@@ -212,6 +240,12 @@ class _Builder:
     unwind_mark: datetime | None = None
     released: list[datetime] = field(default_factory=list)
     finished: Event | None = None
+
+    def copy(self, now: datetime, waiting: Collection[str] | None) -> _Builder:
+        """A copy to settle as of `now`: the bars and marks are values, the containers are copied."""
+        shallow = {name: copy.copy(getattr(self, name)) for name in _CONTAINERS}
+        opened = {key: list(indexes) for key, indexes in self.open.items()}
+        return replace(self, now=now, waiting=waiting, open=opened, **shallow)
 
     # ---------------------------------------------------------------------------------- bookkeeping
 
@@ -384,7 +418,7 @@ class _Builder:
 
     def feed(self, event: Event) -> None:
         k, d = event.kind, event.data
-        path = next((str(d[key]) for key in _NODE_KEYS if d.get(key) is not None), "")
+        path = _path(event)
         match k:
             case EventKind.STEP_STARTED:
                 self.step_started(event, path)
@@ -473,17 +507,40 @@ class _Builder:
                 self.bars[i] = replace(bar, outcome="backing-off" if bar.start > self.now else "running")
 
 
+class Fold:
+    """The history folded so far, to extend with the events after `seq` (a live execution's timeline
+    grows by its new events instead of reading and folding the whole history again). `timeline` settles a
+    copy, so the fold goes on."""
+
+    def __init__(self) -> None:
+        self.builder = _Builder(datetime.min, None)
+        self.builder.name(EXECUTION_LANE)
+        self.seq = 0
+        self.count = 0
+
+    def extend(self, events: Iterable[Event]) -> Fold:
+        for event in events:
+            if event.seq is not None and event.seq <= self.seq:
+                continue  # already folded (a page read again)
+            self.count += 1
+            self.builder.feed(event)
+            self.seq = event.seq or self.seq
+        return self
+
+    def timeline(self, now: datetime, waiting: Collection[str] | None = None) -> Timeline:
+        builder = self.builder.copy(now, waiting)
+        builder.settle()
+        return _assemble(builder, now, self.count, self.seq)
+
+
 def build(events: Iterable[Event], now: datetime, waiting: Collection[str] | None = None) -> Timeline:
     """The waterfall of `events` (one execution's, in seq order) as of `now`. `waiting`: the paths the
     store holds a wait row for now (a sleep or wait left open and not among them lost its race); None
     when unknown (every open wait is taken as still open)."""
-    builder = _Builder(now, waiting)
-    builder.name(EXECUTION_LANE)
-    count = 0
-    for event in events:
-        count += 1
-        builder.feed(event)
-    builder.settle()
+    return Fold().extend(events).timeline(now, waiting)
+
+
+def _assemble(builder: _Builder, now: datetime, count: int, seq: int) -> Timeline:
     live = builder.finished is None
     bars: dict[str, list[Bar]] = {name: [] for name in builder.order}
     marks: dict[str, list[Marker]] = {name: [] for name in builder.order}
@@ -496,7 +553,7 @@ def build(events: Iterable[Event], now: datetime, waiting: Collection[str] | Non
     start = min(instants, default=now)
     ends = [b.until(now) for b in builder.bars] + instants + ([now] if live and instants else [])
     end = max(ends, default=now)
-    return Timeline(start, max(end, start), tuple(lanes), tuple(builder.unwinds), live, count)
+    return Timeline(start, max(end, start), tuple(lanes), tuple(builder.unwinds), live, count, seq)
 
 
 # ------------------------------------------------------------------------------------------ words
@@ -531,16 +588,9 @@ def offset_text(at: datetime, origin: datetime) -> str:
 def _instant(text: Any) -> datetime | None:
     try:
         return datetime.fromisoformat(str(text)) if text else None
-    except ValueError:
+    except ValueError:  # a malformed deadline draws as a sleep without one
         return None
 
 
 def _until_text(due: datetime | None, event: Event) -> str:
     return f"for {duration_text(due - event.timestamp)}" if due is not None else ""
-
-
-def lanes_page(lanes: Sequence[Lane], page: int, size: int) -> tuple[Sequence[Lane], int]:
-    """Page `page` (0-based, clamped) of `lanes` and the number of pages."""
-    pages = max(1, -(-len(lanes) // size))
-    page = min(max(page, 0), pages - 1)
-    return lanes[page * size : (page + 1) * size], pages

@@ -107,6 +107,13 @@ async def list_execution_inputs(
 class HistoryQuery(Schema):
     limit: schemas.Integer = Field(50, ge=-_INT_MAX, le=_INT_MAX, description="page size; negative means all")
     offset: schemas.Integer = Field(0, ge=0, le=_INT_MAX, description="events to skip")
+    after: schemas.Integer = Field(
+        0,
+        ge=0,
+        le=_INT_MAX,
+        description="only the events after this seq (a client that has the events up to seq N asks for "
+        "after=N); with it, offset counts from there",
+    )
 
 
 @router.get(
@@ -116,10 +123,12 @@ async def read_execution_history(
     request: HttpRequest, execution_id: schemas.ExecutionIdParam, page: Query[HistoryQuery]
 ) -> schemas.HistoryResponse:
     """Events in append order. An unknown execution answers an empty page (spec §1, route 7). With
-    `limit=-1` this is the whole history, the document the console's timeline saves as JSON."""
+    `limit=-1` this is the whole history, the document the console's timeline saves as JSON; `after=N`
+    answers the events after seq N (seqs count from 1 in append order, so that is offset N)."""
     engine = await runtime.engine()
     limit = None if page.limit < 0 else page.limit
-    return schemas.history_of(await engine.executions.history(execution_id, limit, page.offset))
+    offset = page.offset + page.after
+    return schemas.history_of(await engine.executions.history(execution_id, limit, offset))
 
 
 @router.get("/executions/{execution_id}/diagram", response=errors(404), openapi_extra=DIAGRAM_OPENAPI)

@@ -19,7 +19,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from console import activity, forms, refusals, runtime
+from console import activity, forms, refusals, runtime, timeline
 from console.models import RUN_PERMISSION
 from console.views import common, parked
 from console.views import diagram as diagram_view
@@ -108,24 +108,37 @@ async def _fields_context(detail: Any) -> dict[str, Any]:
     return {"detail": detail, "fields": shown}
 
 
-async def _history_context(execution_id: str, offset: int) -> dict[str, Any]:
+async def _history_context(execution_id: str, offset: int, kind: str = "", node: str = "") -> dict[str, Any]:
+    """A page of rows after seq `offset`; with filters (the timeline's: an event kind, a lane), the next
+    page of the events they select."""
     engine = await runtime.engine()
-    page = await engine.executions.history(execution_id, HISTORY_PAGE, offset)
+    if kind or node:
+        rest = (await engine.executions.history(execution_id, None, offset)).events
+        picked = [e for e in rest if timeline.matches(e, kind=kind, node=node)]
+        chosen, has_more = picked[:HISTORY_PAGE], len(picked) > HISTORY_PAGE
+    else:
+        page = await engine.executions.history(execution_id, HISTORY_PAGE, offset)
+        chosen, has_more = list(page.events), page.has_more
     events = [
         {
             "seq": e.seq,
             "kind": e.kind.value,
+            "lane": timeline.lane_of(e),
             "at": e.timestamp,
             "detail": e.detail,
             "actor": e.data.get("actor"),
         }
-        for e in page.events
+        for e in chosen
     ]
     return {
         "execution_id": execution_id,
         "events": events,
-        "has_more": page.has_more,
-        "next_offset": offset + len(events),
+        "has_more": has_more,
+        "next_offset": (chosen[-1].seq or offset + len(chosen)) if chosen else offset,
+        "kind": kind,
+        "node": node,
+        "filtered": bool(kind or node),
+        "offset": offset,
     }
 
 
@@ -174,11 +187,12 @@ async def fields(request: HttpRequest, execution_id: str) -> HttpResponse:
 @login_required
 @require_GET
 async def history(request: HttpRequest, execution_id: str) -> HttpResponse:
-    """History rows from `offset` (the seq of the last row shown: rows after it)."""
+    """History rows from `offset` (the seq of the last row shown: rows after it), only those of event
+    kind `kind` and lane `node` when given (the timeline's filters)."""
     offset = refusals.whole_number(request.GET, "offset", 0)
-    return await common.fragment(
-        request, "console/partials/history_rows.html", await _history_context(execution_id, offset)
-    )
+    kind, node = request.GET.get("kind", "").strip(), request.GET.get("node", "").strip()
+    context = await _history_context(execution_id, offset, kind, node)
+    return await common.fragment(request, "console/partials/history_rows.html", context)
 
 
 @login_required

@@ -1,10 +1,15 @@
 """The execution's history as a timeline (the waterfall fragment) and as a JSON document to download.
 
-The bars are computed by `console.timeline` from the whole history and laid out here, on a scale of
-0..1000 across the execution's span, as server-made SVG (no inline style: the CSP forbids it). A page
-shows `LANES_PAGE` lanes, so a history of thousands of nodes stays light in the browser; the filters (an
-event kind, a node) and the page travel as query parameters, which the page's script keeps while the
-websocket asks it to fetch the fragment again.
+The bars are computed by `console.timeline` and laid out here as server-made SVG (no inline style: the
+CSP forbids it). A bar's x is its start in milliseconds from the execution's first event, and each track's
+viewBox is the window shown: when a live execution's window grows, the page moves the viewBoxes and the
+bars already drawn stay as they are. A page shows `LANES_PAGE` lanes, so a history of thousands of nodes
+stays light in the browser; the filters (an event kind, a node) and the page travel as query parameters.
+
+Live: the page asks again with `after=SEQ`, the last event it has. The answer is a delta: the rows of the
+lanes on the page that changed after SEQ (or are still open, and so grow with the clock), the page's lane
+order, the summary and the axis. The history is folded once per execution and process (`_folds`), and
+extended by the events after the fold's last seq, so a live event does not read the whole history again.
 
 The download is the REST history route's document for the whole history
 (`GET /api/v1/executions/{id}/history?limit=-1`), rendered by the API's own renderer: the same bytes.
@@ -12,6 +17,8 @@ The download is the REST history route's document for the whole history
 
 from __future__ import annotations
 
+import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -21,17 +28,27 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from console import refusals, runtime, schemas, timeline
+from console.timeline_races import settle_races
 from console.views import common
 
-__all__ = ["LANES_PAGE", "history_json", "timeline_fragment"]
+__all__ = ["LANES_PAGE", "history_json", "lanes_page", "layout", "timeline_fragment"]
 
 LANES_PAGE = 40
-SCALE = 1000  # the track's viewBox width
+SCALE = 1000  # a bar is at least _MIN_WIDTH / SCALE of the window wide
 _MIN_WIDTH = 3.0  # a bar of a few microseconds still shows as a sliver
 _TICKS = 5
 _SUGGESTED = (
     500  # node names offered as you type; past that, type the name (a foreach's items run to thousands)
 )
+_FOLDS_KEPT = 64  # executions whose folded history a process keeps (the ones being watched)
+_folds: OrderedDict[tuple[int, str], tuple[tuple[str, datetime], timeline.Fold]] = OrderedDict()
+
+
+def lanes_page(lanes: Sequence[timeline.Lane], page: int, size: int) -> tuple[Sequence[timeline.Lane], int]:
+    """Page `page` (0-based, clamped) of `lanes` and the number of pages."""
+    pages = max(1, -(-len(lanes) // size))
+    page = min(max(page, 0), pages - 1)
+    return lanes[page * size : (page + 1) * size], pages
 
 
 def absolute(at: datetime) -> str:
@@ -45,25 +62,36 @@ def _moment(at: datetime, origin: datetime) -> dict[str, str]:
 
 class _Scale:
     """The axis over the shown lanes' extent: a page of a long history, or a filter, is drawn across the
-    whole width instead of as slivers of the execution's span (the labels stay relative to its start)."""
+    whole width instead of as slivers of the execution's span (the labels stay relative to its start).
+    Coordinates are milliseconds from the execution's start; the window is the tracks' viewBox."""
 
     def __init__(self, lanes: Sequence[timeline.Lane], tl: timeline.Timeline, now: datetime) -> None:
         starts = [lane.start for lane in lanes]
         ends = [lane.start + lane.busy(now) for lane in lanes]
+        self.origin = tl.start
         self.start = min(starts, default=tl.start)
         self.end = max(ends, default=tl.end)
         if lanes and lanes[0].name == timeline.EXECUTION_LANE:
             self.end = max(self.end, tl.end)
-        self.seconds = max((self.end - self.start).total_seconds(), 1e-6)
         self.whole = (self.start, self.end) == (tl.start, tl.end)
+        self.left = self.ms(self.start)
+        self.width = max(self.ms(self.end) - self.left, 1e-3)
+        self.least = self.width * _MIN_WIDTH / SCALE
+
+    def ms(self, at: datetime) -> float:
+        return round((at - self.origin).total_seconds() * 1000, 3)
 
     def x(self, at: datetime) -> float:
-        return round(min(max((at - self.start).total_seconds() / self.seconds, 0.0), 1.0) * SCALE, 2)
+        return min(max(self.ms(at), self.left), self.left + self.width)
 
     def box(self, start: datetime, end: datetime) -> tuple[float, float]:
         x = self.x(start)
-        width = max(self.x(end) - x, _MIN_WIDTH)
-        return min(x, SCALE - width), width
+        width = round(max(self.x(end) - x, self.least), 3)
+        return round(min(x, self.left + self.width - width), 3), width
+
+    @property
+    def viewbox(self) -> str:
+        return f"{self.left:g} 0 {round(self.width, 3):g} 20"
 
 
 def _bar_title(bar: timeline.Bar, now: datetime) -> str:
@@ -81,16 +109,10 @@ def _lane_view(lane: timeline.Lane, tl: timeline.Timeline, scale: _Scale, now: d
     bars = []
     for bar in lane.bars:
         x, width = scale.box(bar.start, bar.until(now))
-        bars.append(
-            {
-                "x": x,
-                "w": width,
-                "cls": f"tl-{bar.kind} tl-{bar.outcome}" + (" tl-open" if bar.open else ""),
-                "title": _bar_title(bar, now),
-            }
-        )
+        cls = f"tl-{bar.kind} tl-{bar.outcome}" + (" tl-open" if bar.open else "")
+        bars.append({"x": x, "w": width, "cls": cls, "title": _bar_title(bar, now)})
     marks = [
-        {"x": min(scale.x(m.at), SCALE - 2), "cls": f"tl-mark tl-mark-{m.kind}", "title": _mark_title(m)}
+        {"x": scale.box(m.at, m.at)[0], "cls": f"tl-mark tl-mark-{m.kind}", "title": _mark_title(m)}
         for m in lane.markers
     ]
     failures = [
@@ -98,6 +120,7 @@ def _lane_view(lane: timeline.Lane, tl: timeline.Timeline, scale: _Scale, now: d
         for b in lane.bars
         if b.outcome in ("failed", "retried", "timed-out", "compensation-failed") and b.detail
     ]
+    lost = [b.detail for b in lane.bars if b.outcome == "lost" and b.detail]
     return {
         "name": lane.name,
         "outcome": lane.outcome(),
@@ -106,7 +129,9 @@ def _lane_view(lane: timeline.Lane, tl: timeline.Timeline, scale: _Scale, now: d
         "started": _moment(lane.start, tl.start),
         "bars": bars,
         "marks": marks,
+        "mark_width": round(scale.width * 2 / SCALE, 3),
         "error": failures[-1] if failures else "",
+        "lost": lost[-1] if lost else "",
     }
 
 
@@ -115,19 +140,47 @@ def _mark_title(mark: timeline.Marker) -> str:
     return f"{mark.kind} · #{mark.seq} · {absolute(mark.at)}{said}"
 
 
+_DECIDED_LATE = frozenset({"abandoned", "interrupted", "lost", "won"})
+
+
+def _changed(lane: timeline.Lane, after: int) -> bool:
+    """Whether the lane's row may differ from the one drawn when the page had the events up to `after`:
+    a bar with a newer event, one still open (it grows with the clock), or one whose end or outcome is
+    not an event of its own (closed by the ending, lost or won when the race was decided elsewhere)."""
+    return any(m.seq > after for m in lane.markers) or any(
+        b.open
+        or max(b.seqs, default=0) > after
+        or b.outcome in _DECIDED_LATE
+        or (b.kind == "claim" and len(b.seqs) == 1)
+        for b in lane.bars
+    )
+
+
 def layout(
-    tl: timeline.Timeline, now: datetime, *, kind: str = "", node: str = "", page: int = 0
+    tl: timeline.Timeline,
+    now: datetime,
+    *,
+    kind: str = "",
+    node: str = "",
+    page: int = 0,
+    after: int | None = None,
 ) -> dict[str, Any]:
-    """The fragment's context: the filtered lanes of one page laid out on the execution's span."""
+    """The fragment's context: the filtered lanes of one page laid out on the shown lanes' window. With
+    `after` (the last seq the page has), only the lanes changed since then are laid out (`delta`)."""
     shown = tl.filtered(kind=kind, node=node)
-    lanes, pages = timeline.lanes_page(shown.lanes, page, LANES_PAGE)
+    lanes, pages = lanes_page(shown.lanes, page, LANES_PAGE)
     page = min(max(page, 0), pages - 1)
     scale = _Scale(lanes, tl, now)
     window = scale.end - scale.start
     ticks = [scale.start + window * (i / (_TICKS - 1)) for i in range(_TICKS)]
+    # an unwind shades every track: while there is one, the page takes the whole fragment
+    delta = after is not None and not tl.unwinds and after <= tl.seq
+    drawn = [lane for lane in lanes if not delta or _changed(lane, after or 0)]
     return {
         "tl": tl,
-        "lanes": [_lane_view(lane, tl, scale, now) for lane in lanes],
+        "lanes": [_lane_view(lane, tl, scale, now) for lane in drawn],
+        "delta": delta,
+        "order": json.dumps([lane.name for lane in lanes]),
         "unwinds": [(*scale.box(u.start, u.end or now), u.cause) for u in tl.unwinds],
         "ticks": [_moment(t, tl.start) for t in ticks],
         "span": timeline.duration_text(tl.span),
@@ -142,16 +195,40 @@ def layout(
         "first": page * LANES_PAGE + 1 if lanes else 0,
         "last": page * LANES_PAGE + len(lanes),
         "total_lanes": len(shown.lanes),
-        "scale": SCALE,
+        "viewbox": scale.viewbox,
     }
+
+
+async def _folded(engine: Any, execution_id: str) -> timeline.Fold:
+    """The execution's history folded, extended by the events after the fold kept from the last ask. A
+    fold is kept only while its first event is the store's (an id used again, a store replaced: afresh)."""
+    store = engine.store
+    first = (await engine.executions.history(execution_id, 1, 0)).events
+    mark = (first[0].kind.value, first[0].timestamp) if first else ("", datetime.min)
+    key = (id(store), execution_id)
+    kept = _folds.get(key)
+    fold = kept[1] if kept is not None and kept[0] == mark else timeline.Fold()
+    page = await engine.executions.history(execution_id, None, fold.seq)
+    fold.extend(page.events)
+    _folds[key] = (mark, fold)
+    _folds.move_to_end(key)
+    while len(_folds) > _FOLDS_KEPT:
+        _folds.popitem(last=False)
+    return fold
 
 
 async def timeline_of(execution_id: str) -> tuple[timeline.Timeline, datetime]:
     engine = await runtime.engine()
     detail = await common.described(engine, execution_id)
-    page = await engine.executions.history(execution_id, None, 0)
+    fold = await _folded(engine, execution_id)
     now = engine.store.now()
-    return timeline.build(page.events, now, set(detail.state.waits)), now
+    tl = fold.timeline(now, set(detail.state.waits))
+    if detail.progress is not None:
+        statuses: dict[str, set[str]] = {}
+        for node in detail.progress.nodes:
+            statuses.setdefault(node.name, set()).add(str(node.status))
+        tl = settle_races(tl, statuses)
+    return tl, now
 
 
 async def timeline_context(request: HttpRequest, execution_id: str) -> dict[str, Any]:
@@ -159,26 +236,32 @@ async def timeline_context(request: HttpRequest, execution_id: str) -> dict[str,
     kind = request.GET.get("kind", "").strip()
     node = request.GET.get("node", "").strip()
     page = refusals.whole_number(request.GET, "page", 0)
-    return {"execution_id": execution_id, **layout(tl, now, kind=kind, node=node, page=page)}
+    after = refusals.whole_number(request.GET, "after", -1)
+    context = layout(tl, now, kind=kind, node=node, page=page, after=None if after < 0 else after)
+    return {"execution_id": execution_id, **context}
 
 
 @login_required
 @require_GET
 async def timeline_fragment(request: HttpRequest, execution_id: str) -> HttpResponse:
-    """The waterfall, filtered by `kind` (an event kind) and `node` (a lane), page `page` (0-based)."""
+    """The waterfall, filtered by `kind` (an event kind) and `node` (a lane), page `page` (0-based); with
+    `after` (a seq), the delta since the page had the events up to it."""
     context = await timeline_context(request, execution_id)
-    return await common.fragment(request, "console/partials/timeline.html", context)
+    template = "timeline_delta" if context["delta"] else "timeline"
+    return await common.fragment(request, f"console/partials/{template}.html", context)
 
 
 @login_required
 @require_GET
 async def history_json(request: HttpRequest, execution_id: str) -> HttpResponse:
-    """The whole history as the REST route's document, as a file to save."""
+    """The whole history as the REST route's document, as a file to save; with `after=SEQ`, the events
+    after that seq (the REST route's `after`)."""
     from console.api import api  # the API's renderer writes the bytes the route would
 
+    after = refusals.whole_number(request.GET, "after", 0)
     engine = await runtime.engine()
     await common.described(engine, execution_id)
-    page = await engine.executions.history(execution_id, None, 0)
+    page = await engine.executions.history(execution_id, None, after)
     document = schemas.history_of(page).model_dump(by_alias=True)
     response = api.create_response(request, document, status=200)
     response["Content-Disposition"] = f'attachment; filename="{_file_name(execution_id)}-history.json"'

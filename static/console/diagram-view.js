@@ -264,6 +264,66 @@
     return { state, record };
   }
 
+  // ------------------------------------------------------------------ beside the node panel
+
+  /** The part of the frame a person sees: on a narrow screen the node panel lies over the drawing's
+   * right side, and a node is only in view left of it (unless too little is left to be worth it). */
+  function clearArea(target) {
+    const r = target.getBoundingClientRect();
+    let right = r.right;
+    const panel = document.getElementById("node-panel");
+    if (panel && !panel.hidden) {
+      const p = panel.getBoundingClientRect();
+      const over = p.left < r.right && p.right > r.left && p.top < r.bottom && p.bottom > r.top;
+      if (over && p.left - r.left >= 160) right = p.left;
+    }
+    return { left: r.left, top: r.top, width: right - r.left, height: r.height };
+  }
+
+  /** The frame's width changed with the node panel: the drawing follows, re-fitted to the space left
+   * unless the operator zoomed or panned it (then the view is kept, and given back when the panel closes). */
+  function besidePanel(target, opening) {
+    const state = views.get(target);
+    if (!state) return;
+    const frame = target.closest("[data-diagram-view]");
+    const kept = state.saved[state.format];
+    state.adapter.resize();
+    if (opening && !state.beforePanel) state.beforePanel = { view: state.adapter.get(), touched: Boolean(kept && kept.touched) };
+    const before = state.beforePanel;
+    if (!opening) state.beforePanel = null;
+    if (!(kept && kept.touched) || isFull(frame)) {
+      open(target, state, isFull(frame));
+    } else if (!opening && before && before.touched) {
+      state.adapter.set(before.view);
+    }
+  }
+
+  /** Pans `elements` (a node's drawn parts) into the part of the frame a person sees: centred when any
+   * of it is out of sight (or `centre`), the zoom kept unless the node would not fit at it. */
+  function reveal(target, elements, centre) {
+    const state = views.get(target);
+    const boxes = [...elements].map((e) => e.getBoundingClientRect()).filter((b) => b.width || b.height);
+    if (!state || !boxes.length) return false;
+    const area = clearArea(target);
+    const origin = target.getBoundingClientRect();
+    let x0 = Math.min(...boxes.map((b) => b.left)) - origin.left, x1 = Math.max(...boxes.map((b) => b.right)) - origin.left;
+    let y0 = Math.min(...boxes.map((b) => b.top)) - origin.top, y1 = Math.max(...boxes.map((b) => b.bottom)) - origin.top;
+    const [aw, ah, ax, ay] = [area.width, area.height, area.left - origin.left, area.top - origin.top];
+    const inside = x0 >= ax + PAD / 2 && x1 <= ax + aw - PAD / 2 && y0 >= ay + PAD / 2 && y1 <= ay + ah - PAD / 2;
+    if (inside && !centre) return true;
+    const { adapter } = state;
+    let v = adapter.get();
+    const k = Math.min(1, (aw - 2 * PAD) / Math.max(x1 - x0, 1), (ah - 2 * PAD) / Math.max(y1 - y0, 1));
+    if (k < 1) {
+      const s = clampScale(v.s * k), f = s / v.s;
+      [x0, x1, y0, y1] = [v.x + (x0 - v.x) * f, v.x + (x1 - v.x) * f, v.y + (y0 - v.y) * f, v.y + (y1 - v.y) * f];
+      v = { s, x: v.x, y: v.y };
+    }
+    const dx = ax + aw / 2 - (x0 + x1) / 2, dy = ay + ah / 2 - (y0 + y1) / 2;
+    adapter.set({ s: v.s, x: v.x + dx, y: v.y + dy });
+    return true;
+  }
+
   // ---------------------------------------------------------------------- drag versus click
 
   function guardClicks(target) {
@@ -386,6 +446,10 @@
     /** The container's current view: { s, x, y } (screen = content × s + (x, y)), or null. */
     view(target) { const state = views.get(target); return state ? state.adapter.get() : null; },
     act,
+    /** The node panel opened (`opening`) or closed beside or over the drawing in `target`. */
+    besidePanel,
+    /** Brings a node's drawn `elements` into view (see `reveal`); false when there is nothing drawn yet. */
+    reveal,
     /** The smallest label's size in the drawing's own units: what a decoration's text needs to be as legible. */
     textUnit(target) { const state = views.get(target); return state && isFinite(state.unitFont) ? state.unitFont : null; },
   };

@@ -23,6 +23,7 @@
   const diagram = document.getElementById(panel.dataset.diagram || "diagram");
   const pathOf = new Map(); // drawn node id → durable key
   let selected = null;
+  let pendingReveal = null; // the panel opened before the drawing: bring the node into view once drawn
   let lastHtml = "";
   let ticket = 0;
 
@@ -76,6 +77,19 @@
     });
   }
 
+  function reveal() {
+    // The selected node into the part of the drawing the panel leaves in view (diagram-view.js).
+    const view = window.flowdeckDiagram;
+    if (!diagram || !view || typeof view.reveal !== "function" || pendingReveal === null) return;
+    const parts = diagram.querySelectorAll(".fd-selected");
+    if (parts.length && view.reveal(diagram, parts, pendingReveal.centre)) {
+      pendingReveal = null;
+      diagram.dataset.revealed = selected || "";
+    }
+  }
+
+  function markAndReveal() { mark(); reveal(); }
+
   // ----------------------------------------------------------------------------- the panel
 
   function keyInHash() {
@@ -118,16 +132,20 @@
     panel.dataset.loadedKey = selected;
   }
 
-  function open(key) {
+  function open(key, centre) {
     if (key === selected && !panel.hidden) return;
+    const opening = panel.hidden;
     selected = key;
     lastHtml = "";
     content.replaceChildren();
     panel.hidden = false;
     panel.dataset.key = key;
     document.body.classList.add("node-panel-open");
-    window.dispatchEvent(new Event("resize")); // the page narrowed: a viewer that fits on resize refits
-    graphLoaded.then(mark);
+    // The page narrowed (wide screens) or the panel lies over the drawing (narrow): the drawing follows.
+    if (opening && diagram && window.flowdeckDiagram?.besidePanel) window.flowdeckDiagram.besidePanel(diagram, true);
+    window.dispatchEvent(new Event("resize"));
+    pendingReveal = { centre: Boolean(centre) };
+    graphLoaded.then(markAndReveal);
     load(true);
   }
 
@@ -138,6 +156,8 @@
     delete panel.dataset.key;
     delete panel.dataset.loadedKey;
     document.body.classList.remove("node-panel-open");
+    pendingReveal = null;
+    if (diagram && window.flowdeckDiagram?.besidePanel) window.flowdeckDiagram.besidePanel(diagram, false);
     window.dispatchEvent(new Event("resize"));
     if (location.hash.startsWith("#node=")) history.replaceState(null, "", location.pathname + location.search);
     mark();
@@ -164,17 +184,17 @@
       const id = resolve(e.target);
       if (id) select(pathOf.get(id));
     }, true);
-    diagram.addEventListener("flowdeck:rendered", mark);
+    diagram.addEventListener("flowdeck:rendered", markAndReveal);
   }
   if (window.flowdeckDiagram && typeof window.flowdeckDiagram.onRender === "function") {
-    window.flowdeckDiagram.onRender(mark);
+    window.flowdeckDiagram.onRender(markAndReveal);
   }
   panel.addEventListener("click", (e) => {
     if (e.target.closest(".node-panel-close")) close();
   });
   window.addEventListener("hashchange", () => {
     const key = keyInHash();
-    if (key === null) { if (selected !== null) close(); } else open(key);
+    if (key === null) { if (selected !== null) close(); } else open(key, true);
   });
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape" && selected !== null && !e.defaultPrevented) close();
@@ -192,5 +212,5 @@
   document.body.addEventListener("htmx:after:swap", () => { if (selected !== null) load(false); });
 
   const initial = keyInHash();
-  if (initial !== null) open(initial);
+  if (initial !== null) open(initial, true); // a link: the node centred, once drawn
 })();

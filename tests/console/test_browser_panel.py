@@ -138,3 +138,97 @@ def test_the_panel_follows_the_execution_live(console_live: Console, page: Any) 
     assert page.locator("#node-panel form.node-signal").count() == 0
     assert page.locator("#node-panel details[data-keep=schema]").evaluate("d => d.open") is True
     shot(page, "panel-live")
+
+
+_BOXES = """() => {
+  const box = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const parts = [...document.querySelectorAll('#diagram .fd-selected')].map(box);
+  return { node: [Math.min(...parts.map(p => p[0])), Math.min(...parts.map(p => p[1])),
+                  Math.max(...parts.map(p => p[2])), Math.max(...parts.map(p => p[3]))],
+           panel: box(document.querySelector('#node-panel')),
+           frame: box(document.querySelector('#diagram')) };
+}"""
+
+
+def _apart(a: list[float], b: list[float]) -> bool:
+    return a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+
+
+def _within(inner: list[float], outer: list[float]) -> bool:
+    return outer[0] <= inner[0] and outer[1] <= inner[1] and inner[2] <= outer[2] and inner[3] <= outer[3]
+
+
+@pytest.mark.parametrize("fmt", ["mermaid", "dot", "elk", "bpmn"])
+def test_the_panel_sits_beside_the_drawing_and_the_node_in_view(
+    console_live: Console, page: Any, fmt: str
+) -> None:
+    """At 1400x900 the panel is beside the drawing, not over it: the drawing's frame ends where the panel
+    begins, and the selected race arm is panned into that frame, clear of the panel; closing gives the
+    drawing its width and its fitted view back. A link `#node=KEY` does the same."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    eid = _start(console_live, "fulfilment", {"order": _order()}, f"beside-{fmt}")
+    _until_waiting(console_live, eid)
+    _login(page, console_live)
+    page.goto(f"{console_live.base}/executions/{eid}")
+    if fmt != "mermaid":
+        page.click(f"#diagram-formats button[data-format={fmt}]")
+    page.wait_for_selector(f"#diagram[data-drawn={fmt}]")
+    page.wait_for_function(f"document.querySelector('#diagram').dataset.viewed === '{fmt}'")
+    fitted = page.evaluate("flowdeckDiagram.view(document.querySelector('#diagram')).s")
+    width = page.evaluate("document.querySelector('#diagram').getBoundingClientRect().width")
+    # approval (the person's arm of the race) lies at the drawing's right: under the panel before
+    _label(page, "approval").click(force=fmt == "bpmn")
+    _wait_panel(page, "approval")
+    page.wait_for_function("document.querySelector('#diagram').dataset.revealed === 'approval'")
+    boxes = page.evaluate(_BOXES)
+    assert boxes["frame"][2] <= boxes["panel"][0] + 1, boxes  # beside, not over
+    assert _apart(boxes["node"], boxes["panel"]), boxes
+    assert _within(boxes["node"], boxes["frame"]), boxes
+    shot(page, f"panel-race-arm-{fmt}")
+    page.keyboard.press("Escape")
+    page.wait_for_function("document.querySelector('#node-panel').hidden")
+    page.wait_for_function(
+        f"Math.abs(document.querySelector('#diagram').getBoundingClientRect().width - {width}) < 2"
+    )
+    restored = page.evaluate("flowdeckDiagram.view(document.querySelector('#diagram')).s")
+    assert abs(restored - fitted) < 1e-6 * max(1.0, fitted), (restored, fitted)
+    page.goto(f"{console_live.base}/executions/{eid}#node=approval")
+    _wait_panel(page, "approval")
+    page.wait_for_function("document.querySelector('#diagram').dataset.revealed === 'approval'")
+    boxes = page.evaluate(_BOXES)
+    assert _apart(boxes["node"], boxes["panel"]), boxes
+    assert _within(boxes["node"], boxes["frame"]), boxes
+    centre = (boxes["node"][0] + boxes["node"][2]) / 2
+    frame_centre = (boxes["frame"][0] + boxes["frame"][2]) / 2
+    assert abs(centre - frame_centre) < 0.1 * (boxes["frame"][2] - boxes["frame"][0]), boxes  # centred
+
+
+VIEW = "flowdeckDiagram.view(document.querySelector('#diagram'))"
+
+
+def test_a_zoomed_drawing_keeps_its_zoom_beside_the_panel_and_gets_its_view_back(
+    console_live: Console, page: Any
+) -> None:
+    page.set_viewport_size({"width": 1400, "height": 900})
+    eid = _start(console_live, "fulfilment", {"order": _order()}, "beside-zoom")
+    _until_waiting(console_live, eid)
+    _login(page, console_live)
+    page.goto(f"{console_live.base}/executions/{eid}")
+    page.click("#diagram-formats button[data-format=dot]")
+    page.wait_for_function("document.querySelector('#diagram').dataset.viewed === 'dot'")
+    fitted = page.evaluate(VIEW)
+    page.click("[data-diagram-view] button[data-view=zoom-in]")  # the zoom and its record are synchronous
+    zoomed = page.evaluate(VIEW)
+    assert zoomed["s"] > fitted["s"]
+    page.evaluate("location.hash = '#node=approval'")  # a link followed on the page
+    _wait_panel(page, "approval")
+    page.wait_for_function("document.querySelector('#diagram').dataset.revealed === 'approval'")
+    beside = page.evaluate(VIEW)
+    assert abs(beside["s"] - zoomed["s"]) < 1e-9, (beside, zoomed)  # the operator's zoom is kept
+    boxes = page.evaluate(_BOXES)
+    assert _apart(boxes["node"], boxes["panel"]), boxes
+    assert _within(boxes["node"], boxes["frame"]), boxes
+    page.keyboard.press("Escape")
+    page.wait_for_function("document.querySelector('#node-panel').hidden")
+    back = page.evaluate(VIEW)
+    assert [round(back[k], 3) for k in "sxy"] == [round(zoomed[k], 3) for k in "sxy"]

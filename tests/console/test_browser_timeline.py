@@ -69,30 +69,66 @@ def test_the_timeline_of_a_waiting_order_with_absolute_times_on_hover(
     )
 
 
-def test_filters_by_event_kind_and_node(console_live: Console, page: Any) -> None:
+BARS = """(root) => Object.fromEntries([...document.querySelectorAll(`${root} [data-tl-lane]`)].map((row) =>
+  [row.dataset.tlLane, [row.querySelector('.tl-state').textContent,
+    ...[...row.querySelectorAll('rect.tl-bar')].map((r) =>
+      `${r.getAttribute('class')} ${r.textContent.split(' · ').slice(0, 2).join(' ')}`)]]))"""
+
+SHOWN_ROWS = """[...document.querySelectorAll('#history tr[data-seq]')].filter(r => !r.hidden)
+  .map(r => [r.dataset.kind, r.dataset.lane])"""
+
+
+def test_filters_by_event_kind_and_node_apply_to_the_event_table_too(
+    console_live: Console, page: Any
+) -> None:
     eid = _start(console_live, "fulfilment", {"order": _order()}, "tlf")
     _until_waiting(console_live, eid)
     _login(page, console_live)
     _open(page, console_live, eid)
+    everything = page.evaluate(SHOWN_ROWS)
+    assert {kind for kind, _ in everything} > {"InputWaiting"}
     page.select_option("#timeline select[name=kind]", "InputWaiting")
     page.wait_for_function(f"JSON.stringify({LANES}) === JSON.stringify(['approval'])")
+    page.wait_for_function(f"{SHOWN_ROWS}.every(([kind]) => kind === 'InputWaiting') && {SHOWN_ROWS}.length")
+    assert page.evaluate(SHOWN_ROWS) == [["InputWaiting", "approval"]]
+    assert "kind InputWaiting" in page.inner_text("#history-filter")
     page.select_option("#timeline select[name=kind]", "")
     page.wait_for_function(f"{LANES}.length > 3")
+    page.wait_for_function(f"{SHOWN_ROWS}.length === {len(everything)}")
+    assert page.locator("#history-filter").is_hidden()
     page.fill("#timeline input[name=node]", "decision")
     page.press("#timeline input[name=node]", "Enter")
     page.wait_for_function(f"JSON.stringify({LANES}) === JSON.stringify(['decision'])")
-    assert "over 100000" in page.inner_text("#timeline [data-tl-lane=decision] .tl-error")
+    page.wait_for_function(f"{SHOWN_ROWS}.length && {SHOWN_ROWS}.every(([, lane]) => lane === 'decision')")
+    assert {kind for kind, _ in page.evaluate(SHOWN_ROWS)} == {"StepStarted", "StepFailed"}
+    # the auto arm refused the large order while the person's arm can still win: lost, not failed
+    lane = page.locator("#timeline [data-tl-lane=decision]")
+    assert lane.locator(".tl-state").inner_text() == "lost"
+    assert lane.locator("rect.tl-failed").count() == 0
+    lost = lane.locator("rect.tl-attempt.tl-lost")
+    assert lost.count() == 1
+    assert "attempt 1 · lost ·" in lost.locator("title").text_content()
+    assert "over 100000" in lane.locator(".tl-lost-note").inner_text()
+    assert lane.locator(".tl-error").count() == 0
     shot(page, "timeline-filtered")
     _card(page, "timeline-filtered")
 
 
 def test_a_node_that_completes_extends_the_timeline_live(console_live: Console, page: Any) -> None:
+    """A live event asks for what came after the page's last seq: the rows of the lanes that changed are
+    swapped in, the others stay the same elements, and the whole history is never asked for again."""
     eid = _start(console_live, "fulfilment", {"order": _order()}, "tll")
     _until_waiting(console_live, eid)
     _login(page, console_live)
     _open(page, console_live, eid)
     assert "ship" not in _lanes(page)
-    page.evaluate("window.__notReloaded = true")
+    bars_before = page.locator("#timeline rect.tl-bar").count()
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.evaluate(
+        """window.__notReloaded = true;
+           document.querySelector('#timeline [data-tl-lane=total]').__kept = true;"""
+    )
     reply = console_live.operator.post(f"/executions/{eid}/signal/approval", {"approved": True, "by": "olga"})
     assert reply.status == 200, reply.text
     page.wait_for_function(f"{LANES}.includes('notify')")
@@ -101,6 +137,33 @@ def test_a_node_that_completes_extends_the_timeline_live(console_live: Console, 
         "document.querySelector('#timeline [data-tl-lane=approval] .tl-state').textContent === 'received'"
     )
     assert page.inner_text("#timeline [data-tl-lane=ship] .tl-state") == "completed"
+    assert page.locator("#timeline [data-tl-lane=ship] rect.tl-bar").count() == 1
+    assert page.locator("#timeline rect.tl-bar").count() > bars_before
+    # the completed lane nobody touched is the row drawn at first: only changed rows were swapped
+    assert page.evaluate("document.querySelector('#timeline [data-tl-lane=total]').__kept") is True
+    timeline_asks = [url for url in asked if f"/executions/{eid}/timeline" in url]
+    assert timeline_asks
+    assert all("after=" in url for url in timeline_asks), timeline_asks
+    assert not [url for url in asked if "history.json" in url or ("/api/v1/" in url and "/history" in url)]
+    # the race, decided: the person's arm won, the refused arm and the grace period lost
+    decision = page.locator("#timeline [data-tl-lane=decision]")
+    page.wait_for_function("document.querySelector('#timeline [data-tl-lane=decision] rect.tl-won') !== null")
+    # (the refused arm is asked again on each claim that runs the race: each refusal is a lost attempt)
+    assert decision.locator("rect.tl-won").count() == 1
+    assert decision.locator("rect.tl-lost").count() >= 1
+    assert decision.locator("rect.tl-failed").count() == 0
+    page.wait_for_function(
+        "document.querySelector('#timeline [data-tl-lane=grace] .tl-state').textContent === 'lost'"
+    )
+    # the page merged from deltas draws what the whole fragment, asked for afresh, draws
+    drawn = page.evaluate(BARS, "#timeline")
+    page.evaluate(
+        f"""fetch('/executions/{eid}/timeline/').then(r => r.text()).then(html => {{
+              const d = document.createElement('div'); d.id = 'fresh'; d.hidden = true; d.innerHTML = html;
+              document.body.appendChild(d); }})"""
+    )
+    page.wait_for_selector("#fresh .tl-grid", state="attached")
+    assert drawn == page.evaluate(BARS, "#fresh")
     shot(page, "timeline-live")
     _card(page, "timeline-live")
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from console import timeline
 from console.timeline import Bar
+from console.views.timeline import lanes_page
 from store.clock import ManualClock
 from store.events import Event, EventKind
 
@@ -215,7 +216,62 @@ def test_durations_and_offsets_read_as_an_operator_says_them() -> None:
 def test_lanes_page_clamps() -> None:
     lanes = [timeline.Lane(str(i), (Bar(str(i), "attempt", T0, T0, "completed"),), ()) for i in range(5)]
     assert (
-        [lane.name for lane in timeline.lanes_page(lanes, 1, 2)[0]],
-        timeline.lanes_page(lanes, 1, 2)[1],
+        [lane.name for lane in lanes_page(lanes, 1, 2)[0]],
+        lanes_page(lanes, 1, 2)[1],
     ) == (["2", "3"], 3)
-    assert [lane.name for lane in timeline.lanes_page(lanes, 9, 2)[0]] == ["4"]
+    assert [lane.name for lane in lanes_page(lanes, 9, 2)[0]] == ["4"]
+
+
+def _race() -> History:
+    """A race of three arms sharing the path `decision`: the first refused, the second won after a wait,
+    the third's sleep left open."""
+    h = History().add(K.CREATED).add(K.EXECUTION_CLAIMED, executor_id="w")
+    h.at(1).add(K.STEP_STARTED, step_name="decision").add(K.INPUT_WAITING, input_name="approval")
+    h.add(K.SLEEP_STARTED, step_name="grace", until=ms(86_400_000).isoformat())
+    h.at(2).add(K.STEP_FAILED, step_name="decision", error="over the limit")
+    h.at(5).add(K.INPUT_RECEIVED, input_name="approval").add(K.STEP_STARTED, step_name="decision")
+    return h.at(6).add(K.STEP_COMPLETED, step_name="decision")
+
+
+def test_a_lost_race_arm_is_lost_and_the_winner_won_as_the_progress_says() -> None:
+    from console.timeline_races import settle_races
+
+    tl = _race().build(waiting=set())
+    raced = settle_races(tl, {"decision": {"lost", "won"}, "grace": {"lost"}, "approval": {"won"}})
+    assert [b.outcome for b in raced.lane("decision").bars] == ["lost", "won"]  # type: ignore[union-attr]
+    assert [b.outcome for b in raced.lane("grace").bars] == ["lost"]  # type: ignore[union-attr]
+    assert raced.lane("grace").outcome() == "lost"  # type: ignore[union-attr]
+    assert [b.outcome for b in raced.lane("approval").bars] == ["received"]  # type: ignore[union-attr]
+    # a race whose arms all failed failed: its failures stay failures
+    failed = settle_races(tl, {"decision": {"failed"}})
+    assert [b.outcome for b in failed.lane("decision").bars] == ["failed", "completed"]  # type: ignore[union-attr]
+
+
+def test_a_fold_extended_by_later_events_is_the_timeline_of_the_whole_history() -> None:
+    h = _race()
+    fold = timeline.Fold().extend(h.events[:5])
+    middle = fold.timeline(ms(1), None)
+    assert middle.seq == 5
+    assert [b.outcome for b in middle.lane("decision").bars] == ["running"]  # type: ignore[union-attr]
+    fold.extend(h.events[3:])  # read again from an earlier offset: the events it has are not folded twice
+    whole = fold.timeline(h.clock.now(), set())
+    assert whole == h.build(waiting=set())
+    assert (whole.seq, whole.events) == (len(h.events), len(h.events))
+
+
+def test_each_event_is_on_the_lane_the_waterfall_draws_it_on() -> None:
+    h = History().add(K.CREATED).add(K.EXECUTION_CLAIMED, executor_id="w")
+    h.add(K.STEP_STARTED, step_name="pay~charge").add(K.INPUT_SUPPLIED, input_name="pay~amount")
+    h.add(K.COMPLETED)
+    assert [timeline.lane_of(e) for e in h.events] == [
+        "execution",
+        "execution",
+        "pay~charge",
+        "pay",
+        "execution",
+    ]
+    started = h.events[2]
+    assert timeline.matches(started, kind="StepStarted", node="pay~charge")
+    assert not timeline.matches(started, kind="StepCompleted")
+    assert not timeline.matches(started, node="pay")
+    assert timeline.matches(started)

@@ -136,3 +136,61 @@ async def test_a_hostile_node_name_is_text_in_the_timeline(engine: FlowEngine, v
     assert (
         html.count(ESCAPED) >= 4
     )  # the lane's data attribute, its label, the track's aria-label, the datalist
+
+
+async def test_after_a_seq_the_fragment_is_the_delta_of_the_lanes_that_changed(
+    engine: FlowEngine, viewer: AsyncClient
+) -> None:
+    await big_history.write(engine.store, "d-1", 60)
+    whole = (await viewer.get("/executions/d-1/timeline/")).content.decode()
+    assert 'data-tl-seq="60"' in whole
+    order = lanes(whole)
+    assert "data-tl-delta" not in whole
+    # nothing after 60: only the lanes still open (the claim, the last item and step running) come again
+    quiet = (await viewer.get("/executions/d-1/timeline/?after=60")).content.decode()
+    assert "data-tl-delta" in quiet
+    assert lanes(quiet) == ["execution", "items~24", "after"]
+    assert json.loads(re.search(r'data-tl-order="([^"]+)"', quiet).group(1).replace("&quot;", '"')) == order  # type: ignore[union-attr]
+    # after 50: the lanes with events 51..60 too
+    later = lanes((await viewer.get("/executions/d-1/timeline/?after=50")).content.decode())
+    assert "items~0" not in later
+    assert set(later) > {"execution", "items~24", "after"}
+    assert all(name in order for name in later)
+    # a seq the history has not reached, or an unwind, answers the whole fragment
+    ahead = (await viewer.get("/executions/d-1/timeline/?after=61")).content.decode()
+    assert "data-tl-delta" not in ahead
+    assert lanes(ahead) == order
+    assert (await viewer.get("/executions/d-1/timeline/?after=x")).status_code == 400
+
+
+async def test_history_routes_answer_the_events_after_a_seq(engine: FlowEngine, viewer: AsyncClient) -> None:
+    await big_history.write(engine.store, "d-2", 300)
+    rest = json.loads((await viewer.get("/api/v1/executions/d-2/history?after=290&limit=-1")).content)
+    assert [e["seq"] for e in rest["events"]] == list(range(291, 301))
+    paged = json.loads(
+        (await viewer.get("/api/v1/executions/d-2/history?after=290&limit=3&offset=2")).content
+    )
+    assert [e["seq"] for e in paged["events"]] == [293, 294, 295]
+    assert (await viewer.get("/api/v1/executions/d-2/history?after=-1")).status_code in (400, 422)
+    download = json.loads((await viewer.get("/executions/d-2/history.json?after=295")).content)
+    assert [e["seq"] for e in download["events"]] == list(range(296, 301))
+
+
+async def test_the_history_table_takes_the_timeline_filters(engine: FlowEngine, viewer: AsyncClient) -> None:
+    await big_history.write(engine.store, "d-3", 400)
+    rows = (await viewer.get("/executions/d-3/history/?node=items~3")).content.decode()
+    assert set(re.findall(r'data-lane="([^"]+)"', rows)) == {"items~3"}
+    assert re.findall(r'data-kind="([^"]+)"', rows) == ["StepStarted", "StepRetried", "StepCompleted"]
+    started = (await viewer.get("/executions/d-3/history/?kind=StepStarted")).content.decode()
+    seqs = [int(s) for s in re.findall(r'data-seq="(\d+)"', started)]
+    assert len(seqs) == 100
+    assert set(re.findall(r'data-kind="([^"]+)"', started)) == {"StepStarted"}
+    assert f"?offset={seqs[-1]}&amp;kind=StepStarted" in started  # "load more" keeps the filter
+    rest = (await viewer.get(f"/executions/d-3/history/?offset={seqs[-1]}&kind=StepStarted")).content.decode()
+    more = [int(s) for s in re.findall(r'data-seq="(\d+)"', rest)]
+    assert more
+    assert min(more) > seqs[-1]
+    none = (await viewer.get("/executions/d-3/history/?kind=SleepStarted")).content.decode()
+    assert "No event matches kind <b>SleepStarted</b>" in none
+    hostile = (await viewer.get("/executions/d-3/history/?node=<b>x</b>")).content.decode()
+    assert "<b>x</b>" not in hostile
