@@ -4,10 +4,21 @@ its neighbours), so a page never walks the executions itself."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-__all__ = ["ActivityBucket", "CodeCount", "ExecutorClaims", "RecentClaimer", "StatusCount", "VersionCount"]
+__all__ = [
+    "RETRY_MARK",
+    "ActivityBucket",
+    "CodeCount",
+    "ExecutorClaims",
+    "RecentClaimer",
+    "StatusCount",
+    "VersionCount",
+    "Waiting",
+    "WaitingPage",
+]
 
 
 @dataclass(frozen=True)
@@ -85,3 +96,26 @@ def bucket_count(since: datetime, now: datetime, width: timedelta) -> int:
     if buckets > MAX_BUCKETS:
         raise ValueError(f"activity asks {buckets} buckets; at most {MAX_BUCKETS}")
     return buckets
+
+
+# A durable retry back-off is a sleep row at `<node path>#retry<n>` (engine/bodies.py): its attempt failed
+# and the next one is scheduled for the row's `at`.
+RETRY_MARK = "#retry"
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """An execution with wait rows: since its row was last written (it suspended then), its rows' paths
+    (sorted), and the earliest `at` among its sleep rows (None when it waits on inputs only)."""
+
+    execution_id: str
+    workflow_id: str
+    since: datetime
+    paths: tuple[str, ...]
+    next_wake: datetime | None
+
+
+@dataclass(frozen=True)
+class WaitingPage:
+    total: int
+    items: Sequence[Waiting]

@@ -483,6 +483,10 @@ class MemoryStore(spi.FlowStore):
         with self._lock:
             return memory_reads.activity(self.data, since, width, self.clock.now())
 
+    async def waiting_longest(self, limit: int, retrying: bool = False) -> counts.WaitingPage:
+        with self._lock:
+            return memory_reads.waiting_longest(self.data, limit, retrying)
+
     # ---- what a workflow page reads of each node (store/memory_node_stats.py)
 
     async def nodes_now(

@@ -27,6 +27,7 @@ __all__ = [
     "list_heartbeats",
     "recent_claimers",
     "record_heartbeat",
+    "waiting_longest",
 ]
 
 
@@ -161,3 +162,23 @@ def activity(
         elif isinstance(row.status, spi.Failed):
             add(row.updated, 2)
     return [counts.ActivityBucket(since + width * i, *tally[i]) for i in range(n)]
+
+
+def _retrying(state: spi.ExecutionState) -> bool:
+    return any(isinstance(w, spi.WakeAt) and counts.RETRY_MARK in p for p, w in state.waits.items())
+
+
+def waiting_longest(data: MemoryData, limit: int, retrying: bool) -> counts.WaitingPage:
+    found = [row for row in data.executions.values() if row.waits and (not retrying or _retrying(row))]
+    found.sort(key=lambda row: (row.updated, row.execution_id))
+    items = [
+        counts.Waiting(
+            row.execution_id,
+            row.flow_id,
+            row.updated,
+            tuple(sorted(row.waits)),
+            min((w.at for w in row.waits.values() if isinstance(w, spi.WakeAt)), default=None),
+        )
+        for row in found[: max(0, limit)]
+    ]
+    return counts.WaitingPage(len(found), items)

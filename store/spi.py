@@ -496,6 +496,12 @@ class FlowStore(abc.ABC):
         `counts.MAX_BUCKETS` (else ValueError, `counts.bucket_count`); rows stamped after the last
         bucket are not counted."""
 
+    @abc.abstractmethod
+    async def waiting_longest(self, limit: int, retrying: bool = False) -> counts.WaitingPage:
+        """The executions with wait rows, longest waiting first (oldest `updated`, then id), at most `limit`,
+        with how many there are in all; with `retrying`, only those with a retry row (a sleep row whose
+        path holds `counts.RETRY_MARK`: the last attempt failed and another is scheduled)."""
+
     # ---- what a workflow page reads of each node (Flowdeck). Value types and folds in store/node_stats.py.
 
     @abc.abstractmethod

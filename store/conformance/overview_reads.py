@@ -70,3 +70,25 @@ class OverviewReadCases(StoreCase):
             await fx.store.activity(now, timedelta(0))
         with pytest.raises(ValueError, match="at most 1440"):
             await fx.store.activity(now - timedelta(days=2), seconds(60))
+
+    async def test_overview_waiting_longest_and_retrying(self, fx: StoreFixture) -> None:
+        t0 = fx.clock.now()
+        for eid in ("e1", "e2", "e3", "e4", "e5"):
+            await fx.mk_execution(eid, WF2 if eid == "e3" else WF1)
+        await fx.mk_waits("e1", {"approve": spi.WakeOnField("approval")})
+        await fx.clock.advance(5)
+        due = t0 + seconds(65)
+        await fx.mk_waits("e2", {"pay#retry1": spi.WakeAt(due), "nap": spi.WakeAt(due + seconds(9))})
+        await fx.clock.advance(5)
+        await fx.mk_waits("e3", {"sleep": spi.WakeAt(t0 + seconds(600))})
+        await fx.terminate("e5", spi.Completed())
+        page = await fx.store.waiting_longest(2)
+        assert page.total == 3
+        assert list(page.items) == [
+            counts.Waiting("e1", WF1, t0, ("approve",), None),
+            counts.Waiting("e2", WF1, t0 + seconds(5), ("nap", "pay#retry1"), due),
+        ]
+        retrying = await fx.store.waiting_longest(10, retrying=True)
+        assert retrying.total == 1
+        assert [w.execution_id for w in retrying.items] == ["e2"]
+        assert (await fx.store.waiting_longest(0)).items == []

@@ -26,6 +26,7 @@ __all__ = [
     "claims_by_executor",
     "failure_kinds",
     "recent_claimers",
+    "waiting_longest",
 ]
 
 
@@ -155,3 +156,28 @@ def activity(tx: Tx, since: datetime, width: timedelta, now: datetime) -> list[c
         if 0 <= b < n:
             tally[b][1 if kind == "completed" else 2] += count
     return [counts.ActivityBucket(since + width * i, *tally[i]) for i in range(n)]
+
+
+def waiting_longest(tx: Tx, limit: int, retrying: bool) -> counts.WaitingPage:
+    db = tx.connection.alias
+    waits = models.Wait.objects.using(db)
+    if retrying:
+        waits = waits.filter(kind=models.Wait.AT, path__contains=counts.RETRY_MARK)
+    matching = models.Execution.objects.using(db).filter(id__in=waits.values("execution_id"))
+    total = matching.count()
+    page = list(matching.order_by("updated", "id").values_list("id", "flow_id", "updated")[: max(0, limit)])
+    rows: dict[str, list[Any]] = {eid: [[], None] for eid, _, _ in page}  # id -> [paths, earliest at]
+    found = (
+        models.Wait.objects.using(db)
+        .filter(execution_id__in=list(rows))
+        .values_list("execution_id", "path", "at")
+    )
+    for eid, path, at in found:
+        rows[eid][0].append(path)
+        if at is not None and (rows[eid][1] is None or at < rows[eid][1]):
+            rows[eid][1] = at
+    items = [
+        counts.Waiting(eid, wid, updated, tuple(sorted(rows[eid][0])), rows[eid][1])
+        for eid, wid, updated in page
+    ]
+    return counts.WaitingPage(total, items)

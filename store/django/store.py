@@ -559,6 +559,10 @@ class DjangoStore(spi.FlowStore):
         work = functools.partial(django_counts.activity, since=since, width=width, now=self.now())
         return await self._run("activity", work)
 
+    async def waiting_longest(self, limit: int, retrying: bool = False) -> counts.WaitingPage:
+        work = functools.partial(django_counts.waiting_longest, limit=limit, retrying=retrying)
+        return await self._run("waiting_longest", work)
+
     # ---- what a workflow page reads of each node (store/django/node_stats.py)
 
     async def nodes_now(
