@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, path, register_converter
-from django.views.generic import RedirectView
 
 from console.views import (
     account,
@@ -12,6 +11,7 @@ from console.views import (
     execution,
     executions,
     node,
+    overview,
     parked,
     timeline,
     workflow_node,
@@ -25,10 +25,11 @@ register_converter(converters.StoredId, "stored_id")
 E = "executions/<stored_id:execution_id>/"
 
 urlpatterns: list[URLPattern] = [
-    path("", RedirectView.as_view(url="/executions/", permanent=False), name="console-home"),
+    path("", overview.overview, name="console-home"),
+    path("overview/numbers/", overview.overview_numbers, name="console-overview-numbers"),
     path(
         "login/",
-        auth_views.LoginView.as_view(template_name="console/login.html", next_page="/executions/"),
+        auth_views.LoginView.as_view(template_name="console/login.html", next_page="/"),
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(next_page="/login/"), name="logout"),
