@@ -27,7 +27,8 @@ SERIES = ("started", "completed", "failed")
 def bar_chart(
     buckets: Sequence[counts.ActivityBucket], label_every: int, time_format: str, zone: tzinfo, title: str
 ) -> SafeString:
-    """The SVG of `buckets`, a time label under every `label_every`th bucket (in `zone`, `time_format`)."""
+    """The SVG of `buckets`, a time label (in `zone`, `time_format`) under each bucket that starts on a
+    multiple of `label_every` seconds (every 10 minutes: 15:10, 15:20, ...)."""
     top = _nice_top(max((max(b.started, b.completed, b.failed) for b in buckets), default=0))
     slot = PLOT / max(1, len(buckets))
     bars = format_html_join(
@@ -39,7 +40,7 @@ def bar_chart(
         (
             (f"{LEFT + slot * i:.1f}", HEIGHT + 16, _local(b.start, zone).strftime(time_format))
             for i, b in enumerate(buckets)
-            if i % label_every == 0
+            if int(b.start.timestamp()) % label_every == 0
         ),
     )
     return format_html(

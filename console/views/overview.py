@@ -94,8 +94,8 @@ async def _charts(store: spi.FlowStore) -> dict[str, Any]:
     last_hour = await store.activity(minute, timedelta(minutes=1))
     last_day = await store.activity(hour, timedelta(hours=1))
     return {
-        "hour_chart": overview_chart.bar_chart(last_hour, 10, "%H:%M", zone, "Per minute, the last hour"),
-        "day_chart": overview_chart.bar_chart(last_day, 3, "%H:00", zone, "Per hour, the last day"),
+        "hour_chart": overview_chart.bar_chart(last_hour, 600, "%H:%M", zone, "Per minute, the last hour"),
+        "day_chart": overview_chart.bar_chart(last_day, 3 * 3600, "%H:00", zone, "Per hour, the last day"),
         "hour_sums": _sums(last_hour),
         "day_sums": _sums(last_day),
     }

@@ -11,7 +11,6 @@ import html
 import os
 import re
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -22,12 +21,11 @@ from django.test import AsyncClient
 from console import live, runtime
 from console.discovery import discover
 from engine.engine import FlowEngine
-from store import spi
+from tests.console.seed_overview import seed_execution
 from tests.store.django_support import postgres_alias, postgres_reachable  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True, databases="__all__")
 
-K = spi.EventKind
 HOSTILE_KIND = "<script>alert(1)</script>"
 
 
@@ -63,42 +61,7 @@ async def viewer(engine: FlowEngine) -> AsyncClient:
 
 
 async def _seed(engine: FlowEngine, eid: str, how: str, code: str | None = None) -> None:
-    """A `counter` execution left as a worker leaves it: `how` is completed, failed (of kind `code`),
-    stopped (with stop code `code`), waiting (on its input), retrying (a retry back-off row) or running."""
-    store = engine.store
-    info = await store.get_workflow("counter")
-    assert info is not None
-
-    def event(kind: spi.EventKind, **data: Any) -> spi.Event:
-        return spi.Event(kind, "counter", eid, store.now(), data)
-
-    handle = await store.create_claimed_if_absent(
-        eid, "counter", info.structural_hash, spi.Running(), event(K.CREATED),
-        executor_id="t", lease=timedelta(minutes=5),
-    )  # fmt: skip
-    assert handle is not None
-    match how:
-        case "completed":
-            ending: spi.ClaimOutcome = spi.Terminal(spi.Completed(), event(K.COMPLETED))
-        case "failed":
-            ending = spi.Terminal(spi.Failed("boom", code), event(K.FAILED, error="boom"))
-        case "stopped":
-            assert code is not None
-            stopped = spi.Stopped(code, "double", "stuck")
-            ending = spi.Stop(stopped, event(K.STOPPED, code=code, node="double", reason="stuck"))
-        case "waiting":
-            await handle.record_wait(
-                "count", spi.WakeOnField("count"), event(K.INPUT_WAITING, input_name="count")
-            )
-            ending = spi.Suspended(frozenset({"count"}))
-        case "retrying":
-            at = store.now() + timedelta(minutes=3)
-            row = "double#retry1"
-            await handle.record_wait(row, spi.WakeAt(at), event(K.SLEEP_STARTED, path=row, at=at.isoformat()))
-            ending = spi.Suspended(frozenset({row}))
-        case _:
-            return
-    assert await handle.finish(ending) == spi.StatusOutcome.APPLIED
+    await seed_execution(engine.store, eid, how, code)
 
 
 async def _seed_all(engine: FlowEngine) -> None:
