@@ -105,12 +105,14 @@ RETRY_MARK = "#retry"
 
 @dataclass(frozen=True)
 class Waiting:
-    """An execution with wait rows: since its row was last written (it suspended then), its rows' paths
-    (sorted), and the earliest `at` among its sleep rows (None when it waits on inputs only)."""
+    """An execution with wait rows: when it was created, when its row was last written (it suspended
+    then, or was signalled), its rows' paths (sorted), and the earliest `at` among its sleep rows (None
+    when it waits on inputs only)."""
 
     execution_id: str
     workflow_id: str
-    since: datetime
+    created: datetime
+    updated: datetime
     paths: tuple[str, ...]
     next_wake: datetime | None
 

@@ -170,11 +170,12 @@ def _retrying(state: spi.ExecutionState) -> bool:
 
 def waiting_longest(data: MemoryData, limit: int, retrying: bool) -> counts.WaitingPage:
     found = [row for row in data.executions.values() if row.waits and (not retrying or _retrying(row))]
-    found.sort(key=lambda row: (row.updated, row.execution_id))
+    found.sort(key=lambda row: row.created)  # stable: ties keep creation (insertion) order
     items = [
         counts.Waiting(
             row.execution_id,
             row.flow_id,
+            row.created,
             row.updated,
             tuple(sorted(row.waits)),
             min((w.at for w in row.waits.values() if isinstance(w, spi.WakeAt)), default=None),

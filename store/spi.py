@@ -498,9 +498,12 @@ class FlowStore(abc.ABC):
 
     @abc.abstractmethod
     async def waiting_longest(self, limit: int, retrying: bool = False) -> counts.WaitingPage:
-        """The executions with wait rows, longest waiting first (oldest `updated`, then id), at most `limit`,
-        with how many there are in all; with `retrying`, only those with a retry row (a sleep row whose
-        path holds `counts.RETRY_MARK`: the last attempt failed and another is scheduled)."""
+        """The executions with wait rows, open the longest first (oldest created; ties in creation order),
+        at most `limit`, with how many there are in all; with `retrying`, only those with a retry row (a
+        sleep row whose path holds `counts.RETRY_MARK`: the last attempt failed, another is scheduled).
+
+        Oldest created, not oldest `updated`: the creation order is indexed over the unended rows, so
+        the page costs `limit` steps at any size; the rows' `updated` says when each last moved."""
 
     # ---- what a workflow page reads of each node (Flowdeck). Value types and folds in store/node_stats.py.
 

@@ -10,7 +10,9 @@ engine's feed would repaint the page on every event.
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -86,13 +88,17 @@ def _codes(found: list[counts.CodeCount]) -> dict[str, Any]:
     }
 
 
-async def _charts(store: spi.FlowStore) -> dict[str, Any]:
+def _charts(store: spi.FlowStore) -> tuple[Awaitable[Sequence[counts.ActivityBucket]], ...]:
     now = store.now().replace(microsecond=0)
-    zone = timezone.get_current_timezone()
     minute = now.replace(second=0) - timedelta(minutes=59)
     hour = now.replace(minute=0, second=0) - timedelta(hours=23)
-    last_hour = await store.activity(minute, timedelta(minutes=1))
-    last_day = await store.activity(hour, timedelta(hours=1))
+    return store.activity(minute, timedelta(minutes=1)), store.activity(hour, timedelta(hours=1))
+
+
+def _drawn(
+    last_hour: Sequence[counts.ActivityBucket], last_day: Sequence[counts.ActivityBucket]
+) -> dict[str, Any]:
+    zone = timezone.get_current_timezone()
     return {
         "hour_chart": overview_chart.bar_chart(last_hour, 600, "%H:%M", zone, "Per minute, the last hour"),
         "day_chart": overview_chart.bar_chart(last_day, 3 * 3600, "%H:00", zone, "Per hour, the last day"),
@@ -101,7 +107,7 @@ async def _charts(store: spi.FlowStore) -> dict[str, Any]:
     }
 
 
-def _sums(buckets: list[counts.ActivityBucket]) -> dict[str, int]:
+def _sums(buckets: Sequence[counts.ActivityBucket]) -> dict[str, int]:
     return {
         "started": sum(b.started for b in buckets),
         "completed": sum(b.completed for b in buckets),
@@ -112,7 +118,9 @@ def _sums(buckets: list[counts.ActivityBucket]) -> dict[str, int]:
 def _waits(page: counts.WaitingPage, now: datetime) -> dict[str, Any]:
     return {
         "total": page.total,
-        "items": [{"w": w, "for": _age(now - w.since)} for w in page.items],
+        "items": [
+            {"w": w, "open": _age(now - w.created), "moved": _age(now - w.updated)} for w in page.items
+        ],
     }
 
 
@@ -133,17 +141,38 @@ async def _total(store: spi.FlowStore, filt: spi.ExecutionFilter.Any, word: str)
 
 
 async def numbers(store: spi.FlowStore, registered: list[str]) -> dict[str, Any]:
-    """Everything the numbers part shows, read from the store."""
+    """Everything the numbers part shows, read from the store: its reads are independent, so they run
+    at once (on PostgreSQL the store serves them on as many connections; SQLite runs them in turn)."""
     now = store.now()
+    (
+        by_status,
+        by_code,
+        last_hour,
+        last_day,
+        retrying,
+        waiting,
+        on_input,
+        sleeping,
+        workers,
+    ) = await asyncio.gather(
+        store.count_by_status(),
+        store.count_by_code(),
+        *_charts(store),
+        store.waiting_longest(SHOWN, retrying=True),
+        store.waiting_longest(SHOWN),
+        _total(store, spi.ExecutionFilter.WaitingForInput(), "waiting"),
+        _total(store, spi.ExecutionFilter.Sleeping(), "sleeping"),
+        heartbeat.executors(store),
+    )
     return {
-        **_status_rows(list(await store.count_by_status()), registered),
-        **_codes(list(await store.count_by_code())),
-        **(await _charts(store)),
-        "retrying": _waits(await store.waiting_longest(SHOWN, retrying=True), now),
-        "waiting": _waits(await store.waiting_longest(SHOWN), now),
-        "on_input": await _total(store, spi.ExecutionFilter.WaitingForInput(), "waiting"),
-        "sleeping": await _total(store, spi.ExecutionFilter.Sleeping(), "sleeping"),
-        "workers": await heartbeat.executors(store),
+        **_status_rows(list(by_status), registered),
+        **_codes(list(by_code)),
+        **_drawn(last_hour, last_day),
+        "retrying": _waits(retrying, now),
+        "waiting": _waits(waiting, now),
+        "on_input": on_input,
+        "sleeping": sleeping,
+        "workers": workers,
         "heard_within_seconds": int(heartbeat.HEARD_WITHIN.total_seconds()),
         "refresh_seconds": REFRESH_SECONDS,
         "now": now,

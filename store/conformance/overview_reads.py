@@ -73,21 +73,31 @@ class OverviewReadCases(StoreCase):
 
     async def test_overview_waiting_longest_and_retrying(self, fx: StoreFixture) -> None:
         t0 = fx.clock.now()
-        for eid in ("e1", "e2", "e3", "e4", "e5"):
+        await fx.mk_execution("e0")  # created first, ended: not waiting
+        for eid in ("e2", "e1", "e3", "e4"):  # e2 and e1 created at one instant: creation order decides
             await fx.mk_execution(eid, WF2 if eid == "e3" else WF1)
+        await fx.clock.advance(5)
+        await fx.mk_execution("e5")
+        await fx.mk_waits("e5", {"later": spi.WakeOnField("later")})
         await fx.mk_waits("e1", {"approve": spi.WakeOnField("approval")})
         await fx.clock.advance(5)
         due = t0 + seconds(65)
         await fx.mk_waits("e2", {"pay#retry1": spi.WakeAt(due), "nap": spi.WakeAt(due + seconds(9))})
-        await fx.clock.advance(5)
         await fx.mk_waits("e3", {"sleep": spi.WakeAt(t0 + seconds(600))})
-        await fx.terminate("e5", spi.Completed())
+        handle = await fx.claim("e0")
+        wake = spi.WakeOnField("gone")
+        recorded = await handle.record_wait("gone", wake, fx.waiting("e0", "gone", wake))
+        assert recorded == spi.WriteOutcome.APPLIED
+        ending = spi.Terminal(spi.Completed(), fx.ending("e0", spi.Completed()))
+        assert await handle.finish(ending) == spi.StatusOutcome.APPLIED  # the ending retires its row
         page = await fx.store.waiting_longest(2)
-        assert page.total == 3
+        assert page.total == 4
         assert list(page.items) == [
-            counts.Waiting("e1", WF1, t0, ("approve",), None),
-            counts.Waiting("e2", WF1, t0 + seconds(5), ("nap", "pay#retry1"), due),
+            counts.Waiting("e2", WF1, t0, t0 + seconds(10), ("nap", "pay#retry1"), due),
+            counts.Waiting("e1", WF1, t0, t0 + seconds(5), ("approve",), None),
         ]
+        every = (await fx.store.waiting_longest(10)).items
+        assert [w.execution_id for w in every] == ["e2", "e1", "e3", "e5"]
         retrying = await fx.store.waiting_longest(10, retrying=True)
         assert retrying.total == 1
         assert [w.execution_id for w in retrying.items] == ["e2"]

@@ -9,7 +9,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 from django.db.models.expressions import RawSQL
 
 from store import counts
@@ -163,10 +163,16 @@ def waiting_longest(tx: Tx, limit: int, retrying: bool) -> counts.WaitingPage:
     waits = models.Wait.objects.using(db)
     if retrying:
         waits = waits.filter(kind=models.Wait.AT, path__contains=counts.RETRY_MARK)
-    matching = models.Execution.objects.using(db).filter(id__in=waits.values("execution_id"))
-    total = matching.count()
-    page = list(matching.order_by("updated", "id").values_list("id", "flow_id", "updated")[: max(0, limit)])
-    rows: dict[str, list[Any]] = {eid: [[], None] for eid, _, _ in page}  # id -> [paths, earliest at]
+    # wait rows exist only on unended rows (an ending retires them): the total needs no join
+    total = waits.values("execution_id").distinct().count()
+    # oldest first through fs_exec_active_created (walked backwards), each checked for a wait row
+    page = list(
+        models.Execution.objects.using(db)
+        .filter(~Q(status_kind__in=models.TERMINAL_KINDS), Exists(waits.filter(execution_id=OuterRef("id"))))
+        .order_by("created", "serial")
+        .values_list("id", "flow_id", "created", "updated")[: max(0, limit)]
+    )
+    rows: dict[str, list[Any]] = {eid: [[], None] for eid, *_ in page}  # id -> [paths, earliest at]
     found = (
         models.Wait.objects.using(db)
         .filter(execution_id__in=list(rows))
@@ -177,7 +183,7 @@ def waiting_longest(tx: Tx, limit: int, retrying: bool) -> counts.WaitingPage:
         if at is not None and (rows[eid][1] is None or at < rows[eid][1]):
             rows[eid][1] = at
     items = [
-        counts.Waiting(eid, wid, updated, tuple(sorted(rows[eid][0])), rows[eid][1])
-        for eid, wid, updated in page
+        counts.Waiting(eid, wid, created, updated, tuple(sorted(rows[eid][0])), rows[eid][1])
+        for eid, wid, created, updated in page
     ]
     return counts.WaitingPage(total, items)
