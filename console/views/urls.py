@@ -29,7 +29,7 @@ urlpatterns: list[URLPattern] = [
     path("overview/numbers/", overview.overview_numbers, name="console-overview-numbers"),
     path(
         "login/",
-        auth_views.LoginView.as_view(template_name="console/login.html", next_page="/"),
+        auth_views.LoginView.as_view(template_name="console/login.html", next_page="/executions/"),
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(next_page="/login/"), name="logout"),
