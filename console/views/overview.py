@@ -34,6 +34,7 @@ __all__ = ["overview", "overview_numbers"]
 # still shows, after these).
 STATUS_ORDER = ("running", "compensating", "stopped", "failed", "completed", "cancelled")
 REFRESH_SECONDS = 5
+MINUTE = timedelta(minutes=1)
 SHOWN = 8  # executions listed as retrying now, and as waiting the longest
 
 
@@ -88,11 +89,25 @@ def _codes(found: list[counts.CodeCount]) -> dict[str, Any]:
     }
 
 
-def _charts(store: spi.FlowStore) -> tuple[Awaitable[Sequence[counts.ActivityBucket]], ...]:
+def _day_of_minutes(store: spi.FlowStore) -> Awaitable[Sequence[counts.ActivityBucket]]:
+    """Per minute from the top of the hour 23 hours ago: one read that both charts are cut from."""
     now = store.now().replace(microsecond=0)
-    minute = now.replace(second=0) - timedelta(minutes=59)
-    hour = now.replace(minute=0, second=0) - timedelta(hours=23)
-    return store.activity(minute, timedelta(minutes=1)), store.activity(hour, timedelta(hours=1))
+    return store.activity(now.replace(minute=0, second=0) - timedelta(hours=23), MINUTE)
+
+
+def _cut(minutes: Sequence[counts.ActivityBucket]) -> tuple[list[counts.ActivityBucket], ...]:
+    """The last hour's 60 minutes, and the day's hours (each the sum of its minutes)."""
+    hours = [minutes[i : i + 60] for i in range(0, len(minutes), 60)]
+    day = [
+        counts.ActivityBucket(
+            group[0].start,
+            sum(b.started for b in group),
+            sum(b.completed for b in group),
+            sum(b.failed for b in group),
+        )
+        for group in hours
+    ]
+    return list(minutes[-60:]), day
 
 
 def _drawn(
@@ -147,8 +162,7 @@ async def numbers(store: spi.FlowStore, registered: list[str]) -> dict[str, Any]
     (
         by_status,
         by_code,
-        last_hour,
-        last_day,
+        minutes,
         retrying,
         waiting,
         on_input,
@@ -157,7 +171,7 @@ async def numbers(store: spi.FlowStore, registered: list[str]) -> dict[str, Any]
     ) = await asyncio.gather(
         store.count_by_status(),
         store.count_by_code(),
-        *_charts(store),
+        _day_of_minutes(store),
         store.waiting_longest(SHOWN, retrying=True),
         store.waiting_longest(SHOWN),
         _total(store, spi.ExecutionFilter.WaitingForInput(), "waiting"),
@@ -167,7 +181,7 @@ async def numbers(store: spi.FlowStore, registered: list[str]) -> dict[str, Any]
     return {
         **_status_rows(list(by_status), registered),
         **_codes(list(by_code)),
-        **_drawn(last_hour, last_day),
+        **_drawn(*_cut(minutes)),
         "retrying": _waits(retrying, now),
         "waiting": _waits(waiting, now),
         "on_input": on_input,

@@ -123,9 +123,9 @@ async def test_the_overview_counts_and_every_link_lists_that_many(
     assert ("/executions/?status=waiting", 1) in _counts(page, "waiting")
     assert ("/executions/?status=sleeping", 1) in _counts(page, "waiting")
 
-    hour = _section_text(page, "chart-hour")
-    for words in ("9 started", "2 completed", "3 failed"):
-        assert words in hour
+    for chart in ("chart-hour", "chart-day"):
+        for words in ("9 started", "2 completed", "3 failed"):
+            assert words in _section_text(page, chart)
     assert "retry-1" in _section_text(page, "retrying")
     waiting = _section_text(page, "waiting")
     for words in ("wait-1", "retry-1", "(2 waiting)"):
