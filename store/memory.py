@@ -481,6 +481,18 @@ class MemoryStore(spi.FlowStore):
         with self._lock:
             return memory_reads.recent_claimers(self.data, self.clock.now() - within, scan)
 
+    async def count_by_code(self) -> Sequence[counts.CodeCount]:
+        with self._lock:
+            return memory_reads.count_by_code(self.data)
+
+    async def activity(self, since: datetime, width: timedelta) -> Sequence[counts.ActivityBucket]:
+        with self._lock:
+            return memory_reads.activity(self.data, since, width, self.clock.now())
+
+    async def waiting_longest(self, limit: int, retrying: bool = False) -> counts.WaitingPage:
+        with self._lock:
+            return memory_reads.waiting_longest(self.data, limit, retrying)
+
     # ---- what a workflow page reads of each node (store/memory_node_stats.py)
 
     async def nodes_now(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Collection
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from store import counts, feed, heartbeats, spi
@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from store.memory import MemoryData
 
 __all__ = [
+    "activity",
     "claims_by_executor",
+    "count_by_code",
     "count_by_status",
     "count_by_version",
     "events_after",
@@ -25,6 +27,7 @@ __all__ = [
     "list_heartbeats",
     "recent_claimers",
     "record_heartbeat",
+    "waiting_longest",
 ]
 
 
@@ -127,3 +130,56 @@ def recent_claimers(data: MemoryData, since: datetime, scan: int) -> list[counts
             last.setdefault(executor, event.timestamp)
     ordered = sorted(last, key=lambda executor: last[executor], reverse=True)
     return [counts.RecentClaimer(executor, claims[executor], last[executor]) for executor in ordered]
+
+
+def count_by_code(data: MemoryData) -> list[counts.CodeCount]:
+    found: Counter[tuple[str, str, str | None]] = Counter()
+    for row in data.executions.values():
+        if isinstance(row.status, spi.Failed):
+            found[(row.flow_id, "failed", row.status.kind)] += 1
+        elif isinstance(row.status, spi.Stopped):
+            found[(row.flow_id, "stopped", row.status.code)] += 1
+    order = sorted(found, key=lambda k: (k[0], k[1], k[2] is not None, k[2] or ""))
+    return [counts.CodeCount(wid, status, code, found[(wid, status, code)]) for wid, status, code in order]
+
+
+def activity(
+    data: MemoryData, since: datetime, width: timedelta, now: datetime
+) -> list[counts.ActivityBucket]:
+    n = counts.bucket_count(since, now, width)
+    tally = [[0, 0, 0] for _ in range(n)]
+
+    def add(at: datetime, column: int) -> None:
+        # whole seconds, as an SQL store buckets epoch seconds
+        index = int((at - since).total_seconds() // 1 // width.total_seconds()) if at >= since else -1
+        if 0 <= index < n:
+            tally[index][column] += 1
+
+    for row in data.executions.values():
+        add(row.created, 0)
+        if isinstance(row.status, spi.Completed):
+            add(row.updated, 1)
+        elif isinstance(row.status, spi.Failed):
+            add(row.updated, 2)
+    return [counts.ActivityBucket(since + width * i, *tally[i]) for i in range(n)]
+
+
+def _retrying(state: spi.ExecutionState) -> bool:
+    return any(isinstance(w, spi.WakeAt) and counts.RETRY_MARK in p for p, w in state.waits.items())
+
+
+def waiting_longest(data: MemoryData, limit: int, retrying: bool) -> counts.WaitingPage:
+    found = [row for row in data.executions.values() if row.waits and (not retrying or _retrying(row))]
+    found.sort(key=lambda row: row.created)  # stable: ties keep creation (insertion) order
+    items = [
+        counts.Waiting(
+            row.execution_id,
+            row.flow_id,
+            row.created,
+            row.updated,
+            tuple(sorted(row.waits)),
+            min((w.at for w in row.waits.values() if isinstance(w, spi.WakeAt)), default=None),
+        )
+        for row in found[: max(0, limit)]
+    ]
+    return counts.WaitingPage(len(found), items)

@@ -489,6 +489,28 @@ class FlowStore(abc.ABC):
         """The executors named by the ExecutionClaimed events stamped within `within` of the store's now
         (the newest `scan` of them at most), latest claim first, with how many of those events each has."""
 
+    @abc.abstractmethod
+    async def count_by_code(self) -> Sequence[counts.CodeCount]:
+        """The Failed executions per workflow and failure kind, and the Stopped ones per workflow and stop
+        code (`CodeCount`), by workflow, then status word, then code (None first); only those with some."""
+
+    @abc.abstractmethod
+    async def activity(self, since: datetime, width: timedelta) -> Sequence[counts.ActivityBucket]:
+        """Every bucket of `width` from `since` to the store's now (`counts.bucket_count` of them, oldest
+        first, empty ones included): the executions created in it, and those whose Completed or Failed row
+        was last written in it. `since` and `width` are whole seconds and the buckets at most
+        `counts.MAX_BUCKETS` (else ValueError, `counts.bucket_count`); rows stamped after the last
+        bucket are not counted."""
+
+    @abc.abstractmethod
+    async def waiting_longest(self, limit: int, retrying: bool = False) -> counts.WaitingPage:
+        """The executions with wait rows, open the longest first (oldest created; ties in creation order),
+        at most `limit`, with how many there are in all; with `retrying`, only those with a retry row (a
+        sleep row whose path holds `counts.RETRY_MARK`: the last attempt failed, another is scheduled).
+
+        Oldest created, not oldest `updated`: the creation order is indexed over the unended rows, so
+        the page costs `limit` steps at any size; the rows' `updated` says when each last moved."""
+
     # ---- what a workflow page reads of each node (Flowdeck). Value types and folds in store/node_stats.py.
 
     @abc.abstractmethod

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, path, register_converter
-from django.views.generic import RedirectView
 
 from console.views import (
     account,
@@ -13,6 +12,7 @@ from console.views import (
     execution,
     executions,
     node,
+    overview,
     parked,
     timeline,
     workflow_node,
@@ -26,7 +26,8 @@ register_converter(converters.StoredId, "stored_id")
 E = "executions/<stored_id:execution_id>/"
 
 urlpatterns: list[URLPattern] = [
-    path("", RedirectView.as_view(url="/executions/", permanent=False), name="console-home"),
+    path("", overview.overview, name="console-home"),
+    path("overview/numbers/", overview.overview_numbers, name="console-overview-numbers"),
     path(
         "login/",
         auth_views.LoginView.as_view(template_name="console/login.html", next_page="/executions/"),

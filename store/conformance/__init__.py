@@ -32,6 +32,7 @@ from store.conformance.fields import FieldCases
 from store.conformance.history import HistoryCases
 from store.conformance.node_reads import NodeReadCases
 from store.conformance.operator_writes import OperatorWriteCases
+from store.conformance.overview_reads import OverviewReadCases
 from store.conformance.search import SearchCases
 from store.conformance.signals import SignalCases
 from store.conformance.support import EX1, EX2, LEASE, SERVED, SERVED_BOTH, WF1, WF2, StoreFixture
@@ -68,5 +69,6 @@ class FlowStoreConformance(
     OperatorWriteCases,
     ConsoleReadCases,
     NodeReadCases,
+    OverviewReadCases,
 ):
     """kyo-flow's 115 store cases, translated, and Flowdeck's additions."""

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models.expressions import RawSQL
 
 from store import counts
 from store.django import models
@@ -17,7 +18,16 @@ from store.django import models
 if TYPE_CHECKING:
     from store.django.store import Tx
 
-__all__ = ["by_status", "by_version", "claims_by_executor", "failure_kinds", "recent_claimers"]
+__all__ = [
+    "activity",
+    "by_code",
+    "by_status",
+    "by_version",
+    "claims_by_executor",
+    "failure_kinds",
+    "recent_claimers",
+    "waiting_longest",
+]
 
 
 def by_status(tx: Tx, workflow_id: str | None) -> list[counts.StatusCount]:
@@ -89,3 +99,91 @@ def recent_claimers(tx: Tx, since: datetime, scan: int) -> list[counts.RecentCla
             seen.setdefault(executor, [0, at])[0] += 1
     ordered = sorted(seen.items(), key=lambda item: item[1][1], reverse=True)
     return [counts.RecentClaimer(executor, n, at) for executor, (n, at) in ordered]
+
+
+def by_code(tx: Tx) -> list[counts.CodeCount]:
+    executions = models.Execution.objects.using(tx.connection.alias)
+    found: list[counts.CodeCount] = []
+    # each arm reads its partial index (fs_exec_failkind_created / fs_exec_stopcode_created) or the
+    # status_kind one; a failure with no kind has no failure_kind and is counted by status
+    for word, column in (("failed", "failure_kind"), ("stopped", "stop_code")):
+        rows = (
+            executions.filter(status_kind=word)
+            .values("flow_id", column)
+            .annotate(n=Count("id"))
+            .values_list("flow_id", column, "n")
+        )
+        found += [counts.CodeCount(wid, word, code, n) for wid, code, n in rows]
+    return sorted(found, key=lambda c: (c.workflow_id, c.status, c.code is not None, c.code or ""))
+
+
+# The bucket of a timestamp column: whole epoch seconds since `since`, divided by the width (both whole
+# seconds, so the integer division is the floor on either backend).
+_BUCKET = {
+    "sqlite": "(CAST(strftime('%%s', {column}) AS INTEGER) - %s) / %s",
+    "postgresql": "FLOOR((FLOOR(EXTRACT(EPOCH FROM {column})) - %s) / %s)::bigint",
+}
+
+
+def activity(tx: Tx, since: datetime, width: timedelta, now: datetime) -> list[counts.ActivityBucket]:
+    n = counts.bucket_count(since, now, width)
+    executions = models.Execution.objects.using(tx.connection.alias)
+    params = (int(since.timestamp()), int(width.total_seconds()))
+    tally = [[0, 0, 0] for _ in range(n)]
+
+    def bucket(column: str) -> RawSQL:
+        table = models.Execution._meta.db_table
+        return RawSQL(_BUCKET[tx.vendor].format(column=f'"{table}"."{column}"'), params)
+
+    started = (
+        executions.filter(created__gte=since)
+        .annotate(b=bucket("created"))
+        .values("b")
+        .annotate(n=Count("id"))
+        .values_list("b", "n")
+    )
+    ended = (
+        executions.filter(Q(status_kind="completed") | Q(status_kind="failed"), updated__gte=since)
+        .annotate(b=bucket("updated"))
+        .values("status_kind", "b")
+        .annotate(n=Count("id"))
+        .values_list("status_kind", "b", "n")
+    )
+    for b, count in started:
+        if 0 <= b < n:
+            tally[b][0] += count
+    for kind, b, count in ended:
+        if 0 <= b < n:
+            tally[b][1 if kind == "completed" else 2] += count
+    return [counts.ActivityBucket(since + width * i, *tally[i]) for i in range(n)]
+
+
+def waiting_longest(tx: Tx, limit: int, retrying: bool) -> counts.WaitingPage:
+    db = tx.connection.alias
+    waits = models.Wait.objects.using(db)
+    if retrying:
+        waits = waits.filter(kind=models.Wait.AT, path__contains=counts.RETRY_MARK)
+    # wait rows exist only on unended rows (an ending retires them): the total needs no join
+    total = waits.values("execution_id").distinct().count()
+    # oldest first through fs_exec_active_created (walked backwards), each checked for a wait row
+    page = list(
+        models.Execution.objects.using(db)
+        .filter(~Q(status_kind__in=models.TERMINAL_KINDS), Exists(waits.filter(execution_id=OuterRef("id"))))
+        .order_by("created", "serial")
+        .values_list("id", "flow_id", "created", "updated")[: max(0, limit)]
+    )
+    rows: dict[str, list[Any]] = {eid: [[], None] for eid, *_ in page}  # id -> [paths, earliest at]
+    found = (
+        models.Wait.objects.using(db)
+        .filter(execution_id__in=list(rows))
+        .values_list("execution_id", "path", "at")
+    )
+    for eid, path, at in found:
+        rows[eid][0].append(path)
+        if at is not None and (rows[eid][1] is None or at < rows[eid][1]):
+            rows[eid][1] = at
+    items = [
+        counts.Waiting(eid, wid, created, updated, tuple(sorted(rows[eid][0])), rows[eid][1])
+        for eid, wid, created, updated in page
+    ]
+    return counts.WaitingPage(total, items)

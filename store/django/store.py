@@ -553,6 +553,17 @@ class DjangoStore(spi.FlowStore):
         work = functools.partial(django_counts.recent_claimers, since=self.now() - within, scan=scan)
         return await self._run("recent_claimers", work)
 
+    async def count_by_code(self) -> Sequence[counts.CodeCount]:
+        return await self._run("count_by_code", django_counts.by_code)
+
+    async def activity(self, since: datetime, width: timedelta) -> Sequence[counts.ActivityBucket]:
+        work = functools.partial(django_counts.activity, since=since, width=width, now=self.now())
+        return await self._run("activity", work)
+
+    async def waiting_longest(self, limit: int, retrying: bool = False) -> counts.WaitingPage:
+        work = functools.partial(django_counts.waiting_longest, limit=limit, retrying=retrying)
+        return await self._run("waiting_longest", work)
+
     # ---- what a workflow page reads of each node (store/django/node_stats.py)
 
     async def nodes_now(
