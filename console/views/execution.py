@@ -15,11 +15,12 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console import forms, refusals, runtime
 from console.models import RUN_PERMISSION
-from console.views import common, parked
+from console.views import common, outcomes, parked
 from console.views import diagram as diagram_view
 from engine import errors, render, schema
 from engine.engine import declared_inputs
@@ -35,6 +36,7 @@ __all__ = [
     "inputs",
     "panel",
     "resume",
+    "resumed",
     "signal",
 ]
 
@@ -71,10 +73,13 @@ async def _panel_context(request: HttpRequest, detail: Any) -> dict[str, Any]:
 
 
 def _input_forms(detail: Any, typed: dict[str, dict[str, str]], errs: dict[str, Any]) -> list[Any]:
+    """Each declared input with its signal form, offered only where a signal could go through: not on an
+    ended execution, nor on a stopped one (it takes no input until it is resumed)."""
+    open_to_input = not detail.status.terminal and detail.stop is None
     shown = []
     for item in detail.inputs:
         form = None
-        if not item.delivered and not detail.status.terminal:
+        if not item.delivered and open_to_input:
             form = forms.signal_form(item.name, item.json_schema, typed.get(item.name), errs.get(item.name))
         shown.append({"input": item, "form": form})
     return shown
@@ -85,9 +90,13 @@ async def _inputs_context(
     detail: Any,
     typed: dict[str, dict[str, str]] | None = None,
     errs: dict[str, Any] | None = None,
+    refused: str = "",
 ) -> dict[str, Any]:
     return {
         "detail": detail,
+        "ended": detail.status.terminal,
+        "stopped": detail.stop is not None,
+        "refused": refused,
         "served": detail.progress is not None,
         "inputs": _input_forms(detail, typed or {}, errs or {}),
         "can_run": await common.can_run(request),
@@ -239,7 +248,12 @@ async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
         try:
             await engine.executions.signal(execution_id, name, value)
         except (errors.FlowSignalError, errors.FlowExecutionTerminal) as error:
-            found = {"": (str(error),)}
+            # said above the inputs: the execution may have moved on, and its form gone with it
+            context = await _inputs_context(
+                request, await _detail(execution_id), {name: posted}, refused=f"{name} was not sent: {error}"
+            )
+            template = "console/partials/execution_inputs.html"
+            return await common.fragment(request, template, context, status=409)
     if found:
         context = await _inputs_context(request, detail, {name: posted}, {name: found})
         return await common.fragment(request, "console/partials/execution_inputs.html", context, status=400)
@@ -259,9 +273,8 @@ async def cancel(request: HttpRequest, execution_id: str) -> HttpResponse:
     engine = await runtime.engine()
     reason = request.POST.get("reason", "").strip()
     outcome = await engine.executions.cancel(execution_id, reason, actor=await _actor(request))
-    from console.views.executions import _outcome_words
-
-    return await _message(request, "ok", f"{execution_id}: {_outcome_words(outcome)}")
+    said = outcomes.cancel_said(execution_id, outcome)
+    return await _message(request, said.level, said.text, 200 if said.level == "ok" else 409)
 
 
 @login_required
@@ -285,18 +298,40 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
             status=409,
         )
     except errors.FlowError as error:
-        return await _message(request, "error", str(error), 409)
-    return await common.fragment(
-        request,
-        "console/partials/resume_report.html",
-        {
-            "execution_id": execution_id,
-            "report": report,
-            "resumed": go,
-            "can_operate": await common.can_operate(request),
-            **versions,
-        },
-    )
+        return await _message(request, "error", f"Not resumed: {error}", 409)
+    context = {
+        "execution_id": execution_id,
+        "report": report,
+        "resumed": go,
+        "can_operate": await common.can_operate(request),
+        **versions,
+    }
+    if go:
+        context.update(await _resume_outcome(execution_id, None))
+    return await common.fragment(request, "console/partials/resume_report.html", context)
+
+
+async def _resume_outcome(execution_id: str, since: int | None) -> dict[str, Any]:
+    """What the resume at seq `since` (None: the newest resume) came to, and the address that says it
+    again as the workers go on."""
+    engine = await runtime.engine()
+    state = await engine.store.get_execution(execution_id)
+    if state is None:
+        raise refusals.unknown("execution id", execution_id, f"no execution {execution_id!r}")
+    events = list((await engine.store.get_history(execution_id)).events)
+    seq = outcomes.resumed_seq(events) if since is None else since
+    said = outcomes.resume_said(state, seq, events)
+    url = reverse("console-execution-resumed", args=[execution_id])
+    return {"outcome": said, "resumed_url": f"{url}?since={seq}"}
+
+
+@login_required
+@require_GET
+async def resumed(request: HttpRequest, execution_id: str) -> HttpResponse:
+    """The resume message again (`since`: the seq of the resume's event), as the execution goes on."""
+    since = refusals.whole_number(request.GET, "since", 0)
+    context = await _resume_outcome(execution_id, since)
+    return await common.fragment(request, "console/partials/resume_outcome.html", context)
 
 
 @login_required
@@ -315,8 +350,11 @@ async def answer(request: HttpRequest, execution_id: str) -> HttpResponse:
     try:
         await engine.answer(execution_id, node, value, actor=await _actor(request))
     except errors.FlowError as error:
-        return await _message(request, "error", str(error), 409)
-    return await _message(request, "ok", f"answered {node}; resume the execution to go on")
+        return await _message(request, "error", f"Not answered: {error}", 409)
+    shown = text if len(text) <= 80 else text[:80] + "…"
+    what = f"its value {shown}" if text else "it did its work"
+    said = f"Answer recorded for {node} ({what}); resume the execution to go on."
+    return await _message(request, "ok", said)
 
 
 @login_required
@@ -332,5 +370,5 @@ async def end(request: HttpRequest, execution_id: str) -> HttpResponse:
     try:
         await engine.end(execution_id, reason, actor=await _actor(request))
     except errors.FlowError as error:
-        return await _message(request, "error", str(error), 409)
-    return await _message(request, "ok", f"{execution_id} ended: {reason}")
+        return await _message(request, "error", f"Not ended: {error}", 409)
+    return await _message(request, "ok", f"Ended {execution_id} without running its undos: {reason}")

@@ -44,6 +44,7 @@ urlpatterns: list[URLPattern] = [
     path(E + "signal/", execution.signal, name="console-execution-signal"),
     path(E + "cancel/", execution.cancel, name="console-execution-cancel"),
     path(E + "resume/", execution.resume, name="console-execution-resume"),
+    path(E + "resumed/", execution.resumed, name="console-execution-resumed"),
     path(E + "answer/", execution.answer, name="console-execution-answer"),
     path(E + "end/", execution.end, name="console-execution-end"),
     path(E + "nodes/<path:key>", node.node, name="console-execution-node"),
