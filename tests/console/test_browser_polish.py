@@ -149,6 +149,8 @@ def test_the_list_is_usable_800_wide(console_live: Console, page: Any, execution
     page.locator("#table tbody tr").first.wait_for()
     widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
     assert widths[0] <= widths[1], f"the page scrolls sideways: {widths}"
+    table = page.evaluate("(t => [t.scrollWidth, t.clientWidth])(document.querySelector('#table'))")
+    assert table[0] <= table[1], f"the list scrolls sideways: {table}"  # every column in view
     shot(page, "narrow-executions")
     for name in ("stopped", "running"):
         page.goto(f"{console_live.base}/executions/{executions[name]}")
