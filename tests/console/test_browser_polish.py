@@ -101,6 +101,8 @@ def test_no_serious_or_critical_axe_violation_on_any_page(
 def test_dark_mode_follows_the_system_setting(
     console_live: Console, dark_page: Any, executions: dict[str, str]
 ) -> None:
+    dark_page.goto(f"{console_live.base}/login/")
+    shot(dark_page, "dark-login")
     _login(dark_page, console_live)
     background = dark_page.evaluate("getComputedStyle(document.body).backgroundColor")
     assert _luminance(background) < 0.2, background
@@ -120,6 +122,8 @@ def test_light_screenshots_and_the_favicon(
     console_live: Console, page: Any, executions: dict[str, str]
 ) -> None:
     page.set_viewport_size({"width": 1400, "height": 900})
+    page.goto(f"{console_live.base}/login/")
+    shot(page, "light-login")
     _login(page, console_live)
     icon = page.get_attribute("link[rel=icon]", "href")
     assert icon is not None
