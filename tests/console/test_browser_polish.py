@@ -4,14 +4,17 @@ violation on any page, dark mode following the system setting, `/` focusing the 
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.console.conftest import ROOT, Console, shot
+from tests.api import conftest as api_support
+from tests.console.conftest import DB_PREFIX, ROOT, Console, shot
 from tests.console.test_browser import _login, _order, _start, _until_waiting
+from tests.store.django_support import POSTGRES_SERVER
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.slow]
 
@@ -48,7 +51,15 @@ def dark_page(chromium: Any) -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def executions(console_live: Console) -> dict[str, str]:
-    """A running (waiting) execution, a stopped one and a completed one."""
+    """A running (waiting) execution, a stopped one and a completed one; and a parked one, so that the
+    parked page shows what it can (its versions side by side, the execution's progress)."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"{POSTGRES_SERVER}/{DB_PREFIX}{os.getpid()}_console",
+        "DJANGO_SETTINGS_MODULE": "tests.console.settings",
+        "PYTHONPATH": str(ROOT),
+    }
+    api_support._run(env, "-m", "tests.console.seed_parked", f"axe-parked-{uuid.uuid4().hex[:8]}")
     waiting = _start(console_live, "fulfilment", {"order": _order()}, "axe-run")
     stopped = _start(console_live, "fulfilment", {"order": STOPPING_ORDER}, "axe-stop")
     completed = f"axe-done-{uuid.uuid4().hex[:8]}"
@@ -73,7 +84,7 @@ def _pages(console: Console, executions: dict[str, str]) -> list[tuple[str, str,
         *((f"execution-{k}", f"{base}/executions/{eid}", "#diagram svg") for k, eid in executions.items()),
         ("workflows", f"{base}/workflows/", "main h1"),
         ("workflow", f"{base}/workflows/fulfilment/", "#workflow-diagram svg"),
-        ("parked", f"{base}/parked/", "main h1"),
+        ("parked", f"{base}/parked/", "section.parked-group .version-diagram svg"),
         ("health", f"{base}/health/", "main h1"),
         ("account", f"{base}/account/", "main h1"),
         ("api-docs", f"{base}/api/docs", ".opblock-summary-path"),
@@ -145,6 +156,10 @@ def test_slash_focuses_the_search_but_not_while_typing(console_live: Console, pa
     assert page.input_value("#id-search") == ""  # the key only moved the focus
     page.keyboard.type("ab/c")
     assert page.input_value("#id-search") == "ab/c"  # while typing, `/` is a character
+    page.focus(".bulk input")
+    page.keyboard.type("a/b")  # in another field too: the focus stays where the operator types
+    assert page.input_value(".bulk input") == "a/b"
+    assert page.input_value("#id-search") == "ab/c"
 
 
 def test_the_list_is_usable_800_wide(console_live: Console, page: Any, executions: dict[str, str]) -> None:
