@@ -15,12 +15,11 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from console import forms, refusals, runtime
 from console.models import RUN_PERMISSION
-from console.views import common, outcomes, parked
+from console.views import common, outcomes, parked, resumed
 from console.views import diagram as diagram_view
 from engine import errors, render, schema
 from engine.engine import declared_inputs
@@ -36,7 +35,6 @@ __all__ = [
     "inputs",
     "panel",
     "resume",
-    "resumed",
     "signal",
 ]
 
@@ -307,31 +305,8 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
         **versions,
     }
     if go:
-        context.update(await _resume_outcome(execution_id, None))
+        context.update(await resumed.outcome_context(execution_id, None))
     return await common.fragment(request, "console/partials/resume_report.html", context)
-
-
-async def _resume_outcome(execution_id: str, since: int | None) -> dict[str, Any]:
-    """What the resume at seq `since` (None: the newest resume) came to, and the address that says it
-    again as the workers go on."""
-    engine = await runtime.engine()
-    state = await engine.store.get_execution(execution_id)
-    if state is None:
-        raise refusals.unknown("execution id", execution_id, f"no execution {execution_id!r}")
-    events = list((await engine.store.get_history(execution_id)).events)
-    seq = outcomes.resumed_seq(events) if since is None else since
-    said = outcomes.resume_said(state, seq, events)
-    url = reverse("console-execution-resumed", args=[execution_id])
-    return {"outcome": said, "resumed_url": f"{url}?since={seq}"}
-
-
-@login_required
-@require_GET
-async def resumed(request: HttpRequest, execution_id: str) -> HttpResponse:
-    """The resume message again (`since`: the seq of the resume's event), as the execution goes on."""
-    since = refusals.whole_number(request.GET, "since", 0)
-    context = await _resume_outcome(execution_id, since)
-    return await common.fragment(request, "console/partials/resume_outcome.html", context)
 
 
 @login_required

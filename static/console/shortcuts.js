@@ -9,10 +9,20 @@
     return target.isContentEditable || target.closest("input, textarea, select, [contenteditable]") !== null;
   }
 
+  function searchBox() { return document.querySelector("main input[type=search]"); }
+
+  // Said to assistive technology and in the box's tooltip, so the key is found without documentation.
+  document.addEventListener("DOMContentLoaded", () => {
+    const search = searchBox();
+    if (!search) return;
+    search.setAttribute("aria-keyshortcuts", "/");
+    if (!search.title) search.title = "Press / to search from anywhere on the page";
+  });
+
   document.addEventListener("keydown", (event) => {
     if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
     if (typing(event.target)) return;
-    const search = document.querySelector("main input[type=search]");
+    const search = searchBox();
     if (!search) return;
     event.preventDefault(); // the `/` is a command here, not text for the box
     search.focus();

@@ -150,6 +150,7 @@ def test_light_screenshots_and_the_favicon(
 
 def test_slash_focuses_the_search_but_not_while_typing(console_live: Console, page: Any) -> None:
     _login(page, console_live)
+    assert page.get_attribute("#id-search", "aria-keyshortcuts") == "/"
     page.locator("main h1").click()
     page.keyboard.press("/")
     assert page.evaluate("document.activeElement.id") == "id-search"
