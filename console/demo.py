@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -113,8 +113,9 @@ async def _start_absent(engine: FlowEngine, wanted: Wanted) -> bool:
     return True
 
 
-async def seed_parked(store: spi.FlowStore) -> None:
-    """Start `demo-parked` under the previous version of `fulfilment` with an engine that runs nothing.
+async def seed_parked(store: spi.FlowStore, execution_id: str = PARKED.execution_id) -> None:
+    """Start `demo-parked` (or `execution_id`, for a test that needs one of its own) under the previous
+    version of `fulfilment` with an engine that runs nothing.
 
     That version comes from the flows module `FLOWDECK_DEMO_PREVIOUS_FLOWS` names, read by discovery as
     any flows module is. No worker serves it afterwards (they register the current one), so it stays
@@ -128,7 +129,7 @@ async def seed_parked(store: spi.FlowStore) -> None:
     for workflow_id, versions in discovery.flows_of(module).items():
         for flow in versions:
             await old.register(workflow_id, flow)
-    await _start_absent(old, PARKED)
+    await _start_absent(old, replace(PARKED, execution_id=execution_id))
 
 
 async def seed(engine: FlowEngine, *, timeout: float = 60.0) -> Seeded:

@@ -6,7 +6,10 @@ always fits the databases' 64-bit integers. An id filter keeps the id rule (`eng
 that names nothing is refused when it breaks the rule and is a plain 404 otherwise, so rows written before
 the rule still open. A refusal is `Refused` (a `BadRequest`), answered by `bad_request` (the middleware
 calls it for a view's `Refused`; Django, as `handler400`, for its own refusals): the console's styled page,
-or its message fragment for an htmx request. An unknown page gets the styled 404 through `handler404`.
+or its message fragment for an htmx request. An unknown page gets the styled 404 through `handler404`, a
+refusal of Django's own the styled 403 (`handler403`), an unexpected error the styled 500 (`handler500`),
+which shows no traceback whatever DEBUG says. Under `/api/` each is the API's JSON refusal instead,
+`{error, code, detail}`, as the API's clients read every other refusal.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import re
 
 from django.core.exceptions import BadRequest
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.template.loader import render_to_string
 from django.urls import Resolver404
 
@@ -26,7 +29,10 @@ __all__ = [
     "bad_request",
     "check_filter",
     "check_text",
+    "csrf_failure",
+    "forbidden",
     "not_found",
+    "server_error",
     "text_problem",
     "unknown",
     "whole_number",
@@ -93,6 +99,13 @@ def check_filter(what: str, value: str) -> str:
     return value
 
 
+API_PREFIX = "/api/"
+
+
+def _api_refusal(request: HttpRequest, status: int, code: str, error: str) -> HttpResponse:
+    return JsonResponse({"error": error, "code": code, "detail": {"path": request.path}}, status=status)
+
+
 def _render(request: HttpRequest, status: int, title: str, text: str) -> HttpResponse:
     if request.headers.get("HX-Request"):
         html = render_to_string("console/partials/message.html", {"level": "error", "text": text}, request)
@@ -115,8 +128,40 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """`handler404`: the console's own 404 message (`no execution 'x'`), or that no page is there."""
     said = exception.args[0] if exception is not None and exception.args else None
+    if request.path.startswith(API_PREFIX):
+        return _api_refusal(request, 404, "route_not_found", f"no API route at {request.path}")
     if isinstance(exception, Resolver404) or not isinstance(said, str) or not said:
         text = "There is no page at this address."
     else:
         text = f"Not found: {said}."
     return _render(request, 404, "Not found", text)
+
+
+def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """`handler403`: Django's own refusals (a failed CSRF check answers through `csrf_failure`); the
+    console's permission refusals say which permission (`console.views.common.forbidden`)."""
+    if request.path.startswith(API_PREFIX):
+        return _api_refusal(request, 403, "forbidden", "you may not do this")
+    return _render(request, 403, "Not allowed", "You are not allowed to open this page.")
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """`CSRF_FAILURE_VIEW`: a form posted without its token or with an old one (a page left open past a
+    new login). Django's `reason` is for the log, not the page."""
+    if request.path.startswith(API_PREFIX):
+        return _api_refusal(request, 403, "csrf_failed", "the CSRF token is missing or out of date")
+    text = "The form was refused: its security token is missing or out of date. Reload the page, try again."
+    return _render(request, 403, "Not allowed", text)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """`handler500`: an error the console did not expect. The page says so and no more (the traceback is
+    in the server's log); when even the styled page cannot be drawn (the database is down), plain HTML."""
+    if request.path.startswith(API_PREFIX):
+        return _api_refusal(request, 500, "internal_error", "the server failed to answer; see its log")
+    text = "Something went wrong on the server; the error is in its log. Try again, or tell whoever runs it."
+    try:
+        return _render(request, 500, "Server error", text)
+    except Exception:  # the last answer must not fail in turn
+        html = f"<!doctype html><title>Server error</title><h1>Server error</h1><p>{text}</p>"
+        return HttpResponse(html, status=500)

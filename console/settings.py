@@ -113,6 +113,7 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = deploy.env_flag(os.environ, "FLOWDECK_HSTS_INCL
 SECURE_HSTS_PRELOAD = deploy.env_flag(os.environ, "FLOWDECK_HSTS_PRELOAD")
 if deploy.env_flag(os.environ, "FLOWDECK_TLS_PROXY"):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+CSRF_FAILURE_VIEW = "console.refusals.csrf_failure"  # the console's styled 403, not Django's bare page
 CSRF_TRUSTED_ORIGINS = deploy.env_list(os.environ, "FLOWDECK_CSRF_TRUSTED_ORIGINS")
 SESSION_COOKIE_HTTPONLY = True
 

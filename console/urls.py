@@ -11,6 +11,9 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("", include("console.views.urls")),
 ]
 
-# The console's styled pages for a refused request and for an address that names nothing.
+# The console's styled pages (the API's JSON refusals under /api/): a refused request, a forbidden one, an
+# address that names nothing, an unexpected error.
 handler400 = "console.refusals.bad_request"
+handler403 = "console.refusals.forbidden"
 handler404 = "console.refusals.not_found"
+handler500 = "console.refusals.server_error"

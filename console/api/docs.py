@@ -19,7 +19,9 @@ class VendoredSwagger(Swagger):
     template = "console/api_docs.html"
     default_settings = {
         "layout": "BaseLayout",
-        "deepLinking": True,
+        # no deep links: Swagger UI puts each one inside its operation's toggle button, a link nested in a
+        # button that screen readers cannot reach (axe-core's nested-interactive)
+        "deepLinking": False,
         "validatorUrl": None,  # no badge fetched from a validator on the internet
     }
 

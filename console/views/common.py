@@ -133,7 +133,8 @@ async def forbidden(request: HttpRequest, permission: str = OPERATE_PERMISSION) 
     text = f"You need the {permission!r} permission to do this."
     if request.headers.get("HX-Request"):
         return await fragment(request, "console/partials/message.html", {"level": "error", "text": text}, 403)
-    return await page(request, "console/forbidden.html", {"text": text}, status=403)
+    context = {"status": 403, "title": "Not allowed", "text": text, "path": request.get_full_path()}
+    return await page(request, "console/forbidden.html", context, status=403)
 
 
 async def page(

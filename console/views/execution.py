@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console import activity, forms, refusals, runtime, timeline
 from console.models import RUN_PERMISSION
-from console.views import common, parked
+from console.views import common, outcomes, parked, resumed
 from console.views import diagram as diagram_view
 from engine import errors, render, schema
 from engine.engine import declared_inputs
@@ -73,10 +73,13 @@ async def _panel_context(request: HttpRequest, detail: Any) -> dict[str, Any]:
 
 
 def _input_forms(detail: Any, typed: dict[str, dict[str, str]], errs: dict[str, Any]) -> list[Any]:
+    """Each declared input with its signal form, offered only where a signal could go through: not on an
+    ended execution, nor on a stopped one (it takes no input until it is resumed)."""
+    open_to_input = not detail.status.terminal and detail.stop is None
     shown = []
     for item in detail.inputs:
         form = None
-        if not item.delivered and not detail.status.terminal:
+        if not item.delivered and open_to_input:
             form = forms.signal_form(item.name, item.json_schema, typed.get(item.name), errs.get(item.name))
         shown.append({"input": item, "form": form})
     return shown
@@ -87,9 +90,13 @@ async def _inputs_context(
     detail: Any,
     typed: dict[str, dict[str, str]] | None = None,
     errs: dict[str, Any] | None = None,
+    refused: str = "",
 ) -> dict[str, Any]:
     return {
         "detail": detail,
+        "ended": detail.status.terminal,
+        "stopped": detail.stop is not None,
+        "refused": refused,
         "served": detail.progress is not None,
         "inputs": _input_forms(detail, typed or {}, errs or {}),
         "can_run": await common.can_run(request),
@@ -272,7 +279,15 @@ async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
                 await engine.executions.signal(execution_id, name, value)
             except (errors.FlowSignalError, errors.FlowExecutionTerminal) as error:
                 act.refused(error)
-                found = {"": (str(error),)}
+                # said above the inputs: the execution may have moved on, and its form gone with it
+                context = await _inputs_context(
+                    request,
+                    await _detail(execution_id),
+                    {name: posted},
+                    refused=f"{name} was not sent: {error}",
+                )
+                template = "console/partials/execution_inputs.html"
+                return await common.fragment(request, template, context, status=409)
         if found:
             context = await _inputs_context(request, detail, {name: posted}, {name: found})
             return await common.fragment(
@@ -296,9 +311,8 @@ async def cancel(request: HttpRequest, execution_id: str) -> HttpResponse:
         await _detail(execution_id)  # a 404 (or the id rule's 400) for an id that names nothing
         outcome = await engine.executions.cancel(execution_id, reason, actor=act.actor)
         act.cancel_outcome(outcome)
-    from console.views.executions import _outcome_words
-
-    return await _message(request, "ok", f"{execution_id}: {_outcome_words(outcome)}")
+    said = outcomes.cancel_said(execution_id, outcome)
+    return await _message(request, said.level, said.text, 200 if said.level == "ok" else 409)
 
 
 @login_required
@@ -325,19 +339,18 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
             )
         except errors.FlowError as error:
             act.refused(error)
-            return await _message(request, "error", str(error), 409)
+            return await _message(request, "error", f"Not resumed: {error}", 409)
         act.detail.update(activity.report_detail(report))
-    return await common.fragment(
-        request,
-        "console/partials/resume_report.html",
-        {
-            "execution_id": execution_id,
-            "report": report,
-            "resumed": go,
-            "can_operate": await common.can_operate(request),
-            **versions,
-        },
-    )
+    context = {
+        "execution_id": execution_id,
+        "report": report,
+        "resumed": go,
+        "can_operate": await common.can_operate(request),
+        **versions,
+    }
+    if go:
+        context.update(await resumed.outcome_context(execution_id, None))
+    return await common.fragment(request, "console/partials/resume_report.html", context)
 
 
 @login_required
@@ -359,8 +372,11 @@ async def answer(request: HttpRequest, execution_id: str) -> HttpResponse:
             await engine.answer(execution_id, node, value, actor=act.actor)
         except errors.FlowError as error:
             act.refused(error)
-            return await _message(request, "error", str(error), 409)
-    return await _message(request, "ok", f"answered {node}; resume the execution to go on")
+            return await _message(request, "error", f"Not answered: {error}", 409)
+    shown = text if len(text) <= 80 else text[:80] + "…"
+    what = f"its value {shown}" if text else "it did its work"
+    said = f"Answer recorded for {node} ({what}); resume the execution to go on."
+    return await _message(request, "ok", said)
 
 
 @login_required
@@ -379,5 +395,5 @@ async def end(request: HttpRequest, execution_id: str) -> HttpResponse:
             await engine.end(execution_id, reason, actor=act.actor)
         except errors.FlowError as error:
             act.refused(error)
-            return await _message(request, "error", str(error), 409)
-    return await _message(request, "ok", f"{execution_id} ended: {reason}")
+            return await _message(request, "error", f"Not ended: {error}", 409)
+    return await _message(request, "ok", f"Ended {execution_id} without running its undos: {reason}")

@@ -187,7 +187,8 @@
   }
 
   function executionPage() {
-    const fragments = [...document.querySelectorAll("[data-live-fragment]")];
+    // Looked up at each event: a fragment an action added (the resume's outcome) follows too.
+    const fragments = () => [...document.querySelectorAll("[data-live-fragment]")];
     const diagram = document.getElementById("diagram");
     // W10: the socket brings the execution's progress after its events (console/live_progress.py), and
     // it is painted on the drawing at once, no fetch; the newest wins (`seq`), never an older over it.
@@ -220,7 +221,7 @@
       }
     }
     // The fragments (panel, history) follow the diagram's paint: their renders queue on the same server.
-    const later = throttle(() => { fragments.forEach(refreshFragment); appendHistory(); }, 100);
+    const later = throttle(() => { fragments().forEach(refreshFragment); appendHistory(); }, 100);
     const refresh = throttle(() => {
       // The fetched progress first: the fragments follow its paint, or 150 ms, whichever is sooner.
       Promise.race([redraw(), new Promise((resolve) => setTimeout(resolve, 150))]).then(later, later);
@@ -241,13 +242,13 @@
     });
     // A stale fragment catches up once the operator leaves it.
     document.addEventListener("focusout", () => setTimeout(() => {
-      fragments.filter((f) => f.dataset.stale && !busy(f)).forEach(refreshFragment);
+      fragments().filter((f) => f.dataset.stale && !busy(f)).forEach(refreshFragment);
     }, 0));
     document.body.addEventListener("htmx:after:swap", () => {
       // An action went through: fold its form and let the fragments it touched catch up.
       document.querySelectorAll("#panel details.action[open]").forEach((d) => { d.open = false; });
       if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
-      fragments.filter((f) => f.dataset.stale).forEach(refreshFragment);
+      fragments().filter((f) => f.dataset.stale).forEach(refreshFragment);
       tickCountdowns();
     });
     setupFormats(diagram);

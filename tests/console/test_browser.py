@@ -181,6 +181,9 @@ def test_resume_a_stopped_execution_through_the_preview(console_live: Console, p
     page.click("#resume-go")
     page.locator("#resumed").wait_for()
     page.wait_for_function("document.querySelector('#history').textContent.includes('Resumed')")
+    # the same order stops again at the same place: the resume's message follows and says so
+    page.wait_for_function("document.querySelector('#resumed').textContent.includes('stopped again with F0')")
+    assert "Resumed on version" in page.inner_text("#resumed")
     shot(page, "execution-resumed")
 
 

@@ -111,7 +111,8 @@ def test_the_api_docs_come_from_the_vendored_swagger_ui_with_no_inline_script() 
         '<script src="/static/console/api-docs.js">',
     ]
     assert re.findall(r'<link rel="stylesheet" href="([^"]+)">', page) == [
-        "/static/vendor/swagger-ui/swagger-ui.css"
+        "/static/vendor/swagger-ui/swagger-ui.css",
+        "/static/console/api-docs.css",  # its contrast fixes
     ]
     assert "//" not in "".join(re.findall(r'(?:src|href)="([^"]+)"', page))  # nothing from another host
     assert response["Content-Security-Policy"] == POLICY
