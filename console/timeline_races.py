@@ -11,9 +11,12 @@ from console.timeline import Bar, Timeline
 
 __all__ = ["settle_races"]
 
-# what an arm's bar says when the race went to another arm: refused, abandoned, or still open (its wait
-# row not yet retired when the progress already says the race is decided)
-_LOSABLE = frozenset({"failed", "abandoned", "retried", "timed-out", "sleeping", "waiting", "running"})
+# what an arm's bar says when the race went to another arm: refused, abandoned, still open (its wait
+# row not yet retired when the progress already says the race is decided), or cut by a later stop (the
+# race was decided before the execution stopped, so the arm lost; it was not interrupted)
+_LOSABLE = frozenset(
+    {"failed", "abandoned", "retried", "timed-out", "sleeping", "waiting", "running", "interrupted"}
+)
 
 
 def settle_races(tl: Timeline, statuses: Mapping[str, Collection[str]]) -> Timeline:

@@ -247,7 +247,7 @@ def test_unmatched_api_paths_are_the_json_404(live: Live, path: str) -> None:
     for token in (live.credentials["operator_token"], None):
         reply = send(live, "GET", path, token=token)
         assert reply.headers["Content-Type"] == "application/json"
-        refused(reply, 404, "not_found")
+        refused(reply, 404, "route_not_found")
 
 
 @pytest.mark.parametrize(

@@ -80,6 +80,7 @@ def _pages(console: Console, executions: dict[str, str]) -> list[tuple[str, str,
     """(name, address, a selector that is there once the page has drawn)."""
     base = console.base
     return [
+        ("overview", f"{base}/", "svg.activity-chart"),
         ("executions", f"{base}/executions/", "#table tbody tr"),
         *((f"execution-{k}", f"{base}/executions/{eid}", "#diagram svg") for k, eid in executions.items()),
         ("workflows", f"{base}/workflows/", "main h1"),
@@ -87,6 +88,7 @@ def _pages(console: Console, executions: dict[str, str]) -> list[tuple[str, str,
         ("parked", f"{base}/parked/", "section.parked-group .version-diagram svg"),
         ("health", f"{base}/health/", "main h1"),
         ("account", f"{base}/account/", "main h1"),
+        ("activity", f"{base}/activity/", "main h1"),
         ("api-docs", f"{base}/api/docs", ".opblock-summary-path"),
         ("not-found", f"{base}/executions/no-such-execution-{uuid.uuid4().hex[:6]}", "main h1"),
         ("no-page", f"{base}/no/such/page/", "main h1"),

@@ -247,6 +247,20 @@ def test_a_lost_race_arm_is_lost_and_the_winner_won_as_the_progress_says() -> No
     assert [b.outcome for b in failed.lane("decision").bars] == ["failed", "completed"]  # type: ignore[union-attr]
 
 
+def test_a_lost_arm_left_open_until_a_later_stop_is_lost_not_interrupted() -> None:
+    from console.timeline_races import settle_races
+
+    h = _race().at(7).add(K.STEP_STARTED, step_name="ship").add(K.STEP_FAILED, step_name="ship", error="x")
+    tl = h.at(8).add(K.STOPPED, code="F0001", node="ship").build(waiting=set())
+    assert [b.outcome for b in tl.lane("grace").bars] == ["interrupted"]  # type: ignore[union-attr]
+    raced = settle_races(tl, {"decision": {"lost", "won"}, "grace": {"lost"}, "ship": {"stopped"}})
+    assert [b.outcome for b in raced.lane("grace").bars] == ["lost"]  # type: ignore[union-attr]
+    assert [b.outcome for b in raced.lane("ship").bars] == [  # type: ignore[union-attr]
+        b.outcome
+        for b in tl.lane("ship").bars  # type: ignore[union-attr]
+    ]
+
+
 def test_a_fold_extended_by_later_events_is_the_timeline_of_the_whole_history() -> None:
     h = _race()
     fold = timeline.Fold().extend(h.events[:5])
