@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -113,11 +114,10 @@ async def _follow(request: HttpRequest, op_id: int, verb: str, ids: list[str], r
     return HttpResponseRedirect(_operation_url(new_id), status=303)
 
 
-async def _operation_or_404(op_id: int) -> bulk.Operation:
-    op = await bulk.load(op_id)
-    if op is None:
-        raise refusals.unknown("operation", str(op_id), f"no bulk operation {op_id}")
-    return op
+async def _not_found(request: HttpRequest, op_id: int) -> HttpResponse:
+    """The styled 404, rendered here: Django renders a raised Http404 of an async view on a thread of its
+    own, whose database connection (the user's session, for the page) nobody closes."""
+    return await sync_to_async(refusals.not_found)(request, Http404(f"no bulk operation {op_id}"))
 
 
 @login_required
@@ -126,7 +126,9 @@ async def go(request: HttpRequest, op_id: int) -> HttpResponse:
     """Resume for real the executions a dry run found clean (each is dry-run again as it resumes)."""
     if not await common.can_operate(request):
         return await common.forbidden(request)
-    op = await _operation_or_404(op_id)
+    op = await bulk.load(op_id)
+    if op is None:
+        return await _not_found(request, op_id)
     if op.verb != "resume" or op.state != "done":
         raise refusals.Refused("operation", f"{op_id} is not a finished dry run")
     return await _follow(request, op_id, "resume:go", op.summary()["clean"], "")
@@ -139,7 +141,9 @@ async def again(request: HttpRequest, op_id: int) -> HttpResponse:
     not happen the first time (an interrupted run's rest) happens now."""
     if not await common.can_operate(request):
         return await common.forbidden(request)
-    op = await _operation_or_404(op_id)
+    op = await bulk.load(op_id)
+    if op is None:
+        return await _not_found(request, op_id)
     if op.state == "running":
         raise refusals.Refused("operation", f"{op_id} is still running")
     return await _follow(request, op_id, op.verb, op.ids, str(op.detail.get("reason", "")))
@@ -163,7 +167,9 @@ def _context(op: bulk.Operation) -> dict[str, object]:
 @login_required
 @require_GET
 async def operation(request: HttpRequest, op_id: int) -> HttpResponse:
-    op = await _operation_or_404(op_id)
+    op = await bulk.load(op_id)
+    if op is None:
+        return await _not_found(request, op_id)
     context = {**_context(op), "can_operate": await common.can_operate(request)}
     return await common.page(request, "console/bulk_operation.html", context)
 
@@ -172,6 +178,8 @@ async def operation(request: HttpRequest, op_id: int) -> HttpResponse:
 @require_GET
 async def operation_progress(request: HttpRequest, op_id: int) -> HttpResponse:
     """The progress block, which a running operation's page fetches every second."""
-    op = await _operation_or_404(op_id)
+    op = await bulk.load(op_id)
+    if op is None:
+        return await _not_found(request, op_id)
     context = {**_context(op), "can_operate": await common.can_operate(request)}
     return await common.fragment(request, "console/partials/bulk_progress.html", context)
