@@ -87,7 +87,7 @@ async def _population(payload: BulkRequest) -> tuple[bulk.Where | None, list[str
 @router.post(
     "/executions/bulk", response={200: OperationDto, 202: OperationDto, **errors(404, 409)}, by_alias=True
 )
-async def bulk_executions(request: HttpRequest, payload: BulkRequest) -> Any:
+async def act_on_matching_executions(request: HttpRequest, payload: BulkRequest) -> Any:
     """Act on every execution the filter matches now (at most 10,000, newest first: `capped` says when
     more matched). 200 with the outcomes when it finished in the request, 202 while it runs on (poll
     `GET /operations/{id}`). A bad filter is a 400; a filter matching nothing is a finished operation."""
@@ -114,7 +114,7 @@ async def bulk_executions(request: HttpRequest, payload: BulkRequest) -> Any:
 
 
 @router.get("/operations/{op_id}", response={200: OperationDto, **errors(404)}, by_alias=True)
-async def get_operation(request: HttpRequest, op_id: int) -> OperationDto:
+async def describe_operation(request: HttpRequest, op_id: int) -> OperationDto:
     """A bulk operation: how far it got and what came of each execution."""
     op = await bulk.load(op_id)
     if op is None:
