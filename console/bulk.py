@@ -57,6 +57,12 @@ ACTIONS = {
     "resume:go": "bulk:resume:go",
     "end": "bulk:end",
 }
+TITLES = {
+    "bulk:cancel": "Cancel all matching",
+    "bulk:resume:dry-run": "Resume all matching: dry run",
+    "bulk:resume:go": "Resume",
+    "bulk:end": "End all matching",
+}
 CAP = 10_000
 INLINE_MAX = 200  # up to this many, the request waits for the operation; beyond, it runs as a task
 FLUSH_EVERY = 50
@@ -69,17 +75,22 @@ _TASKS: set[asyncio.Task[None]] = set()
 @dataclass(frozen=True)
 class Where:
     """A filter as the executions list spells it: a status word, a workflow, and the search box (an id
-    prefix and any `field:` terms)."""
+    prefix and any `field:` terms); or, from the API and the CLI, the prefix and the terms given apart."""
 
     status: str = ""
     workflow: str = ""
     q: str = ""
+    prefix: str = ""
+    terms: tuple[str, ...] = ()
 
     def parsed(self) -> tuple[list[spi.FieldMatch], str | None]:
         """The field terms and the id prefix; `spi.FilterParseError` for a filter that is not one."""
         if self.status:
             spi.ExecutionFilter.parse(self.status)
         matches, words = field_terms.split_terms(self.q)
+        matches += [spi.parse_field_term(term) for term in self.terms]
+        if self.prefix:
+            words = [self.prefix, *words]
         if len(words) > 1:
             raise spi.FilterParseError(
                 f"search for one id prefix and any field: terms (got {len(words)} other words)"
@@ -96,8 +107,11 @@ class Where:
         parts += [m.show() for m in matches]
         return ", ".join(parts)
 
-    def as_json(self) -> dict[str, str]:
-        return {"status": self.status, "workflow": self.workflow, "q": self.q}
+    def as_json(self) -> dict[str, Any]:
+        given = {"prefix": self.prefix, "terms": list(self.terms)}
+        return {"status": self.status, "workflow": self.workflow, "q": self.q} | {
+            k: v for k, v in given.items() if v
+        }
 
 
 async def count(engine: FlowEngine, where: Where) -> int:
@@ -146,6 +160,10 @@ class Operation:
         return next(verb for verb, action in ACTIONS.items() if action == self.action)
 
     @property
+    def title(self) -> str:
+        return TITLES[self.action]
+
+    @property
     def done(self) -> int:
         return int(self.detail.get("done", 0))
 
@@ -190,6 +208,7 @@ class Operation:
             "state": self.state,
             "filter": d.get("filter", {}),
             "filter_words": d.get("words", ""),
+            "origin": d.get("origin"),
             "matched": d.get("matched", 0),
             "capped": d.get("capped", False),
             "total": self.total,
@@ -242,7 +261,7 @@ async def create(
     now = timezone.now()
     detail: dict[str, Any] = {
         "filter": where.as_json() if where else {},
-        "words": where.words() if where else f"the executions of operation {origin}",
+        "words": where.words() if where else "",
         "matched": len(ids) if matched is None else matched,
         "capped": matched is not None and matched > len(ids),
         "total": len(ids),

@@ -9,10 +9,11 @@ filter matches another number now, nothing is done (409 `count_changed`).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, Router
+from pydantic import WithJsonSchema
 
 from console import auth, bulk, runtime, schemas
 from console.api.errors import ApiError
@@ -29,10 +30,14 @@ class BulkRequest(schemas.WireRequest):
 
     action: Literal["cancel", "resume", "end"]
     go: bool = False
-    status: schemas.Text | None = None
+    status: Annotated[str, WithJsonSchema({"type": "string", "pattern": schemas.STATUS_PATTERN})] | None = (
+        None
+    )
     workflow_id: schemas.Text | None = None
     id_prefix: schemas.Text | None = None
-    where: list[schemas.Text] = Field(default_factory=list, max_length=20)
+    where: list[Annotated[str, WithJsonSchema({"type": "string", "pattern": schemas.WHERE_PATTERN})]] = Field(
+        default_factory=list, max_length=20, description="field:order.customer=ada terms every match keeps"
+    )
     reason: schemas.Text = ""
     expected_count: schemas.Integer | None = Field(None, ge=0)
     from_operation: schemas.Integer | None = Field(None, ge=1)
@@ -40,7 +45,8 @@ class BulkRequest(schemas.WireRequest):
 
 class OperationDto(schemas.Wire):
     """A bulk operation: `state` is running, done or interrupted (its process stopped mid-way); `done`
-    of `total` executions acted on; `outcomes` per execution (accepted, already-requested,
+    of `total` executions acted on (`origin`: the operation whose executions it took, when not a
+    filter's); `outcomes` per execution (accepted, already-requested,
     already-terminal, refused, invalid, error) with `codes` and `why` for the others. A dry run's
     `summary` lists the ids that would resume cleanly and those that would stop with F0101 or F0102."""
 
@@ -50,8 +56,9 @@ class OperationDto(schemas.Wire):
     source: str
     at: str
     state: str
-    filter: dict[str, str]
+    filter: dict[str, Any]
     filter_words: str
+    origin: int | None = None
     matched: int
     capped: bool
     total: int
@@ -76,8 +83,9 @@ async def _population(payload: BulkRequest) -> tuple[bulk.Where | None, list[str
         if origin is None or origin.action != bulk.ACTIONS["resume"] or not payload.go:
             raise ApiError(400, "bad_request", "fromOperation names a bulk resume dry run, with go: true")
         return None, origin.summary()["clean"], None, origin.id
-    q = " ".join(filter(None, [payload.id_prefix or "", *payload.where]))
-    where = bulk.Where(payload.status or "", payload.workflow_id or "", q)
+    where = bulk.Where(
+        payload.status or "", payload.workflow_id or "", "", payload.id_prefix or "", tuple(payload.where)
+    )
     if where.workflow:
         await engine.workflows.describe(where.workflow)
     ids, matched = await bulk.snapshot(engine, where)

@@ -55,9 +55,7 @@ def _where(o: Mapping[str, Any]) -> bulk.Where:
     if len(statuses) > 1:
         raise CommandError(f"one status word at most (got {', '.join(statuses)})", returncode=2)
     terms = [w for w in o["where"] if w.startswith("field:")]
-    where = bulk.Where(
-        statuses[0] if statuses else "", o["workflow"], " ".join(filter(None, [o["prefix"], *terms]))
-    )
+    where = bulk.Where(statuses[0] if statuses else "", o["workflow"], "", o["prefix"], tuple(terms))
     where.parsed()  # a filter that is not one: FilterParseError, which the command answers with exit 2
     return where
 
