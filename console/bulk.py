@@ -184,7 +184,7 @@ class Operation:
     def summary(self) -> dict[str, list[str]]:
         """A dry run's summary: the ids that would resume cleanly, those with F0101, with F0102, and those
         it cannot resume at all (ended, unknown)."""
-        conflicts: Mapping[str, list[str]] = self.detail.get("conflicts", {})
+        conflicts: Mapping[str, list[str]] = self.detail.get("conflict_codes", {})
         codes: Mapping[str, str] = self.detail.get("codes", {})
         out: dict[str, list[str]] = {"clean": [], "F0101": [], "F0102": [], "other": []}
         for eid, word in self.outcomes.items():
@@ -341,7 +341,7 @@ async def run(engine: FlowEngine, op_id: int) -> None:
     outcomes: dict[str, str] = detail.setdefault("outcomes", {})
     codes: dict[str, str] = detail.setdefault("codes", {})
     why: dict[str, str] = detail.setdefault("why", {})
-    conflicts: dict[str, list[str]] = detail.setdefault("conflicts", {})
+    conflicts: dict[str, list[str]] = detail.setdefault("conflict_codes", {})
     reason = str(detail.get("reason", ""))
     for eid in op.ids:
         if eid in outcomes:

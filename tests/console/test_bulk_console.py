@@ -60,6 +60,8 @@ async def test_the_list_links_to_the_confirmation_which_cancels_all_matching(ser
     assert "&lt;tidy&gt;" in shown
     assert "<tidy>" not in shown
     assert [(await engine.store.get_execution(e)).cancel_requested for e in ("c-1", "x-1")] == [True, False]
+    record = (await olga.get("/activity/?action=bulk")).content.decode()
+    assert "2 accepted · reason: &lt;tidy&gt;" in record
     again = await olga.post(f"/executions/bulk/{op_id}/again/")
     rerun = await bulk.load(_op_id(again["Location"]))
     assert rerun is not None
@@ -190,3 +192,19 @@ def test_flow_bulk_bad_input_exits_2(served: None, args: Any) -> None:
     with pytest.raises(CommandError) as refused:
         flow(*args)
     assert refused.value.returncode == 2
+
+
+async def test_a_running_operation_page_polls_its_progress_and_a_finished_one_does_not(served: None) -> None:
+    engine = await runtime.engine()
+    await engine.workflows.start("counter", execution_id="r-1")
+    op_id = await bulk.create("olga", "console", "cancel", ["r-1"])
+    olga = await client()
+    running = (await olga.get(f"/executions/bulk/{op_id}/")).content.decode()
+    assert f'hx-get="/executions/bulk/{op_id}/progress/" hx-trigger="every 1s"' in running
+    assert "0 of 1" in running
+    assert 'id="bulk-again"' not in running  # not while it runs
+    await bulk.run(engine, op_id)
+    done = (await olga.get(f"/executions/bulk/{op_id}/progress/")).content.decode()
+    assert "hx-trigger" not in done
+    assert "1 of 1" in done
+    assert 'id="bulk-again"' in done
