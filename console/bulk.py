@@ -121,8 +121,9 @@ async def count(engine: FlowEngine, where: Where) -> int:
     return page.total
 
 
-async def snapshot(engine: FlowEngine, where: Where, cap: int = CAP) -> tuple[list[str], int]:
-    """The ids the filter matches now, newest first, at most `cap`; and how many matched in all."""
+async def snapshot(engine: FlowEngine, where: Where, cap: int | None = None) -> tuple[list[str], int]:
+    """The ids the filter matches now, newest first, at most `cap` (`CAP`); and how many matched in all."""
+    cap = CAP if cap is None else cap
     matches, prefix = where.parsed()
     found: list[str] = []
     total = 0

@@ -63,6 +63,9 @@ def test_resume_all_matching_dry_run_then_go(seeded: Console, page: Any) -> None
     assert "bulk-f0101" in page.locator("#bulk-summary tr.sum-F0101").inner_text()
     assert page.locator("#bulk-state .outcome").inner_text() == "done"
     shot(page, "bulk-dry-run")
+    page.set_viewport_size({"width": 800, "height": 900})
+    shot(page, "bulk-dry-run-800")
+    page.set_viewport_size({"width": 1400, "height": 900})
     page.click("#bulk-go")
     page.locator("#bulk-outcomes").wait_for()
     assert "bulk:resume:go" in page.locator("h1").inner_text()

@@ -202,3 +202,24 @@ async def test_a_large_operation_runs_as_a_task_and_a_dead_one_reads_as_interrup
     later = timezone.now() + bulk.STALE + timedelta(seconds=1)
     assert (await bulk.load(dead)).state == "running"  # type: ignore[union-attr]
     assert (await bulk.load(dead, now=later)).state == "interrupted"  # type: ignore[union-attr]
+
+
+async def test_the_population_is_capped_newest_first_and_the_cap_is_recorded(
+    token: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = await runtime.engine()
+    for n in range(3):
+        await engine.workflows.start("counter", execution_id=f"m-{n}")
+    monkeypatch.setattr(bulk, "CAP", 2)
+    monkeypatch.setattr(bulk, "_PAGE", 1)  # paged one at a time: the snapshot pages through the matches
+    ids, matched = await bulk.snapshot(engine, bulk.Where(prefix="m-"), cap=2)
+    assert (ids, matched) == (["m-2", "m-1"], 3)
+    status, op = await post(token, {"action": "cancel", "idPrefix": "m-"})
+    assert (status, op["matched"], op["total"], op["capped"], sorted(op["outcomes"])) == (
+        200,
+        3,
+        2,
+        True,
+        ["m-1", "m-2"],
+    )
+    assert not (await engine.store.get_execution("m-0")).cancel_requested
