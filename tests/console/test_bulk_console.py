@@ -113,6 +113,10 @@ async def test_a_changed_count_a_bad_filter_and_a_viewer_are_refused(served: Non
     assert "Nothing matches this filter" in nothing
     assert 'id="bulk-form"' not in nothing
     assert (await olga.get("/executions/bulk/999/")).status_code == 404
+    anonymous = AsyncClient()
+    assert (await anonymous.get("/executions/bulk/?q=c-")).status_code == 302
+    assert (await anonymous.post("/executions/bulk/run/", {"q": "c-", "confirmed": "1"})).status_code == 302
+    assert (await anonymous.get("/executions/bulk/1/")).status_code == 302
     victor = await client(operator=False)
     assert "Act on all" not in (await victor.get("/executions/")).content.decode()
     assert (await victor.get("/executions/bulk/?q=c-")).status_code == 403
