@@ -70,10 +70,12 @@ ACTIONS = (
     "bulk:cancel-all",
     "bulk:resume:dry-run",
     "bulk:resume:go",
+    "bulk:end",
 )
 # accepted: the verb did it; already-*: nothing left to do; refused: the execution's state said no (a 409);
 # invalid: the request was bad input (unknown id, a value failing its schema); error: the store failed.
-OUTCOMES = ("accepted", "already-requested", "already-terminal", "refused", "invalid", "error")
+# running: a bulk operation under way (console.bulk), or one whose process died (it reads as interrupted).
+OUTCOMES = ("running", "accepted", "already-requested", "already-terminal", "refused", "invalid", "error")
 
 _MESSAGE_CHARS = 1000
 _TEXT_CHARS = 1000

@@ -13,7 +13,7 @@ from ninja import NinjaAPI
 from ninja.operation import Operation
 
 from console import auth, schemas
-from console.api import activity, errors, executions, openapi, operators, system, workflows
+from console.api import activity, bulk, errors, executions, openapi, operators, system, workflows
 from console.api.docs import VendoredSwagger
 
 __all__ = ["api"]
@@ -55,5 +55,6 @@ api = FlowdeckAPI(
     docs_decorator=auth.callers_only,
 )
 errors.install(api)
-for module in (workflows, executions, operators, activity, system):
+# bulk before executions: POST /executions/bulk is not an execution named bulk
+for module in (workflows, bulk, executions, operators, activity, system):
     api.add_router("/v1", module.router)

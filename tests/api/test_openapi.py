@@ -168,6 +168,8 @@ def test_operation_ids_are_verbs(live: Live) -> None:
         "end_execution",
         "check_health",
         "list_activity",
+        "act_on_matching_executions",
+        "describe_operation",
     }
 
 

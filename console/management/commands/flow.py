@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from console import activity, runtime, tokens, waits
 from console.cli import FLOW_VERBS
 from console.conf import flowdeck_settings
-from console.management.commands import _activity, _output
+from console.management.commands import _activity, _bulk, _output
 from console.management.commands._common import engine_logging
 from console.management.commands._schema import require_schema
 from engine import errors, ids, render
@@ -143,8 +143,9 @@ def _signal_arguments(signal: CommandParser) -> None:
 
 
 def _cancel_arguments(cancel: CommandParser) -> None:
-    cancel.add_argument("execution_id", metavar="EID")
+    cancel.add_argument("execution_id", metavar="EID", nargs="?")
     cancel.add_argument("reason", metavar="REASON", nargs="?", default="")
+    _bulk.add_arguments(cancel)
 
 
 def _cancel_all_arguments(cancel_all: CommandParser) -> None:
@@ -153,8 +154,9 @@ def _cancel_all_arguments(cancel_all: CommandParser) -> None:
 
 
 def _resume_arguments(resume: CommandParser) -> None:
-    resume.add_argument("execution_id", metavar="EID")
+    resume.add_argument("execution_id", metavar="EID", nargs="?")
     resume.add_argument("--go", action="store_true", help="resume it for real")
+    _bulk.add_arguments(resume)
 
 
 def _answer_arguments(answer: CommandParser) -> None:
@@ -164,8 +166,9 @@ def _answer_arguments(answer: CommandParser) -> None:
 
 
 def _end_arguments(end: CommandParser) -> None:
-    end.add_argument("execution_id", metavar="EID")
+    end.add_argument("execution_id", metavar="EID", nargs="?")
     end.add_argument("reason", metavar="REASON", nargs="?", default="ended by an operator")
+    _bulk.add_arguments(end)
 
 
 def _diagram_arguments(diagram: CommandParser) -> None:
@@ -184,15 +187,19 @@ _VERBS: tuple[tuple[str, str, Callable[[CommandParser], None]], ...] = (
     ("show", "an execution: status, waits, inputs, values, recent history", _show_arguments),
     ("start", "start an execution of a workflow", _start_arguments),
     ("signal", "deliver an input to a waiting execution", _signal_arguments),
-    ("cancel", "ask an execution to cancel (its undos run)", _cancel_arguments),
+    (
+        "cancel",
+        "ask an execution (or, with --where, every match) to cancel (its undos run)",
+        _cancel_arguments,
+    ),
     ("cancel-all", "ask every unended execution of a workflow to cancel", _cancel_all_arguments),
     (
         "resume",
-        "dry-run a stopped or parked execution on the newest version; --go to act",
+        "dry-run a stopped or parked execution (or every --where match) on the newest version; --go to act",
         _resume_arguments,
     ),
     ("answer", "record what a node did, for a stopped execution", _answer_arguments),
-    ("end", "end an execution Failed, running no undos", _end_arguments),
+    ("end", "end an execution (or every --where match) Failed, running no undos", _end_arguments),
     ("diagram", "draw a workflow (or, with --execution, an execution's progress)", _diagram_arguments),
     ("parked", "executions held under a version no process serves", _parked_arguments),
     ("activity", "what operators did, newest first (every surface)", _activity.add_arguments),
@@ -393,6 +400,9 @@ class Command(_output.SafeOutputCommand):
         )
 
     async def do_cancel(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        if _bulk.requested(o):
+            await _bulk.run(engine, "cancel", o, self.actor, self.emit)
+            return
         eid = o["execution_id"]
         async with self.recording("cancel", eid, reason=o["reason"]) as act:
             await engine.executions.describe(eid)  # an unknown id is bad input, not "already terminal"
@@ -419,6 +429,9 @@ class Command(_output.SafeOutputCommand):
         )
 
     async def do_resume(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        if _bulk.requested(o):
+            await _bulk.run(engine, "resume:go" if o["go"] else "resume", o, self.actor, self.emit)
+            return
         eid = o["execution_id"]
         try:
             async with self.recording("resume:go" if o["go"] else "resume:dry-run", eid) as act:
@@ -447,6 +460,9 @@ class Command(_output.SafeOutputCommand):
         )
 
     async def do_end(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        if _bulk.requested(o):
+            await _bulk.run(engine, "end", o, self.actor, self.emit)
+            return
         async with self.recording("end", o["execution_id"], reason=o["reason"]):
             await engine.end(o["execution_id"], o["reason"], actor=self.actor)
         self.emit(
