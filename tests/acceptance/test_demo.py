@@ -37,7 +37,14 @@ def test_demo_seeds_serves_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     port = free_port()
     database = tmp_path / "demo.sqlite3"
     demo = Background.manage(
-        "demo", "sqlite:///unused", tmp_path, "demo", "--database", str(database), "--port", str(port)
+        "demo",
+        f"sqlite:///{tmp_path}/unused.sqlite3",
+        tmp_path,
+        "demo",
+        "--database",
+        str(database),
+        "--port",
+        str(port),
     )
     try:
         demo.wait_for_output(f"Flowdeck demo running at http://127.0.0.1:{port}/", timeout=180)
