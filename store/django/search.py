@@ -149,6 +149,12 @@ def counted(
     return waits.values("execution_id").distinct()
 
 
+def _created_within(queryset: Any, after: datetime | None, before: datetime | None) -> Any:
+    if after is not None:
+        queryset = queryset.filter(created__gte=after)
+    return queryset if before is None else queryset.filter(created__lt=before)
+
+
 def executions_matching(
     using: str,
     flow_id: str | None,
@@ -161,11 +167,7 @@ def executions_matching(
 ) -> Any:
     """The executions a `list_executions` call selects, unpaged (each arm mirrors `spi.filter_matches`,
     each field term `spi.field_matches`; the creation bounds are a range on the created indexes)."""
-    queryset = models.Execution.objects.using(using).all()
-    if created_after is not None:
-        queryset = queryset.filter(created__gte=created_after)
-    if created_before is not None:
-        queryset = queryset.filter(created__lt=created_before)
+    queryset = _created_within(models.Execution.objects.using(using).all(), created_after, created_before)
     vendor = connections[using].vendor
     for match in fields:
         queryset = queryset.filter(id__in=field_search.matching_ids(vendor, match))
