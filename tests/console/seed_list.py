@@ -18,6 +18,9 @@ LONG = (
     "card declined by the issuer: insufficient funds on the account ending 4242; the customer was told "
     "and may retry with another card"
 )
+# The seed's claims outlive the real now: the store's clock is two days back, and a live worker would
+# otherwise take an execution over between its start and its ending.
+LEASE = timedelta(days=3)
 # (id, how, code, took): the newest last
 PLAN = (
     ("order-0001", "completed", None, 42),
@@ -50,15 +53,19 @@ async def seed() -> None:
         await _parked(store, "order-0000-parked")
         for eid, how, code, took in PLAN:
             await clock.advance(4 * 3600)
-            await seed_execution(store, eid, how, code, took=timedelta(seconds=took), advance=clock.advance)
+            await seed_execution(
+                store, eid, how, code, took=timedelta(seconds=took), advance=clock.advance, lease=LEASE,
+                retry_at=real_now + timedelta(hours=1),  # not due while the test looks
+            )  # fmt: skip
         await clock.advance(600)
-        await seed_execution(store, "order-0011", "waiting")
-        await store.request_cancel("order-0011", "customer asked to cancel", actor="olga")
+        await seed_execution(store, "order-0011", "waiting", lease=LEASE)
+        # asked of the one the seed holds claimed: no worker can take it, so it stays cancelling
+        await store.request_cancel("order-0010", "customer asked to cancel", actor="olga")
         await clock.advance(60)
         handle = await store.create_claimed_if_absent(
             "order-0012", "counter", (await store.get_workflow("counter")).structural_hash,  # type: ignore[union-attr]
             spi.Running(), spi.Event(spi.EventKind.CREATED, "counter", "order-0012", store.now(), {}),
-            executor_id="seed", lease=timedelta(minutes=5),
+            executor_id="seed", lease=LEASE,
         )  # fmt: skip
         assert handle is not None
         failed = spi.Failed(LONG, "PaymentDeclined")
