@@ -38,7 +38,7 @@ def _span_words(seconds: int) -> str:
     hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
     if days:
-        return f"{days} d {hours} h"
+        return f"{days} d {hours} h" if hours else f"{days} d"
     if hours:
         return f"{hours} h {minutes:02d} min"
     if minutes:

@@ -102,7 +102,7 @@ def test_the_list_reads_for_a_triager(seeded: Console, wide: Any) -> None:
     assert page.locator('tr[data-execution-id="order-0006"] .badge').inner_text() == "running·waiting"
     assert page.locator('tr[data-execution-id="order-0007"] .badge').inner_text() == "running·sleeping"
     assert page.locator('tr[data-execution-id="order-0010"] .badge').inner_text() == "cancelling"
-    assert page.locator('tr[data-execution-id="order-0004"] .status-detail').inner_text() == "F0004 stuck"
+    assert page.locator('tr[data-execution-id="order-0004"] .status-detail').inner_text() == "F0001 stuck"
     _shot(page, "wide")
 
     page.select_option("#status-filter", "parked")
