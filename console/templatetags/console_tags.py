@@ -55,15 +55,20 @@ def span(delta: timedelta | None) -> str:
     return "<1 s" if seconds < 1 else _span_words(seconds)
 
 
+_UNITS = ((86400, "d"), (3600, "h"), (60, "min"), (1, "s"))
+
+
 @register.filter
 def ago(moment: datetime | None, now: datetime | None) -> str:
-    """`moment` relative to `now`: `12 s ago`, `3 min ago`, `in 2 h` (the absolute time goes in a title)."""
+    """`moment` relative to `now` in its largest unit: `12 s ago`, `3 min ago`, `in 2 h` (the absolute
+    time goes in a title; console.js's `agoWords` says the same as time passes)."""
     if moment is None or now is None:
         return ""
     seconds = int((now - moment).total_seconds())
-    if abs(seconds) < 1:
+    if seconds == 0:
         return "just now"
-    words = _span_words(abs(seconds)).rsplit(" ", 2)[0] if abs(seconds) >= 60 else f"{abs(seconds)} s"
+    size, unit = next((size, unit) for size, unit in _UNITS if abs(seconds) >= size)
+    words = f"{abs(seconds) // size} {unit}"
     return f"{words} ago" if seconds > 0 else f"in {words}"
 
 

@@ -142,17 +142,18 @@ def test_durations_and_relative_times_read_in_two_units_at_most() -> None:
 
     from console.templatetags.console_tags import ago, span
 
-    assert [span(timedelta(seconds=s)) for s in (0.4, 7, 192, 7500, 97200)] == [
+    assert [span(timedelta(seconds=s)) for s in (0.4, 7, 192, 7500, 97200, 172800)] == [
         "<1 s",
         "7 s",
         "3 min 12 s",
         "2 h 05 min",
         "1 d 3 h",
+        "2 d",
     ]
     assert span(None) == "–"
     now = datetime(2026, 12, 1, 12, tzinfo=UTC)
-    said = [ago(now - timedelta(seconds=s), now) for s in (0, 42, 192, 7500, -7500)]
-    assert said == ["just now", "42 s ago", "3 min ago", "2 h ago", "in 2 h"]
+    said = [ago(now - timedelta(seconds=s), now) for s in (0, 42, 192, 7500, -7500, 172800, 183600)]
+    assert said == ["just now", "42 s ago", "3 min ago", "2 h ago", "in 2 h", "2 d ago", "2 d ago"]
 
 
 async def test_the_parked_filter_lists_unended_executions_of_unserved_versions(
