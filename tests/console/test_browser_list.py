@@ -101,6 +101,8 @@ def test_the_list_reads_for_a_triager(seeded: Console, wide: Any) -> None:
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", created.get_attribute("title"))
     assert page.locator('tr[data-execution-id="order-0006"] .badge').inner_text() == "running·waiting"
     assert page.locator('tr[data-execution-id="order-0007"] .badge').inner_text() == "running·sleeping"
+    wakes = page.locator('tr[data-execution-id="order-0007"] [data-deadline]').inner_text()
+    assert re.fullmatch(r"wakes in (1 h|5\d min)", wakes), wakes  # the retry seeded an hour ahead
     assert page.locator('tr[data-execution-id="order-0010"] .badge').inner_text() == "cancelling"
     assert page.locator('tr[data-execution-id="order-0004"] .status-detail').inner_text() == "F0001 stuck"
     _shot(page, "wide")
@@ -152,6 +154,12 @@ def test_the_list_at_800_px(seeded: Console, narrow: Any) -> None:
     page = narrow
     _login(page, seeded, "/executions/?q=order-")
     assert page.evaluate("document.documentElement.scrollWidth") <= 800  # the table scrolls, not the page
+    clipped = page.evaluate(
+        "(() => { const s = document.querySelector('.list-scroll'); "
+        "return s.scrollWidth - s.clientWidth; })()"
+    )
+    assert clipped <= 0  # and every column, Updated too, fits without scrolling (the version gives way)
+    assert not page.locator("table.executions th:nth-child(4)").is_visible()
     assert page.locator("#status-filter").is_visible()
     assert page.locator("#save-view-button").is_visible()
     _shot(page, "800")

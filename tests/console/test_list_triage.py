@@ -105,6 +105,9 @@ async def test_badges_read_status_then_qualifier_and_the_line_says_why(
     )
     assert '<span class="status-detail" title="F0004 stuck">F0004 stuck</span>' in cell_of(page, "s-1")
     assert "its version is served by no process" in cell_of(page, "p-1")
+    assert re.search(
+        r'title="until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC">wakes in [23] min<', cell_of(page, "r-1")
+    )
 
 
 async def test_the_execution_page_and_the_overview_speak_the_same_words(
