@@ -11,6 +11,8 @@ operator verbs. A user with neither can read everything and change nothing.
 
 `Activity` is the record of what people did: one row per operator action (a bulk action is one row naming
 every execution it touched, through `ActivityExecution`), written by `console.activity` alone.
+
+`SavedView` is a person's named filter of the executions list (its query string), listed on that page.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "ActivityExecution",
     "ApiToken",
     "Operations",
+    "SavedView",
     "create_token",
     "token_digest",
 ]
@@ -144,3 +147,20 @@ class ActivityExecution(models.Model):
 
     class Meta:
         ordering = ["id"]
+
+
+class SavedView(models.Model):
+    """A named view of the executions list, one person's: the list's query string (its filters and sort,
+    without the page), so opening it is opening that URL."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="saved_views")
+    name = models.CharField(max_length=80)
+    query = models.CharField(max_length=2000, blank=True, help_text="the list's query string, without '?'")
+    created = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="saved_view_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.user_id})"

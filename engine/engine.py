@@ -20,7 +20,7 @@ import socket
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -466,15 +466,35 @@ class Executions:
         offset: int = 0,
         id_prefix: str | None = None,
         where: Sequence[str | spi.FieldMatch] = (),
+        *,
+        order_by: str = "created",
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> SearchResult:
-        """Executions matching the filter (a wire word such as "waiting:approval", or a filter value) and
-        every `where` term (`field:order.customer=ada`, or its parsed `spi.FieldMatch`), newest first. A
-        word naming no filter, or a term that is not one, raises `spi.FilterParseError` (a ValueError)."""
+        """Executions matching the filter (a wire word such as "waiting:approval", or a filter value),
+        every `where` term (`field:order.customer=ada`, or its parsed `spi.FieldMatch`) and the creation
+        window (`created_after <= created < created_before`), newest first by `order_by` ("created" or
+        "updated"). A word naming no filter, a term that is not one, or another order raises
+        `spi.FilterParseError` (a ValueError)."""
         if offset < 0:
             raise spi.FilterParseError(f"offset must not be negative (got {offset})")
+        if order_by not in spi.ORDER_BY:
+            raise spi.FilterParseError(
+                f"order_by must be one of {', '.join(spi.ORDER_BY)} (got {order_by!r})"
+            )
         filt = spi.ExecutionFilter.parse(status) if isinstance(status, str) else status
         fields = [spi.parse_field_term(t) if isinstance(t, str) else t for t in where]
-        page = await self._engine.store.list_executions(workflow_id, filt, limit, offset, id_prefix, fields)
+        page = await self._engine.store.list_executions(
+            workflow_id,
+            filt,
+            limit,
+            offset,
+            id_prefix,
+            fields,
+            order_by=order_by,
+            created_after=created_after,
+            created_before=created_before,
+        )
         return SearchResult(tuple(page.items), page.total)
 
     async def history(self, execution_id: str, limit: int | None = 50, offset: int = 0) -> spi.HistoryPage:

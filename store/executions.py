@@ -50,9 +50,20 @@ class ExecutionState:
         )
 
 
+# The orders `list_executions` takes, newest first: by creation, or by the latest change to the row.
+ORDER_BY = ("created", "updated")
+
+
+def check_order(order_by: str) -> str:
+    """`order_by` when it is one of `ORDER_BY`, else ValueError naming them."""
+    if order_by not in ORDER_BY:
+        raise ValueError(f"order_by must be one of {', '.join(ORDER_BY)} (got {order_by!r})")
+    return order_by
+
+
 @dataclass(frozen=True)
 class ExecutionPage:
-    """A page of `list_executions`: newest created first; `total` counts every match, not the page."""
+    """A page of `list_executions`: newest first by its order; `total` counts every match, not the page."""
 
     items: Sequence[ExecutionState]
     total: int

@@ -377,7 +377,12 @@ class MemoryStore(spi.FlowStore):
         offset: int = 0,
         id_prefix: str | None = None,
         fields: Sequence[spi.FieldMatch] = (),
+        *,
+        order_by: str = "created",
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> spi.ExecutionPage:
+        by_updated = spi.check_order(order_by) == "updated"
         with self._lock:
             rows = list(self.data.executions.values())
             # copied under the lock, and only when a term needs them
@@ -392,9 +397,14 @@ class MemoryStore(spi.FlowStore):
             and (filter is None or spi.filter_matches(filter, row))
             and (id_prefix is None or row.execution_id.startswith(id_prefix))
             and all(spi.field_matches(m, recorded[row.execution_id]) for m in fields)
+            and (created_after is None or row.created >= created_after)
+            and (created_before is None or row.created < created_before)
         ]
-        # newest created first; among equal instants, the later created first
-        matches.sort(key=lambda row: (row.created, order[row.execution_id]), reverse=True)
+        # newest first; among equal instants, the later created first
+        matches.sort(
+            key=lambda row: (row.updated if by_updated else row.created, order[row.execution_id]),
+            reverse=True,
+        )
         start = max(0, offset)
         page = matches[start:] if limit is None or limit < 0 else matches[start : start + limit]
         return spi.ExecutionPage(items=page, total=len(matches))

@@ -45,7 +45,8 @@ from store import counts, feed, heartbeats, node_stats
 # Re-exported: the names in __all__, and, as `X as X`, the codecs and `filter_matches`, which were never in
 # it but which callers reach as `spi.X`.
 from store.events import Event, EventKind, HistoryPage
-from store.executions import ExecutionPage, ExecutionState
+from store.executions import ORDER_BY as ORDER_BY
+from store.executions import ExecutionPage, ExecutionState, check_order
 from store.field_terms import FieldMatch
 from store.field_terms import field_matches as field_matches
 from store.field_terms import parse_field_term as parse_field_term
@@ -108,6 +109,7 @@ __all__ = [
     "EventKind",
     "ExecutionFilter",
     "ExecutionPage",
+    "check_order",
     "ExecutionState",
     "Failed",
     "Failure",
@@ -363,10 +365,16 @@ class FlowStore(abc.ABC):
         offset: int = 0,
         id_prefix: str | None = None,
         fields: Sequence[FieldMatch] = (),
+        *,
+        order_by: str = "created",
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> ExecutionPage:
         """Filter (by workflow when `flow_id` is given, by the arm, by id prefix, by every one of `fields`:
-        a recorded value at a JSON path, exactly, as `field_matches` means it) BEFORE paging; newest
-        created first; `limit` None or negative means all; `total` counts all matches."""
+        a recorded value at a JSON path, exactly, as `field_matches` means it; by creation instant,
+        `created_after <= created < created_before`) BEFORE paging; newest first by `order_by` (one of
+        `ORDER_BY`: "created" or "updated"; ties: the later created first; another word raises ValueError);
+        `limit` None or negative means all; `total` counts all matches."""
 
     @abc.abstractmethod
     async def get_field(self, execution_id: str, name: str, tag: str | None = None) -> FieldData | None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 from django import template
+
+from console import badges
 
 register = template.Library()
 
@@ -28,3 +31,48 @@ def visible(text: str) -> str:
         char.encode("unicode_escape").decode("ascii") if unicodedata.category(char) in _UNSEEN else char
         for char in str(text)
     )
+
+
+def _span_words(seconds: int) -> str:
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h" if hours else f"{days} d"
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    if minutes:
+        return f"{minutes} min {secs:02d} s"
+    return f"{secs} s"
+
+
+@register.filter
+def span(delta: timedelta | None) -> str:
+    """A duration in the two largest units a person reads (`3 min 12 s`, `2 h 05 min`); `–` for none."""
+    if delta is None:
+        return "–"
+    seconds = int(delta.total_seconds())
+    return "<1 s" if seconds < 1 else _span_words(seconds)
+
+
+_UNITS = ((86400, "d"), (3600, "h"), (60, "min"), (1, "s"))
+
+
+@register.filter
+def ago(moment: datetime | None, now: datetime | None) -> str:
+    """`moment` relative to `now` in its largest unit: `12 s ago`, `3 min ago`, `in 2 h` (the absolute
+    time goes in a title; console.js's `agoWords` says the same as time passes)."""
+    if moment is None or now is None:
+        return ""
+    seconds = int((now - moment).total_seconds())
+    if seconds == 0:
+        return "just now"
+    size, unit = next((size, unit) for size, unit in _UNITS if abs(seconds) >= size)
+    words = f"{abs(seconds) // size} {unit}"
+    return f"{words} ago" if seconds > 0 else f"in {words}"
+
+
+@register.filter
+def status_label(word: str) -> str:
+    """What a badge of status word `word` reads (`console.badges.label_of`)."""
+    return badges.label_of(word)

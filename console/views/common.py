@@ -1,23 +1,24 @@
 """What every console page shares: the status word a badge shows, what an execution waits for, the
 operator check, and rendering (whole pages, or the fragment an htmx request asks for).
 
-The badge word follows the wire vocabulary (running, waiting, sleeping, cancelling, compensating, stopped,
-completed, failed, cancelled) and its colour is the diagram legend's (`engine.render.common.COLOURS`).
+The badge (`console.badges`) follows the list's filter words (running·waiting, running·sleeping, parked,
+cancelling, compensating, stopped, completed, failed, cancelled) and its colour is the diagram legend's
+(`engine.render.common.COLOURS`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 
-from console import live, refusals, waits
+from console import badges, live, refusals, waits
 from console.models import OPERATE_PERMISSION, RUN_PERMISSION
 from engine import errors
 from store import spi
@@ -56,45 +57,40 @@ class Row:
     created: datetime
     updated: datetime
     cancel_requested: bool
+    status: badges.Badge
+    duration: timedelta | None  # created to ended, or to `now` when unended (None: no `now` was given)
+    ended: bool
 
 
 waits_of = waits.waits_of
 
 
 def badge_of(state: spi.ExecutionState) -> str:
-    """The one word a status badge shows (and its CSS class)."""
-    status = state.status
-    match status:
-        case spi.Completed():
-            return "completed"
-        case spi.Failed():
-            return "failed"
-        case spi.Cancelled():
-            return "cancelled"
-        case spi.Stopped():
-            return "stopped"
-        case spi.Compensating():
-            return "compensating"
-    if state.cancel_requested:
-        return "cancelling"
-    if any(isinstance(w, spi.WakeOnField) for w in state.waits.values()):
-        return "waiting"
-    if state.waits:
-        return "sleeping"
-    return "running"
+    """The one word a status badge shows (and its CSS class), parked aside (`console.badges`)."""
+    return badges.badge_of(state).word
 
 
-def row_of(state: spi.ExecutionState) -> Row:
+def row_of(
+    state: spi.ExecutionState, served: Collection[str] | None = None, now: datetime | None = None
+) -> Row:
+    """The row of `state`; `served` (version hashes some process serves) lets it read `parked`, and `now`
+    gives an unended execution its duration so far."""
+    ended = state.status.terminal
+    end = state.updated if ended else now
+    status = badges.badge_of(state, served)
     return Row(
         state.execution_id,
         state.flow_id,
         state.hash,
-        badge_of(state),
+        status.word,
         state.status.show(),
         waits_of(state),
         state.created,
         state.updated,
         state.cancel_requested,
+        status,
+        None if end is None else max(timedelta(0), end - state.created),
+        ended,
     )
 
 

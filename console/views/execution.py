@@ -61,7 +61,7 @@ async def _panel_context(request: HttpRequest, detail: Any) -> dict[str, Any]:
     nodes = list(schema.durable_names(flow)) if flow is not None else []
     return {
         "detail": detail,
-        "row": common.row_of(state),
+        "row": common.row_of(state, None if flow is not None else frozenset(), engine.store.now()),
         "stop": detail.stop,
         "failure": state.status if common.badge_of(state) == "failed" else None,
         "cancelled": state.status if common.badge_of(state) == "cancelled" else None,

@@ -1,34 +1,36 @@
-"""The executions list: filters in the wire vocabulary, a workflow filter, an id search, pages with the
-total, and cancelling a selection with a reason.
+"""The executions list: filters in the wire vocabulary (and `parked`), a workflow filter, an id search, a
+creation window, newest created or updated first, pages with the total, saved views, and cancelling a
+selection with a reason.
 
 The search box holds an id prefix and any `field:<name>.<json.path>=<value>` terms (a recorded value,
 exactly); all of them and the filters narrow together.
 
-The query lives in the URL (`?status=waiting:approval&workflow=fulfilment&q=demo-&page=2`), so a link is
+The query lives in the URL (`?status=waiting:approval&workflow=fulfilment&q=demo-&sort=updated&
+created_from=2026-12-01&created_to=2026-12-01&page=2`, `console.views.list_query`), so a link is
 shareable and the back button works; htmx pushes it as the filters change. `?partial=rows` answers only
 the table, which the page fetches again when its websocket hears of a change.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from urllib.parse import urlencode
+from collections.abc import Iterable
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from console import activity, refusals, runtime
+from console import activity, runtime
 from console.discovery import registered_flows
-from console.views import common
+from console.views import common, parked, saved_views
+from console.views.list_query import PAGE_SIZE, SORTS, Query
 from engine import ids as ids_module
+from engine import nodes, traversal
 from engine.engine import declared_inputs
+from engine.flow import Flow
 from store import field_terms, spi
 
 __all__ = ["cancel_selected", "executions"]
 
-PAGE_SIZE = 25
-MAX_PAGE = refusals.MAX_OFFSET // PAGE_SIZE + 1  # the last page whose offset a database takes
 _BASE_WORDS = (
     "running",
     "waiting",
@@ -40,43 +42,7 @@ _BASE_WORDS = (
     "failed",
     "cancelled",
 )
-
-
-@dataclass(frozen=True)
-class Query:
-    status: str
-    workflow: str
-    q: str
-    page: int
-
-    @classmethod
-    def of(cls, request: HttpRequest) -> Query:
-        """The query of the request; `refusals.Refused` for a page number or an id filter it cannot be."""
-        params = request.GET
-        return cls(
-            params.get("status", "").strip(),
-            refusals.check_filter("workflow", params.get("workflow", "").strip()),
-            _checked_search(params.get("q", "").strip()),
-            refusals.whole_number(params, "page", 1, minimum=1, maximum=MAX_PAGE),
-        )
-
-    def url(self, **change: object) -> str:
-        values = {"status": self.status, "workflow": self.workflow, "q": self.q, "page": self.page}
-        values.update(change)
-        kept = {k: v for k, v in values.items() if v not in ("", None) and not (k == "page" and v == 1)}
-        return "?" + urlencode(kept) if kept else "?"
-
-
-def _checked_search(q: str) -> str:
-    """The search box: its id-prefix word keeps the id rule (else `refusals.Refused`); its field terms are
-    parsed with the search, which shows what is wrong with one beside the table."""
-    try:
-        _, words = field_terms.split_terms(q)
-    except spi.FilterParseError:
-        return q
-    for word in words:
-        refusals.check_filter("q", word)
-    return q
+PARKED = "parked"
 
 
 def _search_of(q: str) -> tuple[list[spi.FieldMatch], str | None]:
@@ -91,30 +57,61 @@ def _search_of(q: str) -> tuple[list[spi.FieldMatch], str | None]:
     return matches, words[0] if words else None
 
 
+def _children(flows: Iterable[Flow]) -> set[str]:
+    """The names of the flows embedded as another's subflow: their inputs come from a mapper."""
+    return {
+        place.node.child.name
+        for flow in flows
+        for place in traversal.walk(flow)
+        if isinstance(place.node, nodes.Subflow)
+    }
+
+
+def signalable_inputs() -> list[str]:
+    """The inputs a person can signal: those the served flows declare, less those of a flow that is
+    another's subflow (a parent's mapper supplies them, so nobody waits on them by that name)."""
+    flows = registered_flows()
+    children = _children(flows.values())
+    return sorted({n for wid, f in flows.items() if wid not in children for n in declared_inputs(f)})
+
+
 async def status_choices(store: spi.FlowStore) -> list[str]:
-    """Every filter word: the base words, `failed:<kind>` for the kinds in the data, `waiting:<name>` for
-    the inputs the served flows declare."""
-    words = list(_BASE_WORDS)
+    """Every filter word: the base words, `parked`, `failed:<kind>` for the kinds in the data,
+    `waiting:<name>` for the inputs a person can signal."""
+    words = [*_BASE_WORDS, PARKED]
     words += [f"failed:{kind}" for kind in await store.failure_kinds()]
-    names = sorted({name for flow in registered_flows().values() for name in declared_inputs(flow)})
-    words += [f"waiting:{name}" for name in names]
+    words += [f"waiting:{name}" for name in signalable_inputs()]
     return words
+
+
+def _filter_of(word: str, served: frozenset[str]) -> spi.ExecutionFilter.Any | None:
+    """The store filter of a status word: `parked` is an unended execution of a version nobody serves
+    (the store's `Orphaned`, whose served set only the console knows); the rest are the wire words."""
+    if not word:
+        return None
+    return spi.ExecutionFilter.Orphaned(served) if word == PARKED else spi.ExecutionFilter.parse(word)
 
 
 async def _table(query: Query) -> dict[str, object]:
     engine = await runtime.engine()
+    served = parked.served_hashes(await engine.workflows.list())
+    now = engine.store.now()
+    after, before = query.window
     error = ""
     try:
         matches, prefix = _search_of(query.q)
         result = await engine.executions.search(
             query.workflow or None,
-            query.status or None,
+            _filter_of(query.status, served),
             PAGE_SIZE,
             (query.page - 1) * PAGE_SIZE,
             prefix,
             matches,
+            order_by=SORTS[query.sort],
+            created_after=after,
+            created_before=before,
         )
-        rows, total = [common.row_of(s) for s in result.items], result.total
+        rows, total = [common.row_of(s, served, now) for s in result.items], result.total
     except spi.FilterParseError as problem:
         rows, total, error = [], 0, str(problem)
     pages = max(1, -(-total // PAGE_SIZE))
@@ -122,12 +119,14 @@ async def _table(query: Query) -> dict[str, object]:
         "rows": rows,
         "total": total,
         "query": query,
+        "now": now,
         "pages": pages,
         "error": error,
         "first": (query.page - 1) * PAGE_SIZE + 1 if rows else 0,
         "last": (query.page - 1) * PAGE_SIZE + len(rows),
         "previous_url": query.url(page=query.page - 1) if query.page > 1 else "",
         "next_url": query.url(page=query.page + 1) if query.page < pages else "",
+        "sort_urls": {word: query.url(sort=word, page=1) for word in SORTS},
     }
 
 
@@ -145,6 +144,8 @@ async def executions(request: HttpRequest) -> HttpResponse:
         "status_choices": await status_choices(engine.store),
         "workflows": sorted(info.id for info in await engine.workflows.list()),
         "can_operate": await common.can_operate(request),
+        "saved_views": await saved_views.views_of(request, query.url(page=1)),
+        "sorts": list(SORTS),
     }
     return await common.page(request, "console/executions.html", context)
 

@@ -11,6 +11,7 @@ a newer version shows the same pair.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -179,6 +180,16 @@ def _served(workflow_id: str) -> frozenset[str]:
     return frozenset(schema.structural_hash(f) for f in flow_versions().get(workflow_id, ()))
 
 
+def served_hashes(workflows: Iterable[spi.WorkflowInfo]) -> frozenset[str]:
+    """The version hashes some process serves, over `workflows` (the store's newest of each): the versions
+    this process declares, or the newest when it declares none of that workflow (another process serves
+    it). An unended execution of any other hash is parked; the list's `parked` filter and badge read this."""
+    found: set[str] = set()
+    for info in workflows:
+        found |= _served(info.id) or {info.structural_hash}
+    return frozenset(found)
+
+
 async def _page_of(store: spi.FlowStore, workflow_id: str, digest: str, offset: int) -> spi.ExecutionPage:
     """One page of the unended executions of version `digest`: "orphaned from every other known version"
     is exactly "of this version", and the store pages it."""
@@ -210,7 +221,7 @@ async def _groups() -> list[dict[str, Any]]:
 
 
 def _rows_context(workflow_id: str, digest: str, page: spi.ExecutionPage, offset: int) -> dict[str, Any]:
-    rows = [common.row_of(s) for s in page.items]
+    rows = [common.row_of(s, frozenset()) for s in page.items]  # every one of them is parked
     following = offset + len(rows)
     return {
         "workflow_id": workflow_id,

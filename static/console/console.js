@@ -130,6 +130,27 @@
 
   // ---------------------------------------------------------------------------- executions page
 
+  // Relative times ("3 min ago") as the server wrote them (console_tags.ago), kept true as time passes:
+  // measured against the server's now (data-now), so a skewed browser clock does not shift them.
+  function agoWords(seconds) {
+    const s = Math.abs(Math.trunc(seconds));
+    if (s < 1) return "just now";
+    let words = `${s} s`;
+    if (s >= 86400) words = `${Math.floor(s / 86400)} d`;
+    else if (s >= 3600) words = `${Math.floor(s / 3600)} h`;
+    else if (s >= 60) words = `${Math.floor(s / 60)} min`;
+    return seconds > 0 ? `${words} ago` : `in ${words}`;
+  }
+
+  function tickAgo(root) {
+    const grid = root.querySelector("table[data-now]");
+    if (!grid || !grid.dataset.rendered) { if (grid) grid.dataset.rendered = String(Date.now()); return; }
+    const now = Date.parse(grid.dataset.now) + (Date.now() - Number(grid.dataset.rendered));
+    root.querySelectorAll("time[data-ago]").forEach((el) => {
+      el.textContent = agoWords((now - Date.parse(el.getAttribute("datetime"))) / 1000);
+    });
+  }
+
   function executionsPage() {
     const table = document.getElementById("table");
     const refresh = throttle(async () => {
@@ -142,9 +163,17 @@
         table.querySelectorAll("input[name=ids]").forEach((i) => { i.checked = checked.has(i.value); });
         if (window.htmx) window.htmx.process(table);
         tickCountdowns();
+        tickAgo(table);
       } catch (e) { /* the next event tries again */ }
     }, 150);
     onLive(() => refresh());
+    // A saved view keeps the list as it is now: htmx has pushed every filter change into the URL.
+    document.addEventListener("submit", (e) => {
+      e.target.querySelectorAll("[data-current-query]").forEach((i) => { i.value = location.search.replace(/^\?/, ""); });
+    }, true);
+    tickAgo(table);
+    table.addEventListener("htmx:afterSwap", () => tickAgo(table));
+    setInterval(() => tickAgo(table), 15000);
     document.addEventListener("change", (e) => {
       if (e.target.matches("[data-select-all]")) {
         table.querySelectorAll("input[name=ids]").forEach((i) => { i.checked = e.target.checked; });

@@ -15,9 +15,9 @@ wake-up), so `clock.advance` drives its deadline. A store whose blocking poll wa
 the same process wakes it at once) also runs `InProcessBlockingConformance`.
 
 The cases are grouped by invariant and verb, one mixin a module (`claims`, `writes`, `signals`, `history`,
-`fields`, `executions`, `cancel`, `search`, `field_search`, `workflows`, `operator_writes`, `console_reads`,
-`node_reads`), each a `StoreCase` (`case`); `FlowStoreConformance` is all of them. `support` holds the
-fixtures and helpers every case is written with.
+`fields`, `executions`, `cancel`, `search`, `ordering`, `field_search`, `workflows`, `operator_writes`,
+`console_reads`, `node_reads`), each a `StoreCase` (`case`); `FlowStoreConformance` is all of them.
+`support` holds the fixtures and helpers every case is written with.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from store.conformance.fields import FieldCases
 from store.conformance.history import HistoryCases
 from store.conformance.node_reads import NodeReadCases
 from store.conformance.operator_writes import OperatorWriteCases
+from store.conformance.ordering import OrderingCases
 from store.conformance.overview_reads import OverviewReadCases
 from store.conformance.search import SearchCases
 from store.conformance.signals import SignalCases
@@ -64,6 +65,7 @@ class FlowStoreConformance(
     ExecutionCases,
     CancelCases,
     SearchCases,
+    OrderingCases,
     FieldSearchCases,
     WorkflowCases,
     OperatorWriteCases,

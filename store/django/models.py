@@ -53,6 +53,9 @@ class Execution(models.Model):
         db_table = "flowstore_execution"
         indexes = [
             models.Index(fields=["-created", "-serial"], name="fs_exec_created"),
+            # the list sorted by the latest change ("updated first"); a write moves the row's entry,
+            # which is the cost of that sort being a walk down an index rather than a sort of every row
+            models.Index(fields=["-updated", "-serial"], name="fs_exec_updated"),
             models.Index(fields=["flow_id", "-created", "-serial"], name="fs_exec_flow_created"),
             models.Index(fields=["status_kind", "-created", "-serial"], name="fs_exec_kind_created"),
             # A status arm's exact total: seven distinct keys deduplicate into a small index (7 MB per

@@ -143,12 +143,13 @@ CLAIM_WITH_LEDGER = Query(
 SORTED_PAGE = Query(
     "sorted_page",
     """PostgreSQL: one page, newest first, of a search's matches materialized first (`{matching}`: the
-    search's SELECT of id, created, serial, with its own positional parameters), then LIMIT and OFFSET
-    as two more positional parameters (a NULL limit: all).""",
+    search's SELECT of id, `{order}` (created or updated: a column name from `spi.ORDER_BY`, never user
+    text), serial, with its own positional parameters), then LIMIT and OFFSET as two more positional
+    parameters (a NULL limit: all).""",
     "",
     postgresql="""
     WITH m AS MATERIALIZED ({matching})
-    SELECT id FROM m ORDER BY created DESC, serial DESC LIMIT %s OFFSET %s
+    SELECT id FROM m ORDER BY {order} DESC, serial DESC LIMIT %s OFFSET %s
     """,
 )
 
@@ -182,7 +183,7 @@ COUNTED_SORTED_PAGE = Query(
     "",
     postgresql="""
     WITH m AS MATERIALIZED ({matching})
-    SELECT id, (SELECT count(*) FROM m) FROM m ORDER BY created DESC, serial DESC LIMIT %s OFFSET %s
+    SELECT id, (SELECT count(*) FROM m) FROM m ORDER BY {order} DESC, serial DESC LIMIT %s OFFSET %s
     """,
 )
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connections
@@ -13,7 +15,7 @@ from store import spi
 from store.django import field_search, models, queries, rows
 from store.django.tx import Tx
 
-__all__ = ["ALL", "FEW_TO_SORT", "counted", "execution_page", "executions_matching", "states_in"]
+__all__ = ["ALL", "FEW_TO_SORT", "Where", "counted", "execution_page", "executions_matching", "states_in"]
 
 # A page bound that no database overflows on ("all of them").
 ALL = 2**62
@@ -37,54 +39,79 @@ def states_in(using: str, ids: Sequence[str] | None, queryset: Any) -> list[spi.
     return [rows.execution_state(r, waits.get(r[0], {})) for r in found]
 
 
+@dataclass(frozen=True)
+class Where:
+    """What a `list_executions` call selects (every part narrows; None or empty: no narrowing)."""
+
+    flow_id: str | None
+    filt: spi.ExecutionFilter.Any | None
+    id_prefix: str | None
+    fields: tuple[spi.FieldMatch, ...] = ()
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+    @property
+    def bounded(self) -> bool:
+        return self.created_after is not None or self.created_before is not None
+
+
 def execution_page(
-    tx: Tx,
-    using: str,
-    flow_id: str | None,
-    filt: spi.ExecutionFilter.Any | None,
-    limit: int | None,
-    offset: int,
-    id_prefix: str | None,
-    fields: Sequence[spi.FieldMatch] = (),
+    tx: Tx, using: str, where: Where, limit: int | None, offset: int, order_by: str = "created"
 ) -> spi.ExecutionPage:
-    """`list_executions`, in the transaction `tx`: the page, newest created first, and the exact total."""
-    queryset = executions_matching(using, flow_id, filt, id_prefix, fields)
+    """`list_executions`, in the transaction `tx`: the page, newest first by `order_by` (a column of
+    `spi.ORDER_BY`; ties the later created first), and the exact total."""
+    queryset = executions_matching(
+        using,
+        where.flow_id,
+        where.filt,
+        where.id_prefix,
+        where.fields,
+        created_after=where.created_after,
+        created_before=where.created_before,
+    )
     start = max(0, offset)
     stop = start + min(limit, ALL) if limit is not None and limit >= 0 else None
-    if fields and tx.vendor == "postgresql":
-        order, total = _counted_page(tx, queryset, start, stop)
+    if where.fields and tx.vendor == "postgresql":
+        order, total = _counted_page(tx, queryset, start, stop, order_by)
     else:
-        total = (queryset if fields else counted(using, flow_id, filt, id_prefix, queryset)).count()
-        if id_prefix and tx.vendor == "postgresql" and total <= FEW_TO_SORT:
-            order = _page_of_few(tx, queryset, start, stop)
+        # a creation bound is not on the wait rows, so a bounded total counts the executions themselves
+        plain = where.fields or where.bounded
+        total = (
+            queryset if plain else counted(using, where.flow_id, where.filt, where.id_prefix, queryset)
+        ).count()
+        if where.id_prefix and tx.vendor == "postgresql" and total <= FEW_TO_SORT:
+            order = _page_of_few(tx, queryset, start, stop, order_by)
         else:
-            order = list(queryset.order_by("-created", "-serial")[start:stop].values_list("id", flat=True))
+            ordered = queryset.order_by(f"-{order_by}", "-serial")[start:stop]
+            order = list(ordered.values_list("id", flat=True))
     states = {s.execution_id: s for s in states_in(using, order, models.Execution.objects.using(using))}
     return spi.ExecutionPage(items=[states[i] for i in order], total=total)
 
 
-def _page_of_few(tx: Tx, matching: Any, start: int, stop: int | None) -> list[str]:
+def _page_of_few(tx: Tx, matching: Any, start: int, stop: int | None, order_by: str) -> list[str]:
     """PostgreSQL: a page of a search known to match few executions, taken by sorting the matches.
 
     Asked for a page in created order, the planner walks the created index down from the newest row and
     filters: cheap when matches are spread over time, but an id prefix often names old executions only,
     and then the walk passes every newer row first (1.6 s for 10,000 matches under 990,000 newer rows).
     Materializing the matches first (the id index's range) and sorting them costs what they number."""
-    inner, params = matching.values("id", "created", "serial").query.sql_with_params()
+    inner, params = matching.values("id", order_by, "serial").query.sql_with_params()
     tx.cursor.execute(
-        queries.SORTED_PAGE.text(tx.vendor).format(matching=inner),
+        queries.SORTED_PAGE.text(tx.vendor).format(matching=inner, order=order_by),
         [*params, None if stop is None else stop - start, start],
     )
     return [row[0] for row in tx.cursor.fetchall()]
 
 
-def _counted_page(tx: Tx, matching: Any, start: int, stop: int | None) -> tuple[list[str], int]:
+def _counted_page(
+    tx: Tx, matching: Any, start: int, stop: int | None, order_by: str
+) -> tuple[list[str], int]:
     """PostgreSQL, a search by a recorded value: the page and the total from one pass over the matches
     (the GIN index finds them; sorting a field term's matches costs what they number, and its total needs
     them all anyway). A page past the end counts on its own."""
-    inner, params = matching.values("id", "created", "serial").query.sql_with_params()
+    inner, params = matching.values("id", order_by, "serial").query.sql_with_params()
     tx.cursor.execute(
-        queries.COUNTED_SORTED_PAGE.text(tx.vendor).format(matching=inner),
+        queries.COUNTED_SORTED_PAGE.text(tx.vendor).format(matching=inner, order=order_by),
         [*params, None if stop is None else stop - start, start],
     )
     found = tx.cursor.fetchall()
@@ -122,16 +149,25 @@ def counted(
     return waits.values("execution_id").distinct()
 
 
+def _created_within(queryset: Any, after: datetime | None, before: datetime | None) -> Any:
+    if after is not None:
+        queryset = queryset.filter(created__gte=after)
+    return queryset if before is None else queryset.filter(created__lt=before)
+
+
 def executions_matching(
     using: str,
     flow_id: str | None,
     filt: spi.ExecutionFilter.Any | None,
     id_prefix: str | None,
     fields: Sequence[spi.FieldMatch] = (),
+    *,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
 ) -> Any:
     """The executions a `list_executions` call selects, unpaged (each arm mirrors `spi.filter_matches`,
-    each field term `spi.field_matches`)."""
-    queryset = models.Execution.objects.using(using).all()
+    each field term `spi.field_matches`; the creation bounds are a range on the created indexes)."""
+    queryset = _created_within(models.Execution.objects.using(using).all(), created_after, created_before)
     vendor = connections[using].vendor
     for match in fields:
         queryset = queryset.filter(id__in=field_search.matching_ids(vendor, match))

@@ -413,9 +413,16 @@ class DjangoStore(spi.FlowStore):
         offset: int = 0,
         id_prefix: str | None = None,
         fields: Sequence[spi.FieldMatch] = (),
+        *,
+        order_by: str = "created",
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> spi.ExecutionPage:
+        where = search.Where(flow_id, filter, id_prefix, tuple(fields), created_after, created_before)
+        column = spi.check_order(order_by)
+
         def work(tx: Tx) -> spi.ExecutionPage:
-            return search.execution_page(tx, self.using, flow_id, filter, limit, offset, id_prefix, fields)
+            return search.execution_page(tx, self.using, where, limit, offset, column)
 
         return await self._run("list_executions", work)
 

@@ -31,11 +31,13 @@ async def seed_execution(
     took: timedelta = timedelta(0),
     advance: Any = None,
     retry_at: datetime | None = None,
+    lease: timedelta = timedelta(minutes=5),
 ) -> None:
     """A `counter` execution left as a worker leaves it: `how` is completed, failed (of kind `code`),
     stopped (with stop code `code`), waiting (on its input), retrying (a retry back-off row due at
     `retry_at`, default in three minutes) or running (claimed). `advance(took)`, when given, moves the
-    store's clock between the start and the ending."""
+    store's clock between the start and the ending. `lease` is the seed's claim: a store on a clock in the
+    past needs one that outlives the real now, or a live worker takes the execution over meanwhile."""
     assert how in HOW, how
     info = await store.get_workflow("counter")
     assert info is not None
@@ -45,7 +47,7 @@ async def seed_execution(
 
     handle = await store.create_claimed_if_absent(
         eid, "counter", info.structural_hash, spi.Running(), event(K.CREATED),
-        executor_id="seed", lease=timedelta(minutes=5),
+        executor_id="seed", lease=lease,
     )  # fmt: skip
     assert handle is not None
     if how == "running":

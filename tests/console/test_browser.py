@@ -75,7 +75,7 @@ def test_filter_the_executions_list(console_live: Console, page: Any) -> None:
     page.locator(f"tr[data-execution-id='{waiting}']").wait_for()
     badges = page.locator("#table tbody .badge").all_inner_texts()
     assert badges
-    assert set(badges) == {"waiting"}
+    assert set(badges) == {"running·waiting"}
     page.fill("#id-search", waiting[:12])
     _wait_query(page, "q", waiting[:12])
     page.wait_for_function("document.querySelectorAll('#table tbody tr[data-execution-id]').length === 1")

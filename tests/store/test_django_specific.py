@@ -145,7 +145,7 @@ def test_an_id_prefix_naming_old_executions_pages_from_its_matches(
         .query.sql_with_params()
     )
     with connections[seeded_postgres].cursor() as cursor:
-        sql = queries.SORTED_PAGE.text("postgresql").format(matching=inner)
+        sql = queries.SORTED_PAGE.text("postgresql").format(matching=inner, order="created")
         cursor.execute("EXPLAIN " + sql, [*params, 25, 10])
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute(sql, [*params, 25, 10])
@@ -153,6 +153,22 @@ def test_an_id_prefix_naming_old_executions_pages_from_its_matches(
     assert "fs_exec_created" not in plan, plan
     assert "Index" in plan, plan
     assert page == [f"x000{n}" for n in range(189, 164, -1)]
+
+
+@pytest.mark.postgres
+def test_the_updated_order_and_a_creation_window_walk_an_index(
+    seeded_postgres: str, database_access: None
+) -> None:
+    """A page newest changed first walks `fs_exec_updated` (migration 0008) with no sort of the rows; a
+    creation window is a range on the created index."""
+    everything = executions_matching(seeded_postgres, None, None, None)
+    updated = everything.order_by("-updated", "-serial")[:25].explain()
+    assert "fs_exec_updated" in updated, updated
+    assert "Sort" not in updated, updated
+    (last,) = everything.order_by("-created").values_list("created", flat=True)[:1]
+    window = executions_matching(seeded_postgres, None, None, None, created_after=last - timedelta(minutes=5))
+    windowed = window.order_by("-created", "-serial")[:25].explain()
+    assert "fs_exec_created" in windowed, windowed
 
 
 @pytest.mark.postgres

@@ -57,7 +57,7 @@ def _explain(alias: str, terms: list[str], filt: spi.ExecutionFilter.Any | None 
     matching = executions_matching(alias, None, filt, None, [parse_field_term(t) for t in terms])
     inner, params = matching.values("id", "created", "serial").query.sql_with_params()
     with connections[alias].cursor() as cursor:
-        sql = queries.COUNTED_SORTED_PAGE.text("postgresql").format(matching=inner)
+        sql = queries.COUNTED_SORTED_PAGE.text("postgresql").format(matching=inner, order="created")
         cursor.execute("EXPLAIN " + sql, [*params, 25, 0])
         page = "\n".join(row[0] for row in cursor.fetchall())
     return f"{page}\n{matching.values('id').explain()}"
