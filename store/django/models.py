@@ -86,6 +86,28 @@ class Execution(models.Model):
                 name="fs_exec_claimable",
                 condition=Q(status_kind__in=CLAIMABLE_KINDS),
             ),
+            # The overview's reads (store.django.counts), each answered by an index-only scan. Per workflow
+            # per status: the (flow_id, status_kind, created, serial) index above is ten times larger, and
+            # the planner prefers a heap scan to it (W11 at 1,000,000 rows: 115 -> 57 ms)
+            models.Index(fields=["flow_id", "status_kind"], name="fs_exec_flow_kind"),
+            # the day's completions and failures by the minute they ended: `updated` first, so that the day
+            # is a range of the index, not a filter over all of it (119 -> 19 ms; status first: 33 ms)
+            models.Index(
+                fields=["updated", "status_kind"],
+                name="fs_exec_ended_updated",
+                condition=Q(status_kind__in=(COMPLETED, FAILED)),
+            ),
+            # failures by kind and stops by code, per workflow (104 -> 10 ms)
+            models.Index(
+                fields=["flow_id", "failure_kind"],
+                name="fs_exec_failed_flow_kind",
+                condition=Q(status_kind=FAILED),
+            ),
+            models.Index(
+                fields=["flow_id", "stop_code"],
+                name="fs_exec_stopped_flow_code",
+                condition=Q(status_kind=STOPPED),
+            ),
         ]
 
 

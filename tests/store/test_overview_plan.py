@@ -1,0 +1,106 @@
+"""On PostgreSQL, the overview's counts are index-only scans of the indexes migration 0008 made for them
+(store.django.counts spells the queries; this holds their filters and the indexes' conditions together)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.db import connections
+from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
+
+from store.django import counts, models
+from store.django.store import DjangoStore
+from tests.store.django_support import database_access, postgres_alias
+
+__all__ = ["database_access", "postgres_alias"]
+
+ROWS = 100_000
+# the overview's day is a small part of a large store: here the newest twentieth
+SINCE = datetime(2030, 1, 1, tzinfo=UTC) + timedelta(seconds=ROWS - ROWS // 20)
+
+# The W7 mix in small: 60 % completed, 10 % failed (two kinds), 5 % cancelled, 2 % stopped (two codes), the
+# rest running; three workflows; one row a second.
+_SEED = """
+INSERT INTO flowstore_execution (id, flow_id, hash, status, status_kind, failure_kind, stop_code,
+    cancel_requested, cancel_reason, last_seq, serial, created, updated)
+SELECT 'x' || lpad(g::text, 6, '0'), 'wf' || (g % 3), 'h', '{}',
+    CASE WHEN b < 60 THEN 'completed' WHEN b < 70 THEN 'failed' WHEN b < 75 THEN 'cancelled'
+         WHEN b < 77 THEN 'stopped' ELSE 'running' END,
+    CASE WHEN b BETWEEN 60 AND 64 THEN 'Declined' WHEN b BETWEEN 65 AND 69 THEN 'OutOfStock' END,
+    CASE WHEN b = 75 THEN 'F0001' WHEN b = 76 THEN 'F0003' END,
+    false, '', 1, g, timestamptz '2030-01-01' + g * interval '1 second',
+    timestamptz '2030-01-01' + g * interval '1 second'
+FROM (SELECT g, (g * 7919) % 100 AS b FROM generate_series(1, 100000) AS g) AS s
+"""
+
+
+@pytest.fixture(scope="module")
+def seeded(postgres_alias: str, django_db_blocker: Any) -> Iterator[str]:
+    with django_db_blocker.unblock():
+        store = DjangoStore(postgres_alias, listen=False, pool_size=1)
+        store.reset()
+        with connections[postgres_alias].cursor() as cursor:
+            cursor.execute(_SEED)
+            # an index-only scan needs the visibility map the vacuum sets, as autovacuum would
+            cursor.execute("VACUUM ANALYZE flowstore_execution")
+        try:
+            yield postgres_alias
+        finally:
+            store.reset()
+            store.close()
+
+
+def _plan(query: QuerySet[Any, Any]) -> str:
+    plan = query.explain()
+    print(plan)
+    return plan
+
+
+@pytest.mark.postgres
+def test_counts_by_status_read_only_their_index(seeded: str, database_access: None) -> None:
+    plan = _plan(counts.status_counts(seeded, None))
+    assert "Index Only Scan using fs_exec_flow_kind " in plan, plan
+    assert "Seq Scan" not in plan, plan
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    ("word", "column", "index"),
+    [
+        ("failed", "failure_kind", "fs_exec_failed_flow_kind"),
+        ("stopped", "stop_code", "fs_exec_stopped_flow_code"),
+    ],
+)
+def test_failures_by_kind_and_stops_by_code_read_only_their_index(
+    seeded: str, database_access: None, word: str, column: str, index: str
+) -> None:
+    plan = _plan(counts.code_counts(seeded, word, column))
+    assert f"Index Only Scan using {index}" in plan, plan
+
+
+@pytest.mark.postgres
+def test_the_days_endings_read_only_their_index(seeded: str, database_access: None) -> None:
+    executions = models.Execution.objects.using(seeded)
+    bucket = RawSQL('EXTRACT(EPOCH FROM "flowstore_execution"."updated")::bigint / 60', ())
+    plan = _plan(counts.ended_counts(executions, SINCE, bucket))
+    assert "Index Only Scan using fs_exec_ended_updated" in plan, plan
+
+
+@pytest.mark.postgres
+async def test_the_counts_are_those_of_the_rows(seeded: str, database_access: None) -> None:
+    store = DjangoStore(seeded, listen=False, pool_size=1)
+    try:
+        by_status = await store.count_by_status()
+        by_code = await store.count_by_code()
+    finally:
+        await store.aclose()
+    every = [(g * 7919) % 100 for g in range(1, ROWS + 1)]
+    assert sum(c.executions for c in by_status) == ROWS
+    assert sum(c.executions for c in by_status if c.status == "failed") == sum(60 <= b < 70 for b in every)
+    declined = sum(c.executions for c in by_code if c.code == "Declined")
+    assert declined == sum(60 <= b <= 64 for b in every)
+    assert sum(c.executions for c in by_code if c.code == "F0003") == every.count(76)
