@@ -9,7 +9,7 @@ from typing import Any
 from django.db import connections
 from django.db.models import Exists, OuterRef, Q
 
-from store import spi
+from store import counts, spi
 from store.django import field_search, models, queries, rows
 from store.django.tx import Tx
 
@@ -103,10 +103,12 @@ def counted(
     executions among the wait rows (an index-only scan of the rows that wait) instead of probing every
     execution for a row."""
     Arm = spi.ExecutionFilter
-    if not isinstance(filt, Arm.Sleeping | Arm.WaitingForInput):
+    if not isinstance(filt, Arm.Sleeping | Arm.WaitingForInput | Arm.Retrying):
         return matching
     waits = models.Wait.objects.using(using)
-    if isinstance(filt, Arm.Sleeping):
+    if isinstance(filt, Arm.Retrying):
+        waits = waits.filter(kind=models.Wait.AT, path__contains=counts.RETRY_MARK)
+    elif isinstance(filt, Arm.Sleeping):
         waits = waits.filter(kind=models.Wait.AT)
     else:
         waits = waits.filter(kind=models.Wait.ON_FIELD)
@@ -165,6 +167,9 @@ def executions_matching(
             return queryset.filter(status_kind=models.FAILED)
         case Arm.Sleeping():
             return queryset.filter(Exists(waits.filter(kind=models.Wait.AT)))
+        case Arm.Retrying():
+            retry = waits.filter(kind=models.Wait.AT, path__contains=counts.RETRY_MARK)
+            return queryset.filter(Exists(retry))
         case Arm.WaitingForInput(name):
             on_field = waits.filter(kind=models.Wait.ON_FIELD)
             return queryset.filter(Exists(on_field if name is None else on_field.filter(field_name=name)))
