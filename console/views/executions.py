@@ -33,6 +33,7 @@ _BASE_WORDS = (
     "running",
     "waiting",
     "sleeping",
+    "retrying",
     "cancelling",
     "compensating",
     "stopped",
