@@ -85,7 +85,25 @@ def by_version(tx: Tx, workflow_id: str) -> list[counts.VersionCount]:
     ]
 
 
+# PostgreSQL: the distinct kinds by skipping through fs_exec_failkind_created, one probe per kind (a
+# DISTINCT reads every failure's entry: 48 ms at W11's 100,000 failures, for the list's every page).
+_KINDS_SKIPPING = """
+WITH RECURSIVE kinds(kind) AS (
+    (SELECT failure_kind FROM flowstore_execution WHERE failure_kind IS NOT NULL
+     ORDER BY failure_kind LIMIT 1)
+    UNION ALL
+    SELECT (SELECT failure_kind FROM flowstore_execution WHERE failure_kind IS NOT NULL
+            AND failure_kind > kinds.kind ORDER BY failure_kind LIMIT 1)
+    FROM kinds WHERE kinds.kind IS NOT NULL
+)
+SELECT kind FROM kinds WHERE kind IS NOT NULL
+"""
+
+
 def failure_kinds(tx: Tx) -> list[str]:
+    if tx.vendor == "postgresql":
+        tx.cursor.execute(_KINDS_SKIPPING)
+        return sorted(row[0] for row in tx.cursor.fetchall())
     found = models.Execution.objects.using(tx.connection.alias).filter(failure_kind__isnull=False)
     return sorted(set(found.values_list("failure_kind", flat=True)))
 
@@ -132,10 +150,12 @@ def by_code(tx: Tx) -> list[counts.CodeCount]:
 
 
 # The bucket of a timestamp column: whole epoch seconds since `since`, divided by the width (both whole
-# seconds, so the integer division is the floor on either backend).
+# seconds, and the rows counted are at or after `since`, so the integer division is the floor on either
+# backend). PostgreSQL: date_part's double, not EXTRACT's numeric, whose arithmetic cost the day's 86,000
+# rows of W11 half the query (56 -> 26 ms).
 _BUCKET = {
     "sqlite": "(CAST(strftime('%%s', {column}) AS INTEGER) - %s) / %s",
-    "postgresql": "FLOOR((FLOOR(EXTRACT(EPOCH FROM {column})) - %s) / %s)::bigint",
+    "postgresql": "(FLOOR(DATE_PART('epoch', {column}))::bigint - %s) / %s",
 }
 
 

@@ -104,3 +104,21 @@ async def test_the_counts_are_those_of_the_rows(seeded: str, database_access: No
     declined = sum(c.executions for c in by_code if c.code == "Declined")
     assert declined == sum(60 <= b <= 64 for b in every)
     assert sum(c.executions for c in by_code if c.code == "F0003") == every.count(76)
+
+
+@pytest.mark.postgres
+def test_failure_kinds_skip_through_their_index(seeded: str, database_access: None) -> None:
+    with connections[seeded].cursor() as cursor:
+        cursor.execute("EXPLAIN " + counts._KINDS_SKIPPING)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "fs_exec_failkind_created" in plan, plan
+    assert "Seq Scan" not in plan, plan
+
+
+@pytest.mark.postgres
+async def test_failure_kinds_are_each_kind_once(seeded: str, database_access: None) -> None:
+    store = DjangoStore(seeded, listen=False, pool_size=1)
+    try:
+        assert list(await store.failure_kinds()) == ["Declined", "OutOfStock"]
+    finally:
+        await store.aclose()
