@@ -204,7 +204,7 @@ def waiting_longest(tx: Tx, limit: int, retrying: bool) -> counts.WaitingPage:
     db = tx.connection.alias
     waits = models.Wait.objects.using(db)
     if retrying:
-        waits = waits.filter(kind=models.Wait.AT, path__contains=counts.RETRY_MARK)
+        waits = waits.filter(models.RETRYING)
     # wait rows exist only on unended rows (an ending retires them): the total needs no join
     total = waits.values("execution_id").distinct().count()
     # oldest first through fs_exec_active_created (walked backwards), each checked for a wait row

@@ -9,7 +9,7 @@ from typing import Any
 from django.db import connections
 from django.db.models import Exists, OuterRef, Q
 
-from store import counts, spi
+from store import spi
 from store.django import field_search, models, queries, rows
 from store.django.tx import Tx
 
@@ -107,7 +107,7 @@ def counted(
         return matching
     waits = models.Wait.objects.using(using)
     if isinstance(filt, Arm.Retrying):
-        waits = waits.filter(kind=models.Wait.AT, path__contains=counts.RETRY_MARK)
+        waits = waits.filter(models.RETRYING)
     elif isinstance(filt, Arm.Sleeping):
         waits = waits.filter(kind=models.Wait.AT)
     else:
@@ -168,8 +168,7 @@ def executions_matching(
         case Arm.Sleeping():
             return queryset.filter(Exists(waits.filter(kind=models.Wait.AT)))
         case Arm.Retrying():
-            retry = waits.filter(kind=models.Wait.AT, path__contains=counts.RETRY_MARK)
-            return queryset.filter(Exists(retry))
+            return queryset.filter(Exists(waits.filter(models.RETRYING)))
         case Arm.WaitingForInput(name):
             on_field = waits.filter(kind=models.Wait.ON_FIELD)
             return queryset.filter(Exists(on_field if name is None else on_field.filter(field_name=name)))

@@ -12,7 +12,8 @@ from django.db import connections
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
-from store.django import counts, models
+from store import spi
+from store.django import counts, models, search
 from store.django.store import DjangoStore
 from tests.store.django_support import database_access, postgres_alias
 
@@ -34,8 +35,13 @@ SELECT 'x' || lpad(g::text, 6, '0'), 'wf' || (g % 3), 'h', '{}',
     CASE WHEN b = 75 THEN 'F0001' WHEN b = 76 THEN 'F0003' END,
     false, '', 1, g, timestamptz '2030-01-01' + g * interval '1 second',
     timestamptz '2030-01-01' + g * interval '1 second'
-FROM (SELECT g, (g * 7919) % 100 AS b FROM generate_series(1, 100000) AS g) AS s
+FROM (SELECT g, (g * 7919) % 100 AS b FROM generate_series(1, 100000) AS g) AS s;
+INSERT INTO flowstore_wait (execution_id, path, kind, at)
+SELECT 'x' || lpad(g::text, 6, '0'), CASE WHEN g % 7 = 0 THEN 'charge#retry1' ELSE 'nap' END, 'at',
+    timestamptz '2031-01-01'
+FROM (SELECT g, (g * 7919) % 100 AS b FROM generate_series(1, 100000) AS g) AS s WHERE b >= 77
 """
+RETRYING = sum(1 for g in range(1, ROWS + 1) if (g * 7919) % 100 >= 77 and g % 7 == 0)
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +50,11 @@ def seeded(postgres_alias: str, django_db_blocker: Any) -> Iterator[str]:
         store = DjangoStore(postgres_alias, listen=False, pool_size=1)
         store.reset()
         with connections[postgres_alias].cursor() as cursor:
-            cursor.execute(_SEED)
+            for statement in _SEED.split(";"):
+                cursor.execute(statement)
             # an index-only scan needs the visibility map the vacuum sets, as autovacuum would
             cursor.execute("VACUUM ANALYZE flowstore_execution")
+            cursor.execute("VACUUM ANALYZE flowstore_wait")
         try:
             yield postgres_alias
         finally:
@@ -122,3 +130,27 @@ async def test_failure_kinds_are_each_kind_once(seeded: str, database_access: No
         assert list(await store.failure_kinds()) == ["Declined", "OutOfStock"]
     finally:
         await store.aclose()
+
+
+@pytest.mark.postgres
+def test_the_retrying_total_reads_only_the_retry_index(seeded: str, database_access: None) -> None:
+    retrying = spi.ExecutionFilter.Retrying()
+    matching = search.executions_matching(seeded, None, retrying, None)
+    plan = _plan(search.counted(seeded, None, retrying, None, matching))
+    assert "fs_wait_retry" in plan, plan
+    assert "Seq Scan" not in plan, plan
+
+
+@pytest.mark.postgres
+async def test_the_retrying_filter_and_the_overview_count_the_same(
+    seeded: str, database_access: None
+) -> None:
+    store = DjangoStore(seeded, listen=False, pool_size=1)
+    try:
+        page = await store.list_executions(None, spi.ExecutionFilter.Retrying(), limit=0)
+        longest = await store.waiting_longest(3, retrying=True)
+    finally:
+        await store.aclose()
+    assert RETRYING > 3
+    assert page.total == longest.total == RETRYING
+    assert [w.paths for w in longest.items] == [("charge#retry1",)] * 3

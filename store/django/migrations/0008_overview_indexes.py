@@ -38,4 +38,12 @@ class Migration(migrations.Migration):
                 name="fs_exec_stopped_flow_code",
             ),
         ),
+        migrations.AddIndex(
+            model_name="wait",
+            index=models.Index(
+                condition=models.Q(("kind", "at"), ("path__contains", "#retry")),
+                fields=["execution"],
+                name="fs_wait_retry",
+            ),
+        ),
     ]
