@@ -17,6 +17,7 @@ FLOWDECK_DB = f"flowdeck_bench{SUFFIX}"
 DBOS_DB = f"flowdeck_bench_dbos{SUFFIX}"
 LIMITS_DB = f"flowdeck_bench_limits{SUFFIX}"
 SEARCH_DB = f"flowdeck_bench_search{SUFFIX}"
+WEB_DB = f"flowdeck_bench_web{SUFFIX}"
 
 
 def url(database: str) -> str:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11")
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,7 @@ def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
         *_w8_rows(runs),
         _w9_row(get(runs, "W9/flowdeck")),
         _w10_row(get(runs, "W10/flowdeck")),
+        *_w11_rows(get(runs, "W11/flowdeck")),
     ]
 
 
@@ -236,6 +237,35 @@ def _w10_row(f10: Any) -> Row:
         target,
         f10["ms"]["p95"] <= 250,
     )
+
+
+# W11's pages (bench.console_load.PAGES) and each one's p95 target, ms
+W11_PAGES = {"list": 150, "list failed, orders": 150, "overview": 300, "execution": 150}
+
+
+def _w11_rows(f11: Any) -> list[Row]:
+    """One row per page: its server time p50 / p95 against its target."""
+    if failed(f11):
+        return [Row("W11", "console server time, ms p50 / p95", failed(f11) or "", target="see W11 pages")]
+    out = []
+    for label, default_target in W11_PAGES.items():
+        page = f11["pages"].get(label)
+        if page is None:
+            out.append(Row("W11", f"{label}: not measured", "n/a"))
+            continue
+        target = page.get("target_ms", default_target)
+        out.append(
+            Row(
+                "W11",
+                f"{label} at {num(f11['rows'])} rows: server ms p50 / p95 ({page['ms']['n']} requests)",
+                f"{page['ms']['p50']:.1f} / {page['ms']['p95']:.1f}",
+                "n/a",
+                "",
+                f"p95 ≤ {target} ms",
+                page["ms"]["p95"] <= target,
+            )
+        )
+    return out
 
 
 def table(lines: list[list[str]]) -> str:

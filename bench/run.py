@@ -42,6 +42,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w9_settle": 1.0,
         "w10_updates": 50,
         "w10_gap": 1.0,
+        "w11_rows": 1_000_000,
+        "w11_reps": 20,
     },
     "quick": {
         "clients": 8,
@@ -60,6 +62,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w9_settle": 1.0,
         "w10_updates": 50,
         "w10_gap": 0.3,
+        "w11_rows": 20_000,
+        "w11_reps": 20,
     },
     "tiny": {
         "clients": 2,
@@ -78,12 +82,15 @@ SIZES: dict[str, dict[str, Any]] = {
         "w9_settle": 0.2,
         "w10_updates": 3,
         "w10_gap": 0.3,
+        "w11_rows": 300,
+        "w11_reps": 2,
     },
 }
 
 FLOWDECK = "bench.workloads"
 DBOS = "bench.peers.dbos_workloads"
 LIVE_PAGE = "bench.live_page"
+CONSOLE_LOAD = "bench.console_load"
 
 
 def log(message: str) -> None:
@@ -214,11 +221,24 @@ def plan(s: dict[str, Any]) -> list[Planned]:
             for system in ("flowdeck", "dbos")
         ),
         (frozenset({"W9"}), "W9/flowdeck", "W9 flowdeck", child(FLOWDECK, *w9_args)),
+        *_console_plan(s),
+    ]
+
+
+def _console_plan(s: dict[str, Any]) -> list[Planned]:
+    """The console's runs: W10 (live page) and W11 (server time at scale)."""
+    return [
         (
             frozenset({"W10"}),
             "W10/flowdeck",
             "W10 flowdeck",
             child(LIVE_PAGE, "w10", "--steps", s["w10_updates"], "--gap", s["w10_gap"]),
+        ),
+        (
+            frozenset({"W11"}),
+            "W11/flowdeck",
+            "W11 flowdeck",
+            child(CONSOLE_LOAD, "w11", "--rows", s["w11_rows"], "--reps", s["w11_reps"]),
         ),
     ]
 

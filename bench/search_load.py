@@ -66,7 +66,7 @@ def traits(i: int) -> dict[str, Any]:
 _ROWS = """
     from (
         select i, (i::bigint * 7919) %% 100 as b,
-               timestamptz '2026-01-01 00:00:00+00' + make_interval(secs => i) as ts
+               %(base)s::timestamptz + make_interval(secs => i) as ts
         from generate_series(1, %(rows)s) as i
     ) s
 """
@@ -130,15 +130,21 @@ cross join lateral (values
 """
 
 
-def load(rows: int) -> float:
+# Row i was created (and last updated) `i` seconds after the base.
+W7_BASE = "2026-01-01 00:00:00+00"
+
+
+def load(rows: int, database: str = pg.SEARCH_DB, base: str = W7_BASE) -> float:
+    """The mix into `database` (migrated, empty). W11 passes a base `rows` seconds ago, so the newest rows
+    fall in the overview's hour and day as a busy engine's would."""
     began = time.perf_counter()
-    with pg.connect(pg.SEARCH_DB) as conn:
-        conn.execute(LOAD_EXECUTIONS, {"rows": rows})
-        conn.execute(LOAD_WAITS, {"rows": rows})
-        conn.execute(LOAD_FIELDS, {"rows": rows})
-        conn.execute("vacuum analyze flowstore_execution")
-        conn.execute("vacuum analyze flowstore_wait")
-        conn.execute("vacuum analyze flowstore_field")
+    params = {"rows": rows, "base": base}
+    with pg.connect(database) as conn:
+        conn.execute(LOAD_EXECUTIONS, params)
+        conn.execute(LOAD_WAITS, params)
+        conn.execute(LOAD_FIELDS, params)
+        for table in ("flowstore_execution", "flowstore_wait", "flowstore_field"):
+            conn.execute(f"vacuum analyze {table}")
     return time.perf_counter() - began
 
 

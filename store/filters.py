@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
 
+from store.counts import RETRY_MARK
 from store.executions import ExecutionState
 from store.status import Cancelled, Compensating, Completed, Failed, Running, Stopped
 from store.wakes import WakeAt, WakeOnField
@@ -68,6 +69,11 @@ class ExecutionFilter:
 
         code: str | None = None
 
+    @dataclass(frozen=True)
+    class Retrying:
+        """A node's last attempt failed and another is scheduled: a `WakeAt` row whose path holds
+        `counts.RETRY_MARK` (the population of the overview's "retrying now")."""
+
     Any: ClassVar[TypeAlias] = (
         Running
         | Completed
@@ -79,6 +85,7 @@ class ExecutionFilter:
         | Cancelling
         | Orphaned
         | Stopped
+        | Retrying
     )
 
     WIRE_WORDS: ClassVar[tuple[str, ...]] = (
@@ -94,6 +101,7 @@ class ExecutionFilter:
         "waiting:<name>",
         "stopped",
         "stopped:<code>",
+        "retrying",
     )
 
     @classmethod
@@ -112,6 +120,7 @@ class ExecutionFilter:
             "sleeping": cls.Sleeping(),
             "waiting": cls.WaitingForInput(),
             "stopped": cls.Stopped(),
+            "retrying": cls.Retrying(),
         }
         if wire in simple:
             return simple[wire]
@@ -156,4 +165,6 @@ def filter_matches(filt: ExecutionFilter.Any, state: ExecutionState) -> bool:
             return not status.terminal and state.hash not in served
         case ExecutionFilter.Stopped(code):
             return isinstance(status, Stopped) and (code is None or status.code == code)
+        case ExecutionFilter.Retrying():
+            return any(isinstance(w, WakeAt) and RETRY_MARK in path for path, w in state.waits.items())
     raise TypeError(f"not a filter: {filt!r}")

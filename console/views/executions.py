@@ -35,6 +35,7 @@ _BASE_WORDS = (
     "running",
     "waiting",
     "sleeping",
+    "retrying",
     "cancelling",
     "compensating",
     "stopped",

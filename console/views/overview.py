@@ -182,7 +182,7 @@ async def numbers(store: spi.FlowStore, registered: list[str]) -> dict[str, Any]
         **_status_rows(list(by_status), registered),
         **_codes(list(by_code)),
         **_drawn(*_cut(minutes)),
-        "retrying": _waits(retrying, now),
+        "retrying": {**_waits(retrying, now), "url": list_url(status="retrying")},
         "waiting": _waits(waiting, now),
         "on_input": on_input,
         "sleeping": sleeping,

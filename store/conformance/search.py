@@ -155,3 +155,21 @@ class SearchCases(StoreCase):
         assert await self.listed(fx, F.Stopped("F0004")) == {"e2"}
         assert await self.listed(fx, F.Stopped("F0999")) == set()
         assert await self.listed(fx, F.Running()) == {"e3"}
+
+    async def test_flowdeck_retrying_filter_is_a_retry_sleep_not_any_sleep(self, fx: StoreFixture) -> None:
+        for eid in ("e1", "e2", "e3"):
+            await fx.mk_execution(eid)
+        due = fx.clock.now() + timedelta(seconds=30)
+        await fx.mk_waits("e1", {"charge#retry2": spi.WakeAt(due), "gate": spi.WakeOnField("approval")})
+        await fx.mk_waits("e2", {"nap": spi.WakeAt(due)})
+        await fx.mk_waits("e3", {"approval": spi.WakeOnField("approval")})
+        assert await self.listed(fx, F.Retrying()) == {"e1"}
+        assert await self.listed(fx, F.Sleeping()) == {"e1", "e2"}
+        page = await fx.store.list_executions(None, F.Retrying(), limit=0)
+        assert (list(page.items), page.total) == ([], 1)
+        # the retry's attempt ran and the node moved on: no longer retrying
+        await fx.clock.advance(31)
+        handle = await fx.claim("e1")
+        assert await handle.finish(spi.Suspended(frozenset({"gate"}))) == spi.StatusOutcome.APPLIED
+        assert await self.listed(fx, F.WaitingForInput()) == {"e1", "e3"}
+        assert await self.listed(fx, F.Retrying()) == set()

@@ -16,6 +16,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from store.counts import RETRY_MARK
+
 # The status kinds a row can carry (the `type` of `spi.status_to_json`).
 RUNNING = "running"
 COMPLETED = "completed"
@@ -27,6 +29,9 @@ TERMINAL_KINDS = (COMPLETED, FAILED, CANCELLED)
 CLAIMABLE_KINDS = (RUNNING, COMPENSATING)
 
 _ACTIVE = ~Q(status_kind__in=TERMINAL_KINDS)
+# A wait row that is a retry's back-off (a sleep at a path holding `counts.RETRY_MARK`): one spelling for
+# the index and the queries, so that the planner can prove the partial index applies.
+RETRYING = Q(kind="at", path__contains=RETRY_MARK)
 
 
 class Execution(models.Model):
@@ -89,6 +94,28 @@ class Execution(models.Model):
                 name="fs_exec_claimable",
                 condition=Q(status_kind__in=CLAIMABLE_KINDS),
             ),
+            # The overview's reads (store.django.counts), each answered by an index-only scan. Per workflow
+            # per status: the (flow_id, status_kind, created, serial) index above is ten times larger, and
+            # the planner prefers a heap scan to it (W11 at 1,000,000 rows: 115 -> 57 ms)
+            models.Index(fields=["flow_id", "status_kind"], name="fs_exec_flow_kind"),
+            # the day's completions and failures by the minute they ended: `updated` first, so that the day
+            # is a range of the index, not a filter over all of it (119 -> 19 ms; status first: 33 ms)
+            models.Index(
+                fields=["updated", "status_kind"],
+                name="fs_exec_ended_updated",
+                condition=Q(status_kind__in=(COMPLETED, FAILED)),
+            ),
+            # failures by kind and stops by code, per workflow (104 -> 10 ms)
+            models.Index(
+                fields=["flow_id", "failure_kind"],
+                name="fs_exec_failed_flow_kind",
+                condition=Q(status_kind=FAILED),
+            ),
+            models.Index(
+                fields=["flow_id", "stop_code"],
+                name="fs_exec_stopped_flow_code",
+                condition=Q(status_kind=STOPPED),
+            ),
         ]
 
 
@@ -117,6 +144,9 @@ class Wait(models.Model):
                 condition=Q(field_name__isnull=False),
             ),
             models.Index(fields=["at"], name="fs_wait_at", condition=Q(at__isnull=False)),
+            # the retry back-offs alone (the overview's "retrying now" and the `retrying` filter): a few
+            # rows among every sleep, which the LIKE would otherwise look for in all of them
+            models.Index(fields=["execution"], name="fs_wait_retry", condition=RETRYING),
         ]
 
 

@@ -130,10 +130,12 @@ def counted(
     executions among the wait rows (an index-only scan of the rows that wait) instead of probing every
     execution for a row."""
     Arm = spi.ExecutionFilter
-    if not isinstance(filt, Arm.Sleeping | Arm.WaitingForInput):
+    if not isinstance(filt, Arm.Sleeping | Arm.WaitingForInput | Arm.Retrying):
         return matching
     waits = models.Wait.objects.using(using)
-    if isinstance(filt, Arm.Sleeping):
+    if isinstance(filt, Arm.Retrying):
+        waits = waits.filter(models.RETRYING)
+    elif isinstance(filt, Arm.Sleeping):
         waits = waits.filter(kind=models.Wait.AT)
     else:
         waits = waits.filter(kind=models.Wait.ON_FIELD)
@@ -201,6 +203,8 @@ def executions_matching(
             return queryset.filter(status_kind=models.FAILED)
         case Arm.Sleeping():
             return queryset.filter(Exists(waits.filter(kind=models.Wait.AT)))
+        case Arm.Retrying():
+            return queryset.filter(Exists(waits.filter(models.RETRYING)))
         case Arm.WaitingForInput(name):
             on_field = waits.filter(kind=models.Wait.ON_FIELD)
             return queryset.filter(Exists(on_field if name is None else on_field.filter(field_name=name)))

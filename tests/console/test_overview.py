@@ -127,11 +127,13 @@ async def test_the_overview_counts_and_every_link_lists_that_many(
         for words in ("9 started", "2 completed", "3 failed"):
             assert words in _section_text(page, chart)
     assert "retry-1" in _section_text(page, "retrying")
+    assert _counts(page, "retrying") == [("/executions/?status=retrying", 1)]
     waiting = _section_text(page, "waiting")
     for words in ("wait-1", "retry-1", "(2 waiting)"):
         assert words in waiting
 
-    every = [c for s in ("status-counts", "failures", "stops", "waiting") for c in _counts(page, s)]
+    sections = ("status-counts", "failures", "stops", "waiting", "retrying")
+    every = [c for s in sections for c in _counts(page, s)]
     assert len(every) > 12
     for url, n in every:
         assert await _list_total(viewer, url) == n, url
