@@ -1,4 +1,4 @@
-"""On PostgreSQL, the overview's counts are index-only scans of the indexes migration 0008 made for them
+"""On PostgreSQL, the overview's counts are index-only scans of the indexes migration 0009 made for them
 (store.django.counts spells the queries; this holds their filters and the indexes' conditions together)."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("flowstore", "0007_field_value_gin"),
+        ("flowstore", "0008_execution_updated_index"),
     ]
 
     operations = [
