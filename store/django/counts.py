@@ -189,8 +189,8 @@ def activity(tx: Tx, since: datetime, width: timedelta, now: datetime) -> list[c
 def ended_counts(
     executions: QuerySet[models.Execution], since: datetime, bucket: RawSQL
 ) -> QuerySet[models.Execution, tuple[Any, ...]]:
-    """Completions and failures since `since` per bucket of their `updated`, from fs_exec_ended_updated
-    (its condition spells the status test the same way, or the planner cannot prove the index applies)."""
+    """Completions and failures since `since` per bucket of their `updated` (on no index, by design: see
+    models.Execution.Meta)."""
     return (
         executions.filter(status_kind__in=(models.COMPLETED, models.FAILED), updated__gte=since)
         .annotate(b=bucket)

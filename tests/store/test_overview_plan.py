@@ -1,4 +1,4 @@
-"""On PostgreSQL, the overview's counts are index-only scans of the indexes migration 0009 made for them
+"""On PostgreSQL, the overview's counts are index-only scans of the indexes migration 0008 made for them
 (store.django.counts spells the queries; this holds their filters and the indexes' conditions together)."""
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 from django.db import connections
 from django.db.models import QuerySet
-from django.db.models.expressions import RawSQL
 
 from store import spi
-from store.django import counts, models, search
+from store.django import counts, search
 from store.django.store import DjangoStore
 from tests.store.django_support import database_access, postgres_alias
 
@@ -88,14 +87,6 @@ def test_failures_by_kind_and_stops_by_code_read_only_their_index(
 ) -> None:
     plan = _plan(counts.code_counts(seeded, word, column))
     assert f"Index Only Scan using {index}" in plan, plan
-
-
-@pytest.mark.postgres
-def test_the_days_endings_read_only_their_index(seeded: str, database_access: None) -> None:
-    executions = models.Execution.objects.using(seeded)
-    bucket = RawSQL('EXTRACT(EPOCH FROM "flowstore_execution"."updated")::bigint / 60', ())
-    plan = _plan(counts.ended_counts(executions, SINCE, bucket))
-    assert "Index Only Scan using fs_exec_ended_updated" in plan, plan
 
 
 @pytest.mark.postgres

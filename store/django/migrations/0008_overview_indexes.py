@@ -1,26 +1,18 @@
 """The overview's indexes (issue 14): each of its counts an index-only scan (see store.django.models, and
-tests/store/test_overview_plan.py, which EXPLAINs the counts). Renumber freely: nothing depends on the name."""
+tests/store/test_overview_plan.py, which EXPLAINs the counts)."""
 
 from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("flowstore", "0008_execution_updated_index"),
+        ("flowstore", "0007_field_value_gin"),
     ]
 
     operations = [
         migrations.AddIndex(
             model_name="execution",
             index=models.Index(fields=["flow_id", "status_kind"], name="fs_exec_flow_kind"),
-        ),
-        migrations.AddIndex(
-            model_name="execution",
-            index=models.Index(
-                condition=models.Q(("status_kind__in", ("completed", "failed"))),
-                fields=["updated", "status_kind"],
-                name="fs_exec_ended_updated",
-            ),
         ),
         migrations.AddIndex(
             model_name="execution",
