@@ -24,6 +24,14 @@ __all__ = ["router"]
 router = Router(tags=["bulk"])
 
 
+# Inside an optional, pydantic writes a validator's bounds into the document as `ge`/`le`, which no client
+# reads: the bounds are spelled out as JSON Schema too.
+_COUNT = {"type": "integer", "minimum": 0, "maximum": schemas.INT_MAX}
+_ID = {"type": "integer", "minimum": 1, "maximum": schemas.INT_MAX}
+Count = Annotated[schemas.Integer, Field(ge=0, le=schemas.INT_MAX), WithJsonSchema(_COUNT)]
+OperationId = Annotated[schemas.Integer, Field(ge=1, le=schemas.INT_MAX), WithJsonSchema(_ID)]
+
+
 class BulkRequest(schemas.WireRequest):
     """The filter (as `POST /executions/search` takes it) and the action; `fromOperation` resumes for real
     exactly the executions a dry run found clean."""
@@ -39,8 +47,8 @@ class BulkRequest(schemas.WireRequest):
         default_factory=list, max_length=20, description="field:order.customer=ada terms every match keeps"
     )
     reason: schemas.Text = ""
-    expected_count: schemas.Integer | None = Field(None, ge=0)
-    from_operation: schemas.Integer | None = Field(None, ge=1)
+    expected_count: Count | None = None
+    from_operation: OperationId | None = None
 
 
 class OperationDto(schemas.Wire):
@@ -80,9 +88,19 @@ async def _population(payload: BulkRequest) -> tuple[bulk.Where | None, list[str
     engine = await runtime.engine()
     if payload.from_operation is not None:
         origin = await bulk.load(payload.from_operation)
-        if origin is None or origin.action != bulk.ACTIONS["resume"] or not payload.go:
-            raise ApiError(400, "bad_request", "fromOperation names a bulk resume dry run, with go: true")
+        if origin is None:
+            raise ApiError(404, "operation_not_found", f"no bulk operation {payload.from_operation}")
+        if origin.action != bulk.ACTIONS["resume"] or not payload.go:
+            raise ApiError(
+                409,
+                "not_a_dry_run",
+                "fromOperation names a bulk resume dry run, and asks for it with go: true",
+            )
         return None, origin.summary()["clean"], None, origin.id
+    if payload.status == "":
+        raise ApiError(
+            400, "invalid_filter", "status is empty: name a status (running, failed:<kind>…) or leave it out"
+        )
     where = bulk.Where(
         payload.status or "", payload.workflow_id or "", "", payload.id_prefix or "", tuple(payload.where)
     )

@@ -43,7 +43,9 @@ def _login(page: Any, console: Console) -> None:
 
 
 def _group(page: Any) -> Any:
-    return page.locator("section.parked-group[data-workflow='fulfilment']")
+    """The demo's parked version (other tests on the same live server park fulfilment under others)."""
+    groups = page.locator("section.parked-group[data-workflow='fulfilment']")
+    return groups.filter(has=page.locator("tr.parked-row[data-execution='demo-parked']"))
 
 
 def test_the_parked_version_beside_the_newest(parked_demo: Console, page: Any) -> None:
@@ -61,12 +63,13 @@ def test_the_parked_version_beside_the_newest(parked_demo: Console, page: Any) -
     assert group.locator("tr.change-added code").all_inner_texts() == ["notify"]
     # It opens scrolled to the change (past the right edge at 1:1), both drawings together.
     page.wait_for_function(
-        """() => {
-            const note = document.querySelector("figure.version-new g.node.diff-added");
+        """(group) => {
+            const note = group.querySelector("figure.version-new g.node.diff-added");
             const panel = note.closest("[data-sync-scroll]").getBoundingClientRect();
             const box = note.getBoundingClientRect();
             return box.left >= panel.left && box.right <= panel.right;
-        }"""
+        }""",
+        arg=group.element_handle(),
     )
     scrolls = group.locator("[data-sync-scroll]").evaluate_all("els => els.map(e => e.scrollLeft)")
     assert scrolls[0] > 0
@@ -88,8 +91,9 @@ def test_the_parked_version_beside_the_newest(parked_demo: Console, page: Any) -
 
     group.locator("button.fit-toggle").click()
     page.wait_for_function(
-        """() => [...document.querySelectorAll("figure.version-new svg")].every(
-            s => s.getBoundingClientRect().width <= s.parentElement.clientWidth)"""
+        """(group) => [...group.querySelectorAll("figure.version-new svg")].every(
+            s => s.getBoundingClientRect().width <= s.parentElement.clientWidth)""",
+        arg=group.element_handle(),
     )
     assert group.locator("button.fit-toggle").get_attribute("aria-pressed") == "true"
     assert added.is_visible()

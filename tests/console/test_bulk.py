@@ -166,12 +166,19 @@ async def test_the_api_refuses_bad_input_viewers_and_acts_on_nothing_when_nothin
     token: dict[str, Any],
 ) -> None:
     assert (await post(token, {"action": "cancel", "status": "sideways"}))[0] == 400
+    status, empty = await post(token, {"action": "end", "status": ""})  # not "every execution"
+    assert (status, empty["code"]) == (400, "invalid_filter")
+    assert (await post(token, {"action": "resume", "go": True, "fromOperation": 0}))[0] == 400
     assert (await post(token, {"action": "cancel", "where": ["field:nope"]}))[0] == 400
     assert (await post(token, {"action": "explode"}))[0] == 400
     assert (await post(token, {"action": "cancel", "workflowId": "nosuch"}))[0] == 404
-    assert (await post(token, {"action": "resume", "fromOperation": 99}))[0] == 400
+    status, missing = await post(token, {"action": "resume", "go": True, "fromOperation": 99_999})
+    assert (status, missing["code"]) == (404, "operation_not_found")
     status, op = await post(token, {"action": "cancel", "idPrefix": "nothing-"})
     assert (status, op["matched"], op["total"], op["outcomes"], op["state"]) == (200, 0, 0, {}, "done")
+    # an operation that is not a resume dry run cannot be resumed from
+    status, wrong = await post(token, {"action": "resume", "go": True, "fromOperation": op["id"]})
+    assert (status, wrong["code"]) == (409, "not_a_dry_run")
     viewer = await sync_to_async(lambda: create_token(_user("victor", False), "v"))()
     reply = await AsyncClient().post(
         "/api/v1/executions/bulk",
