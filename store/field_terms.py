@@ -108,7 +108,8 @@ def _segment(term: str, rest: str, at: int) -> tuple[str | int, int]:
     text = key.group()
     if text.startswith('"'):
         return text[1:-1], key.end()
-    return (int(text) if text.isdigit() else text), key.end()
+    # only ASCII digits index a list: `isdigit` also holds for '³', which no list index spells
+    return (int(text) if text.isascii() and text.isdigit() else text), key.end()
 
 
 def _check_text(term: str, text: str) -> None:

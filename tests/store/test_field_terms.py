@@ -31,6 +31,7 @@ from store.filters import FilterParseError
         ("field:o.url=https://x.test/a?b=c", FieldMatch("o", ("url",), "https://x.test/a?b=c")),
         ('field:"my.node"."a b"=1', FieldMatch("my.node", ("a b",), 1)),
         ("field:0.x=1", FieldMatch("0", ("x",), 1)),
+        ("field:o.³=1", FieldMatch("o", ("³",), 1)),  # a digit to Unicode, not a list index (schemathesis)
     ],
 )
 def test_a_term_parses_to_its_match(term: str, match: FieldMatch) -> None:
