@@ -7,7 +7,6 @@ migrated alias, as the live-feed tests do); users and sessions stay in the test 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
@@ -25,29 +24,14 @@ from console.discovery import discover
 from engine.engine import FlowEngine
 from store import spi
 from tests.console import panel_flows
+from tests.console.backends import _postgres_alias_first, backend_fixture, postgres_alias  # noqa: F401  (fixtures)
 from tests.console.flows import HOSTILE_NAME
 from tests.engine.engine_support import until
-from tests.store.django_support import postgres_alias, postgres_reachable  # noqa: F401  (fixture)
 
 # "__all__": every alias, the PostgreSQL one included (added by the session fixture below)
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True, databases="__all__")
 
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _postgres_alias_first(request: pytest.FixtureRequest) -> None:
-    """Add the PostgreSQL alias before any case's databases are read, so each case may use it."""
-    if postgres_reachable() or os.environ.get("FLOWDECK_REQUIRE_POSTGRES") == "1":
-        request.getfixturevalue("postgres_alias")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def backend(request: pytest.FixtureRequest, settings: Any) -> str:
-    """Where the executions live: the test database (SQLite), or the migrated PostgreSQL alias."""
-    if request.param == "postgres":
-        settings.FLOWDECK_DATABASE_ALIAS = request.getfixturevalue("postgres_alias")
-    return str(request.param)
 
 
 @pytest.fixture

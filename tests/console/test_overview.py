@@ -8,10 +8,8 @@ migrated alias, as the node-panel tests do); users and sessions stay in the test
 from __future__ import annotations
 
 import html
-import os
 import re
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -21,25 +19,12 @@ from django.test import AsyncClient
 from console import live, runtime
 from console.discovery import discover
 from engine.engine import FlowEngine
+from tests.console.backends import _postgres_alias_first, backend_fixture, postgres_alias  # noqa: F401  (fixtures)
 from tests.console.seed_overview import seed_execution
-from tests.store.django_support import postgres_alias, postgres_reachable  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True, databases="__all__")
 
 HOSTILE_KIND = "<script>alert(1)</script>"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _postgres_alias_first(request: pytest.FixtureRequest) -> None:
-    if postgres_reachable() or os.environ.get("FLOWDECK_REQUIRE_POSTGRES") == "1":
-        request.getfixturevalue("postgres_alias")
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def backend(request: pytest.FixtureRequest, settings: Any) -> str:
-    if request.param == "postgres":
-        settings.FLOWDECK_DATABASE_ALIAS = request.getfixturevalue("postgres_alias")
-    return str(request.param)
 
 
 @pytest.fixture
