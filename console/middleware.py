@@ -9,13 +9,11 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.utils.log import log_response
 
-from console import refusals
+from console import mount, refusals
 from console.api import api, errors, guard
 from console.auth import plausible_session
 
-__all__ = ["API_PREFIX", "ApiGuard", "ImplausibleSessionCookie", "RefuseUnstorableText"]
-
-API_PREFIX = "/api/"
+__all__ = ["ApiGuard", "ImplausibleSessionCookie", "RefuseUnstorableText"]
 
 
 class ImplausibleSessionCookie:
@@ -47,7 +45,7 @@ class ApiGuard:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if not request.path_info.startswith(API_PREFIX):
+        if not mount.is_api(request):
             return self.get_response(request)
         try:
             guard.check_request(request)

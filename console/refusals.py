@@ -21,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryD
 from django.template.loader import render_to_string
 from django.urls import Resolver404
 
+from console import mount
 from engine import ids
 
 __all__ = [
@@ -99,9 +100,6 @@ def check_filter(what: str, value: str) -> str:
     return value
 
 
-API_PREFIX = "/api/"
-
-
 def _api_refusal(request: HttpRequest, status: int, code: str, error: str) -> HttpResponse:
     return JsonResponse({"error": error, "code": code, "detail": {"path": request.path}}, status=status)
 
@@ -128,7 +126,7 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """`handler404`: the console's own 404 message (`no execution 'x'`), or that no page is there."""
     said = exception.args[0] if exception is not None and exception.args else None
-    if request.path.startswith(API_PREFIX):
+    if mount.is_api(request):
         return _api_refusal(request, 404, "route_not_found", f"no API route at {request.path}")
     if isinstance(exception, Resolver404) or not isinstance(said, str) or not said:
         text = "There is no page at this address."
@@ -140,7 +138,7 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """`handler403`: Django's own refusals (a failed CSRF check answers through `csrf_failure`); the
     console's permission refusals say which permission (`console.views.common.forbidden`)."""
-    if request.path.startswith(API_PREFIX):
+    if mount.is_api(request):
         return _api_refusal(request, 403, "forbidden", "you may not do this")
     return _render(request, 403, "Not allowed", "You are not allowed to open this page.")
 
@@ -148,7 +146,7 @@ def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpR
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """`CSRF_FAILURE_VIEW`: a form posted without its token or with an old one (a page left open past a
     new login). Django's `reason` is for the log, not the page."""
-    if request.path.startswith(API_PREFIX):
+    if mount.is_api(request):
         return _api_refusal(request, 403, "csrf_failed", "the CSRF token is missing or out of date")
     text = "The form was refused: its security token is missing or out of date. Reload the page, try again."
     return _render(request, 403, "Not allowed", text)
@@ -157,7 +155,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 def server_error(request: HttpRequest) -> HttpResponse:
     """`handler500`: an error the console did not expect. The page says so and no more (the traceback is
     in the server's log); when even the styled page cannot be drawn (the database is down), plain HTML."""
-    if request.path.startswith(API_PREFIX):
+    if mount.is_api(request):
         return _api_refusal(request, 500, "internal_error", "the server failed to answer; see its log")
     text = "Something went wrong on the server; the error is in its log. Try again, or tell whoever runs it."
     try:

@@ -2,8 +2,8 @@
 headers Django's middleware would have given them (the static handler runs no middleware).
 
 One middleware of ours rather than django-csp or Django 6's built-in CSP: the policy is one constant
-(`FLOWDECK_CSP` in the settings, no nonces: the console has no inline script or style), and the same code
-must run on Django 5.2, on 6.x, and in the static files handler.
+(`FLOWDECK_CSP` in the settings, `console.csp`'s by default; no nonces: the console has no inline script
+or style), and the same code must run on Django 5.2, on 6.x, and in the static files handler.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.deprecation import MiddlewareMixin
 
+from console import csp
 from console.staticfiles import StaticFiles
 
 __all__ = ["ContentSecurityPolicy", "StaticFilesWithHeaders", "policy_for"]
@@ -28,7 +29,8 @@ STATIC_CACHE_CONTROL = "no-cache"
 def policy_for(request: HttpRequest, directives: Mapping[str, Sequence[str]] | None = None) -> str:
     """The header's value: the settings' directives, with the page's own host as a websocket source
     (`'self'` covers ws:/wss: in CSP 3 browsers; older ones need the host spelled out)."""
-    directives = settings.FLOWDECK_CSP if directives is None else directives
+    if directives is None:
+        directives = getattr(settings, "FLOWDECK_CSP", csp.CONSOLE_POLICY)
     parts = []
     for name, sources in directives.items():
         values = list(sources)

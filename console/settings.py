@@ -14,7 +14,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from console import deploy
+from console import csp, deploy, paths
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -56,7 +56,7 @@ ROOT_URLCONF = "console.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [paths.TEMPLATES_DIR],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -123,21 +123,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# The Content-Security-Policy of every response (console.security adds ws:/wss: of the page's host to
-# connect-src). No inline script, no eval. Styles allow 'unsafe-inline' (styles only): mermaid writes a
-# <style> element and style attributes into each drawing, and parses them while it draws (DOMPurify).
-FLOWDECK_CSP: dict[str, list[str]] = {
-    "default-src": ["'self'"],
-    "script-src": ["'self'"],
-    "style-src": ["'self'", "'unsafe-inline'"],
-    "img-src": ["'self'", "data:"],
-    "font-src": ["'self'"],
-    "connect-src": ["'self'"],
-    "object-src": ["'none'"],
-    "base-uri": ["'self'"],
-    "form-action": ["'self'"],
-    "frame-ancestors": ["'none'"],
-}
+# The Content-Security-Policy of every response: the console's own (console.csp says why each source).
+FLOWDECK_CSP: dict[str, list[str]] = csp.CONSOLE_POLICY
 
 # Login throttling (django-axes): after FLOWDECK_LOGIN_FAILURE_LIMIT failures for one username from one
 # address, that pair is refused for FLOWDECK_LOGIN_COOLOFF_SECONDS (the console's styled page, 429).
@@ -161,12 +148,12 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [paths.STATIC_DIR]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-LOGIN_URL = "/login/"
+LOGIN_URL = "login"  # the console's login page, by name: it follows the console wherever it is mounted
 
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 

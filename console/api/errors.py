@@ -129,6 +129,12 @@ def json_error(
         return response
     status = response.status_code
     code = _DJANGO_ERRORS.get(status, "http_error")
+    if status == 404 and getattr(request, "resolver_match", None) is None:
+        # No route matched: the same answer as the console's handler404 gives, whichever project's
+        # handler404 answered (a project mounting the console keeps its own handlers).
+        return error_response(
+            404, "route_not_found", f"no API route at {request.path}", {"path": request.path}
+        )
     if status != 405:
         return error_response(status, code, f"{_phrase(status)}: {request.method} {request.path}")
     methods = sorted(

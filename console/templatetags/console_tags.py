@@ -9,9 +9,15 @@ from typing import Any
 
 from django import template
 
-from console import badges
+from console import badges, mount
 
 register = template.Library()
+
+
+@register.simple_tag
+def live_path() -> str:
+    """The websocket's address where the console is mounted (`console.mount.live_path`)."""
+    return mount.live_path()
 
 
 @register.filter

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
-from django.urls import URLPattern, path, register_converter
+from django.urls import URLPattern, path, register_converter, reverse_lazy
 
 from console.views import (
     account,
@@ -33,10 +33,12 @@ urlpatterns: list[URLPattern] = [
     path("overview/numbers/", overview.overview_numbers, name="console-overview-numbers"),
     path(
         "login/",
-        auth_views.LoginView.as_view(template_name="console/login.html", next_page="/executions/"),
+        auth_views.LoginView.as_view(
+            template_name="console/login.html", next_page=reverse_lazy("console-executions")
+        ),
         name="login",
     ),
-    path("logout/", auth_views.LogoutView.as_view(next_page="/login/"), name="logout"),
+    path("logout/", auth_views.LogoutView.as_view(next_page=reverse_lazy("login")), name="logout"),
     path("executions/", executions.executions, name="console-executions"),
     path("executions/cancel/", executions.cancel_selected, name="console-cancel-selected"),
     path("executions/bulk/", bulk.confirm, name="console-bulk"),

@@ -6,7 +6,9 @@
 (function () {
   "use strict";
 
-  const STATIC = "/static/";
+  const STATIC = document.body.dataset.static || "/static/"; // the project's STATIC_URL (base.html)
+  // Where the console is mounted decides the websocket's address (console.mount.live_path).
+  const LIVE_PATH = document.body.dataset.livePath || "/ws/live/";
   const PALETTE = document.getElementById("diagram-palette"); // the view's engine/render/common.COLOURS
   const COLOURS = PALETTE ? JSON.parse(PALETTE.textContent) : {
     completed: "#90EE90", running: "#FFD700", pending: "#D3D3D3", waiting: "#87CEEB",
@@ -85,7 +87,7 @@
       const proto = location.protocol === "https:" ? "wss" : "ws";
       const params = new URLSearchParams(scope);
       params.set("after", String(after));
-      const socket = new WebSocket(`${proto}://${location.host}/ws/live/?${params}`);
+      const socket = new WebSocket(`${proto}://${location.host}${LIVE_PATH}?${params}`);
       socket.onopen = () => {
         delay = 250;
         if (state) { state.classList.add("on"); state.title = "live"; }

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import resolve_url
 from django.test import Client, RequestFactory
 
 from console.middleware import ImplausibleSessionCookie
@@ -41,4 +42,4 @@ def test_an_implausible_session_cookie_is_an_anonymous_visit(cookie: str) -> Non
     client.cookies[settings.SESSION_COOKIE_NAME] = cookie
     response = client.get("/executions/")
     assert response.status_code == 302
-    assert response["Location"].startswith(settings.LOGIN_URL)
+    assert response["Location"].startswith(resolve_url(settings.LOGIN_URL))
