@@ -6,14 +6,16 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from django.conf import settings
+from django.core.handlers.exception import response_for_exception
 from django.http import HttpRequest, HttpResponse, QueryDict
+from django.utils.deprecation import MiddlewareMixin
 from django.utils.log import log_response
 
 from console import mount, refusals
 from console.api import api, errors, guard
 from console.auth import plausible_session
 
-__all__ = ["ApiGuard", "ImplausibleSessionCookie", "RefuseUnstorableText"]
+__all__ = ["ApiGuard", "ErrorPageInRequestThread", "ImplausibleSessionCookie", "RefuseUnstorableText"]
 
 
 class ImplausibleSessionCookie:
@@ -101,3 +103,18 @@ def _refused(request: HttpRequest, refusal: refusals.Refused) -> HttpResponse:
     response = refusals.bad_request(request, refusal)
     log_response("Bad Request: %s (%s)", request.path, refusal, response=response, request=request)
     return response
+
+
+class ErrorPageInRequestThread(MiddlewareMixin):
+    """An exception from a view (an async view's `Http404` included) becomes its error page on the
+    request's own thread.
+
+    Left to Django, an async view's exception is turned into its page on a thread of its own
+    (`sync_to_async(..., thread_sensitive=False)`), and the page's database reads (the session, the user)
+    open a connection there that the end of the request never closes: one per such thread, kept for as
+    long as the thread lives. `process_exception` runs on the request's thread, where the request's end
+    closes what it opened; the page is the same one (`response_for_exception`, the project's handlers).
+    """
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse:
+        return response_for_exception(request, exception)

@@ -48,6 +48,7 @@ MIDDLEWARE = [
     "console.middleware.RefuseUnstorableText",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "console.middleware.ErrorPageInRequestThread",
     "axes.middleware.AxesMiddleware",  # last, as django-axes asks: it turns a lockout into its page
 ]
 

@@ -45,6 +45,7 @@ MIDDLEWARE = [
     "console.middleware.RefuseUnstorableText",  # Flowdeck: text no database could store is refused (400)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "console.middleware.ErrorPageInRequestThread",  # Flowdeck: an async page's 404 keeps no connection open
 ]
 
 ROOT_URLCONF = "shop.urls"
