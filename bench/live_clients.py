@@ -51,9 +51,10 @@ class Client:
             async for message in socket:
                 now = time.time() * 1000
                 doc = json.loads(message)
-                if doc.get("type") == "event":
-                    self.ids.append(int(doc["id"]))
-                    self.times.append(now)
+                if doc.get("type") == "events":  # one read of the feed: its events in one message
+                    for event in doc["events"]:
+                        self.ids.append(int(event["id"]))
+                        self.times.append(now)
             self.lost = f"closed by the server ({socket.close_code})"
         except ConnectionClosed as closed:
             self.lost = f"closed ({closed})"

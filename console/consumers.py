@@ -2,7 +2,8 @@
 
 `/ws/live/?execution=ID` (or `?workflow=ID`, or neither for everything) with `&after=N`, the id of the last
 event the page saw (the page renders it; a reconnecting page sends the last one it heard). The consumer
-first sends what happened after N, then every new event as it is read, each once. A page of one execution
+first sends what happened after N, then every new event as it is read, each once, the events of one read
+in one message (`{"type": "events", "events": [...]}`). A page of one execution
 is also sent that execution's progress (`{"type": "progress", execution_id, id, seq, progress}`, the
 document `…/diagram?format=json` answers, or null when the page must fetch it), and each live event it
 hears says `progress_follows` (replayed ones do not: the page fetches once). Anonymous connections are
@@ -33,8 +34,9 @@ _SEEN_LIMIT = 5000
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
-    """Sends `{"type": "event", id, execution_id, workflow_id, seq, kind}` for each matching event (and an
-    execution's progress, see the module's docstring)."""
+    """Sends `{"type": "events", "events": [{"type": "event", id, execution_id, workflow_id, seq, kind},
+    …]}`, each read's matching events in one message (and an execution's progress, see the module's
+    docstring)."""
 
     subscription: live.Subscription | None = None
     pump: asyncio.Task[None] | None = None
@@ -55,21 +57,13 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=REFUSED, reason=reason)
             return
         self.seen: set[int] = set()
-        self.subscription = live.feed().subscribe(self._wants, progress_of=self.execution_id)
+        scope = {"execution_id": self.execution_id, "workflow_id": self.workflow_id}
+        self.subscription = live.feed().subscribe(**scope)
         await self.accept()
         if after >= 0:
-            scope = {"execution_id": self.execution_id, "workflow_id": self.workflow_id}
             missed = await live.events_after(after, **scope)
-            for event in missed:
-                await self._send(event, replayed=True)
+            await self._send(live.LiveBatch.of(missed), replayed=True)
         self.pump = asyncio.ensure_future(self._forward())
-
-    def _wants(self, event: live.LiveEvent) -> bool:
-        if self.execution_id is not None:
-            return event.execution_id == self.execution_id
-        if self.workflow_id is not None:
-            return event.workflow_id == self.workflow_id
-        return True
 
     async def _forward(self) -> None:
         assert self.subscription is not None
@@ -87,16 +81,20 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                 else:
                     await self._send(item)
 
-    async def _send(self, event: live.LiveEvent, *, replayed: bool = False) -> None:
-        if event.id in self.seen:
+    async def _send(self, batch: live.LiveBatch, *, replayed: bool = False) -> None:
+        """The batch's events this page has not heard yet, in one message: the feed's own encoding when
+        it has heard none of them (the usual case), else the rest encoded here."""
+        fresh = [event for event in batch.events if event.id not in self.seen]
+        if not fresh:
             return
         if len(self.seen) > _SEEN_LIMIT:
             self.seen.clear()
-        self.seen.add(event.id)
-        message = event.to_json()
-        if self.execution_id is not None and not replayed:
-            message["progress_follows"] = True
-        await self.send_json(message)
+        self.seen.update(event.id for event in fresh)
+        if len(fresh) == len(batch.events) and not replayed:
+            await self.send(text_data=batch.text)
+            return
+        progress_follows = self.execution_id is not None and not replayed
+        await self.send_json(live.batch_json(fresh, progress_follows=progress_follows))
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":

@@ -2,12 +2,15 @@
 
 Workers run in other processes, so the web process learns of their commits from the store. A single thread
 per process, on an event loop of its own, reads the store's feed ("events after the last id seen",
-`FlowStore.events_after`) and hands each new event to every subscriber (a websocket consumer) on the
-subscriber's own event loop. Between reads it waits on `FlowStore.wait_for_change` for at most
-`POLL_SECONDS`: on PostgreSQL the Django store's LISTEN connection ends that wait at once for a signal, a
-start or a cancel from another process; every other write is caught by the next read, at most
-`POLL_SECONDS` later. On SQLite it reads every `POLL_SECONDS` (a primary-key range read, cheap). However
-many pages are open, there is one watcher on one store of its own (`runtime.open_store`).
+`FlowStore.events_after`) and hands each read's new events to every subscriber (a websocket consumer) on
+the subscriber's own event loop, as ONE batch per page: a page hears a read in one message, encoded once
+for every page of the same scope (100 list pages watching a busy engine would otherwise cost a message per
+event per page, more than one server process can send: W12). Between reads it waits on
+`FlowStore.wait_for_change` for at most `POLL_SECONDS`: on PostgreSQL the Django store's LISTEN connection
+ends that wait at once for a signal, a start or a cancel from another process; every other write is
+caught by the next read, at most `POLL_SECONDS` later. On SQLite it reads every `POLL_SECONDS` (a
+primary-key range read, cheap). However many pages are open, there is one watcher on one store of its own
+(`runtime.open_store`).
 
 A step's commit NOTIFYs nobody (that would wake every worker's poller), so while events keep coming and
 pages are watching the watcher reads every `FAST_POLL_SECONDS` instead (for `ACTIVE_SECONDS` after the
@@ -26,10 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -41,6 +45,7 @@ from store import spi
 
 __all__ = [
     "Feed",
+    "LiveBatch",
     "LiveEvent",
     "LiveProgress",
     "Subscription",
@@ -85,6 +90,45 @@ class LiveEvent:
         }
 
 
+Scope = tuple[str | None, str | None]
+"""What a page watches: (execution id, workflow id); (None, None) for everything."""
+
+
+def in_scope(scope: Scope, event: LiveEvent) -> bool:
+    execution_id, workflow_id = scope
+    if execution_id is not None:
+        return event.execution_id == execution_id
+    if workflow_id is not None:
+        return event.workflow_id == workflow_id
+    return True
+
+
+@dataclass(frozen=True)
+class LiveBatch:
+    """The events of one read that a page wants, oldest first, and the message saying them
+    (`{"type": "events", "events": [...]}`), encoded once for every page of the same scope. The events of
+    a page of one execution say `progress_follows`: the execution's progress comes after them."""
+
+    events: tuple[LiveEvent, ...]
+    text: str
+
+    @classmethod
+    def of(cls, events: Sequence[LiveEvent], *, progress_follows: bool = False) -> LiveBatch:
+        return cls(tuple(events), json.dumps(batch_json(events, progress_follows=progress_follows)))
+
+    @property
+    def ids(self) -> list[int]:
+        return [event.id for event in self.events]
+
+
+def batch_json(events: Iterable[LiveEvent], *, progress_follows: bool = False) -> dict[str, Any]:
+    said = [event.to_json() for event in events]
+    if progress_follows:
+        for item in said:
+            item["progress_follows"] = True
+    return {"type": "events", "events": said}
+
+
 async def events_after(
     after: int, *, execution_id: str | None = None, workflow_id: str | None = None, limit: int = BATCH
 ) -> list[LiveEvent]:
@@ -111,22 +155,20 @@ async def latest_event_id() -> int:
 
 class Subscription:
     """One page's share of the feed: an asyncio queue on the page's loop, filled by the watcher thread.
-    `progress_of`: the execution whose progress the page is sent too (its events, and then its progress)."""
+    `scope`: the events the page hears; the execution of a one-execution scope is the one whose progress
+    the page is sent too (its events, and then its progress)."""
 
-    def __init__(
-        self, feed: Feed, wants: Callable[[LiveEvent], bool], progress_of: str | None = None
-    ) -> None:
+    def __init__(self, feed: Feed, scope: Scope = (None, None)) -> None:
         self._feed = feed
-        self.wants = wants
-        self.progress_of = progress_of
+        self.scope = scope
+        self.progress_of = scope[0]
         self.loop = asyncio.get_running_loop()
-        self.queue: asyncio.Queue[LiveEvent | LiveProgress] = asyncio.Queue()
+        self.queue: asyncio.Queue[LiveBatch | LiveProgress] = asyncio.Queue()
 
-    def offer(self, item: LiveEvent | LiveProgress) -> None:
-        if isinstance(item, LiveProgress):
-            if item.execution_id != self.progress_of:
-                return
-        elif not self.wants(item):
+    def offer(self, item: LiveBatch | LiveProgress) -> None:
+        """Queue a batch already chosen for this page's scope, or a progress (kept when it is this
+        page's execution's)."""
+        if isinstance(item, LiveProgress) and item.execution_id != self.progress_of:
             return
         with contextlib.suppress(RuntimeError):  # the page's loop closed: it is leaving anyway
             self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
@@ -156,11 +198,10 @@ class Feed:
 
     # ---------------------------------------------------------------------------------- subscribers
 
-    def subscribe(
-        self, wants: Callable[[LiveEvent], bool] = lambda event: True, *, progress_of: str | None = None
-    ) -> Subscription:
-        """A subscription on the running loop; starts the watcher if it is not running yet."""
-        subscription = Subscription(self, wants, progress_of)
+    def subscribe(self, *, execution_id: str | None = None, workflow_id: str | None = None) -> Subscription:
+        """A subscription on the running loop to one execution's events, one workflow's, or (neither)
+        every event; starts the watcher if it is not running yet."""
+        subscription = Subscription(self, (execution_id, workflow_id))
         with self._lock:
             self._subscribers.add(subscription)
             self._start_locked()
@@ -243,13 +284,24 @@ class Feed:
             self._last_event = now
             with self._lock:
                 subscribers = list(self._subscribers)
-            watched = {s.progress_of for s in subscribers}
-            for event in found:
-                for subscription in subscribers:
-                    subscription.offer(event)
-                if event.execution_id in watched:
-                    newest = max(event.id, self._pending.get(event.execution_id, 0))
-                    self._pending[event.execution_id] = newest
+            self._offer(found, subscribers)
+
+    def _offer(self, found: list[LiveEvent], subscribers: list[Subscription]) -> None:
+        """Each scope's share of the read, encoded once, queued to its pages; and the progress due."""
+        by_scope: dict[Scope, list[Subscription]] = {}
+        for subscription in subscribers:
+            by_scope.setdefault(subscription.scope, []).append(subscription)
+        for scope, pages in by_scope.items():
+            wanted = [event for event in found if in_scope(scope, event)]
+            if not wanted:
+                continue
+            batch = LiveBatch.of(wanted, progress_follows=scope[0] is not None)
+            for page in pages:
+                page.offer(batch)
+            execution_id = scope[0]
+            if execution_id is not None:
+                newest = max(event.id for event in wanted)
+                self._pending[execution_id] = max(newest, self._pending.get(execution_id, 0))
 
     def _wait_seconds(self) -> float:
         now = time.monotonic()
