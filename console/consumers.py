@@ -30,7 +30,6 @@ __all__ = ["LiveConsumer"]
 UNAUTHORISED = 4401
 REFUSED = 4400  # a query parameter the socket cannot take (the reason says which, and why)
 _REASON_BYTES = 123  # the most a close frame's reason may hold
-_SEEN_LIMIT = 5000
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
@@ -56,13 +55,17 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             reason = str(refusal).encode()[:_REASON_BYTES].decode(errors="ignore")
             await self.close(code=REFUSED, reason=reason)
             return
-        self.seen: set[int] = set()
+        self.replayed: set[int] = set()  # sent at connect: the only ids a live batch can repeat
+        self.replayed_up_to = -1
         scope = {"execution_id": self.execution_id, "workflow_id": self.workflow_id}
         self.subscription = live.feed().subscribe(**scope)
         await self.accept()
         if after >= 0:
             missed = await live.events_after(after, **scope)
-            await self._send(live.LiveBatch.of(missed), replayed=True)
+            if missed:
+                self.replayed = {event.id for event in missed}
+                self.replayed_up_to = max(self.replayed)
+                await self.send_json(live.batch_json(missed))  # no progress follows: the page fetches it
         self.pump = asyncio.ensure_future(self._forward())
 
     async def _forward(self) -> None:
@@ -81,20 +84,16 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                 else:
                     await self._send(item)
 
-    async def _send(self, batch: live.LiveBatch, *, replayed: bool = False) -> None:
-        """The batch's events this page has not heard yet, in one message: the feed's own encoding when
-        it has heard none of them (the usual case), else the rest encoded here."""
-        fresh = [event for event in batch.events if event.id not in self.seen]
-        if not fresh:
-            return
-        if len(self.seen) > _SEEN_LIMIT:
-            self.seen.clear()
-        self.seen.update(event.id for event in fresh)
-        if len(fresh) == len(batch.events) and not replayed:
+    async def _send(self, batch: live.LiveBatch) -> None:
+        """The batch in the feed's own encoding, unless it may repeat an event replayed at connect: the
+        feed hands each event on once, so only those can come twice."""
+        if batch.lowest > self.replayed_up_to:
             await self.send(text_data=batch.text)
             return
-        progress_follows = self.execution_id is not None and not replayed
-        await self.send_json(live.batch_json(fresh, progress_follows=progress_follows))
+        fresh = [event for event in batch.events if event.id not in self.replayed]
+        if fresh:
+            progress_follows = self.execution_id is not None
+            await self.send_json(live.batch_json(fresh, progress_follows=progress_follows))
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":

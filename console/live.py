@@ -33,7 +33,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -61,6 +61,8 @@ POLL_SECONDS = 0.1
 FAST_POLL_SECONDS = 0.02
 ACTIVE_SECONDS = 2.0
 PROGRESS_SECONDS = 0.05
+MANY_SECONDS = 0.1  # a page of many executions hears at most one batch this often (its list refreshes
+# at most every 150 ms anyway); a page of one execution hears each read at once
 GAP_SECONDS = 10.0
 BATCH = store_feed.BATCH
 
@@ -105,16 +107,19 @@ def in_scope(scope: Scope, event: LiveEvent) -> bool:
 
 @dataclass(frozen=True)
 class LiveBatch:
-    """The events of one read that a page wants, oldest first, and the message saying them
+    """The events a page wants of one read (of the reads since its last batch, for a page of many
+    executions), and the message saying them
     (`{"type": "events", "events": [...]}`), encoded once for every page of the same scope. The events of
     a page of one execution say `progress_follows`: the execution's progress comes after them."""
 
     events: tuple[LiveEvent, ...]
     text: str
+    lowest: int  # the smallest id: a page compares it once, not each event
 
     @classmethod
     def of(cls, events: Sequence[LiveEvent], *, progress_follows: bool = False) -> LiveBatch:
-        return cls(tuple(events), json.dumps(batch_json(events, progress_follows=progress_follows)))
+        text = json.dumps(batch_json(events, progress_follows=progress_follows))
+        return cls(tuple(events), text, min(event.id for event in events))
 
     @property
     def ids(self) -> list[int]:
@@ -180,8 +185,9 @@ class Subscription:
 class Feed:
     """The process's watcher thread (started by the first subscriber) and its subscribers."""
 
-    def __init__(self, store: spi.FlowStore) -> None:
+    def __init__(self, store: spi.FlowStore, *, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.store = store
+        self._monotonic = monotonic  # the feed's clock (tests turn it by hand)
         self.cursor = 0  # the highest id read so far
         self.watchers_started = 0
         self.progress_built = 0  # progress documents built, however many pages each went to
@@ -189,6 +195,8 @@ class Feed:
         self._last_event = -ACTIVE_SECONDS  # monotonic time of the newest event read
         self._pending: dict[str, int] = {}  # execution → the newest event id its progress must reflect
         self._built: dict[str, float] = {}  # execution → when its progress was last built (monotonic)
+        self._held: dict[Scope, list[LiveEvent]] = {}  # a many-execution scope's events not sent yet
+        self._sent: dict[Scope, float] = {}  # a many-execution scope → when its last batch went (monotonic)
         self._flow_of: FlowOf | None = None
         self._subscribers: set[Subscription] = set()
         self._lock = threading.Lock()
@@ -253,6 +261,7 @@ class Feed:
                 await self._begin()
                 while not self._stopping.is_set():
                     await self._step()
+                    self._flush_held()
                     await self._push_progress()
                     backoff = 0.1
                     await self.store.wait_for_change(timedelta(seconds=self._wait_seconds()))
@@ -269,7 +278,7 @@ class Feed:
         self._ready.set()
 
     async def _step(self) -> None:
-        now = time.monotonic()
+        now = self._monotonic()
         self._gaps = {g: until for g, until in self._gaps.items() if until > now}
         found = [LiveEvent.of(e) for e in await self.store.events_after(self.cursor, gaps=sorted(self._gaps))]
         for event in found:
@@ -287,28 +296,52 @@ class Feed:
             self._offer(found, subscribers)
 
     def _offer(self, found: list[LiveEvent], subscribers: list[Subscription]) -> None:
-        """Each scope's share of the read, encoded once, queued to its pages; and the progress due."""
-        by_scope: dict[Scope, list[Subscription]] = {}
-        for subscription in subscribers:
-            by_scope.setdefault(subscription.scope, []).append(subscription)
-        for scope, pages in by_scope.items():
+        """Each scope's share of the read: to a page of one execution at once, encoded once for all its
+        pages, with its progress made due; for pages of many executions, held for `_flush_held`."""
+        deliveries: list[tuple[Subscription, LiveBatch]] = []
+        for scope, pages in _by_scope(subscribers).items():
             wanted = [event for event in found if in_scope(scope, event)]
             if not wanted:
                 continue
-            batch = LiveBatch.of(wanted, progress_follows=scope[0] is not None)
-            for page in pages:
-                page.offer(batch)
             execution_id = scope[0]
-            if execution_id is not None:
-                newest = max(event.id for event in wanted)
-                self._pending[execution_id] = max(newest, self._pending.get(execution_id, 0))
+            if execution_id is None:
+                self._held.setdefault(scope, []).extend(wanted)
+                continue
+            batch = LiveBatch.of(wanted, progress_follows=True)
+            deliveries += [(page, batch) for page in pages]
+            newest = max(event.id for event in wanted)
+            self._pending[execution_id] = max(newest, self._pending.get(execution_id, 0))
+        _deliver(deliveries)
+
+    def _flush_held(self) -> None:
+        """The held events of each many-execution scope whose last batch went `MANY_SECONDS` ago or
+        more, as one batch encoded once for all its pages."""
+        if not self._held:
+            return
+        now = self._monotonic()
+        with self._lock:
+            pages_of = _by_scope(list(self._subscribers))
+        deliveries: list[tuple[Subscription, LiveBatch]] = []
+        for scope in list(self._held):
+            if scope not in pages_of:  # its pages left
+                del self._held[scope]
+                continue
+            if now - self._sent.get(scope, -MANY_SECONDS) < MANY_SECONDS:
+                continue
+            batch = LiveBatch.of(self._held.pop(scope))
+            self._sent[scope] = now
+            deliveries += [(page, batch) for page in pages_of[scope]]
+        _deliver(deliveries)
 
     def _wait_seconds(self) -> float:
-        now = time.monotonic()
+        now = self._monotonic()
         active = now - self._last_event < ACTIVE_SECONDS and self.subscribers
         wait = FAST_POLL_SECONDS if active else POLL_SECONDS
         for execution_id in self._pending:  # a progress held back by PROGRESS_SECONDS is built when due
             due = self._built.get(execution_id, -PROGRESS_SECONDS) + PROGRESS_SECONDS
+            wait = min(wait, max(0.0, due - now))
+        for scope in self._held:  # and a held batch is sent when due
+            due = self._sent.get(scope, -MANY_SECONDS) + MANY_SECONDS
             wait = min(wait, max(0.0, due - now))
         return wait
 
@@ -316,7 +349,7 @@ class Feed:
         """Each watched execution's progress, built once for all its pages, at most every PROGRESS_SECONDS."""
         if not self._pending:
             return
-        now = time.monotonic()
+        now = self._monotonic()
         self._built = {e: at for e, at in self._built.items() if now - at < PROGRESS_SECONDS}
         due = {e: event_id for e, event_id in self._pending.items() if e not in self._built}
         for execution_id in due:
@@ -336,8 +369,30 @@ class Feed:
             if isinstance(item, BaseException):  # the pages fetch the diagram themselves
                 log.warning("console live feed could not build %s's progress (%s)", execution_id, item)
                 item = LiveProgress(execution_id, event_id, 0, None)
-            for subscription in subscribers:
-                subscription.offer(item)
+            _deliver([(page, item) for page in subscribers if page.progress_of == execution_id])
+
+
+def _by_scope(subscribers: list[Subscription]) -> dict[Scope, list[Subscription]]:
+    pages: dict[Scope, list[Subscription]] = {}
+    for subscription in subscribers:
+        pages.setdefault(subscription.scope, []).append(subscription)
+    return pages
+
+
+def _deliver(deliveries: list[tuple[Subscription, LiveBatch | LiveProgress]]) -> None:
+    """Queue each item to its page, with ONE wake-up per event loop (every page of a daphne process
+    shares its loop), not one per page: waking a loop from this thread writes to its self-pipe."""
+    per_loop: dict[asyncio.AbstractEventLoop, list[tuple[Subscription, LiveBatch | LiveProgress]]] = {}
+    for page, item in deliveries:
+        per_loop.setdefault(page.loop, []).append((page, item))
+    for loop, items in per_loop.items():
+        with contextlib.suppress(RuntimeError):  # the pages' loop closed: they are leaving anyway
+            loop.call_soon_threadsafe(_put_all, items)
+
+
+def _put_all(items: list[tuple[Subscription, LiveBatch | LiveProgress]]) -> None:
+    for page, item in items:
+        page.queue.put_nowait(item)
 
 
 _feed: Feed | None = None

@@ -1,5 +1,7 @@
-"""The live feed hands each read's events to a page as one batch, encoded once per scope: however many
-list pages are open, a read costs one encoding, and each page one message (W12)."""
+"""The live feed hands events to a page in batches, each encoded once for every page of its scope: a page
+of one execution hears each read at once (W10); a page of many executions (the list, a workflow's page)
+hears at most one batch per `MANY_SECONDS`, so 100 open lists cost the server a few messages a second
+each, however busy the engine (W12)."""
 
 from __future__ import annotations
 
@@ -10,44 +12,85 @@ from typing import Any
 from console import live
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def _event(n: int, execution_id: str, workflow_id: str = "orders") -> live.LiveEvent:
     return live.LiveEvent(n, execution_id, workflow_id, n, "StepCompleted")
 
 
+def _feed_with(clock: Clock, *scopes: live.Scope) -> tuple[live.Feed, list[live.Subscription]]:
+    feed = live.Feed(store=None, monotonic=clock)  # type: ignore[arg-type]  # no watcher: reads are handed in
+    pages = [live.Subscription(feed, scope) for scope in scopes]
+    feed._subscribers.update(pages)
+    return feed, pages
+
+
 async def _queued(subscription: live.Subscription) -> list[Any]:
-    await asyncio.sleep(0)  # the offers arrive through call_soon_threadsafe
+    await asyncio.sleep(0)  # the items arrive through call_soon_threadsafe
     items = []
     while not subscription.queue.empty():
         items.append(subscription.queue.get_nowait())
     return items
 
 
-async def test_a_read_is_one_batch_per_page_shared_by_pages_of_one_scope() -> None:
-    feed = live.Feed(store=None)  # type: ignore[arg-type]  # no watcher runs: the read is handed in
-    lists = [live.Subscription(feed) for _ in range(3)]
-    of_a = live.Subscription(feed, ("a", None))
-    of_billing = live.Subscription(feed, (None, "billing"))
-    found = [_event(1, "a"), _event(2, "b"), _event(3, "a"), _event(4, "c", "billing")]
+def _read(feed: live.Feed, events: list[live.LiveEvent]) -> None:
+    """What the watcher does with one read: offer it, then send what is due."""
+    feed._offer(events, list(feed._subscribers))
+    feed._flush_held()
 
-    feed._offer(found, [*lists, of_a, of_billing])
+
+async def test_pages_of_one_scope_share_one_batch_and_each_scope_hears_its_own() -> None:
+    clock = Clock()
+    feed, pages = _feed_with(clock, (None, None), (None, None), (None, None), ("a", None), (None, "billing"))
+    *lists, of_a, of_billing = pages
+    found = [_event(1, "a"), _event(2, "b"), _event(3, "a"), _event(4, "c", "billing")]
+    _read(feed, found)
 
     heard = [await _queued(page) for page in lists]
-    assert [len(items) for items in heard] == [1, 1, 1]
     (batch,) = heard[0]
-    assert all(items[0] is batch for items in heard)  # one object, one encoding, for every list page
-    assert batch.ids == [1, 2, 3, 4]
-    assert json.loads(batch.text) == live.batch_json(found)
-    ((mine,),) = [await _queued(of_a)]
+    assert all(items == [batch] and items[0] is batch for items in heard)  # one encoding for every list
+    assert (batch.ids, json.loads(batch.text)) == ([1, 2, 3, 4], live.batch_json(found))
+    (mine,) = await _queued(of_a)
     assert mine.ids == [1, 3]
     assert all(e["progress_follows"] for e in json.loads(mine.text)["events"])  # its progress follows
-    ((billing,),) = [await _queued(of_billing)]
+    assert feed._pending == {"a": 3}
+    (billing,) = await _queued(of_billing)
     assert billing.ids == [4]
-    assert feed._pending == {"a": 3}  # the one execution watched has its progress due
 
 
-async def test_a_page_whose_scope_has_nothing_in_the_read_hears_nothing() -> None:
-    feed = live.Feed(store=None)  # type: ignore[arg-type]
-    quiet = live.Subscription(feed, ("z", None))
-    feed._offer([_event(1, "a")], [quiet])
-    assert await _queued(quiet) == []
-    assert feed._pending == {}
+async def test_a_page_of_many_executions_hears_at_most_one_batch_per_interval() -> None:
+    clock = Clock()
+    feed, (listing, of_a) = _feed_with(clock, (None, None), ("a", None))
+    _read(feed, [_event(1, "a")])
+    assert [b.ids for b in await _queued(listing)] == [[1]]  # the first goes at once
+
+    clock.now += live.MANY_SECONDS / 4
+    _read(feed, [_event(2, "a")])
+    clock.now += live.MANY_SECONDS / 4
+    _read(feed, [_event(3, "b")])
+    assert await _queued(listing) == []  # held: the last batch went less than the interval ago
+    assert [b.ids for b in await _queued(of_a)] == [[1], [2]]  # one execution's page: every read at once
+    assert feed._wait_seconds() <= live.MANY_SECONDS / 2 + 1e-9  # the watcher wakes when it is due
+
+    clock.now += live.MANY_SECONDS / 2 + 0.001  # the interval since the first batch has passed
+    feed._flush_held()
+    assert [b.ids for b in await _queued(listing)] == [[2, 3]]
+
+
+async def test_a_scope_whose_pages_left_holds_nothing() -> None:
+    clock = Clock()
+    feed, (listing,) = _feed_with(clock, (None, None))
+    _read(feed, [_event(1, "a")])
+    clock.now += live.MANY_SECONDS / 2
+    _read(feed, [_event(2, "a")])
+    feed.unsubscribe(listing)
+    clock.now += live.MANY_SECONDS
+    feed._flush_held()
+    assert feed._held == {}
+    assert [b.ids for b in await _queued(listing)] == [[1]]
