@@ -13,7 +13,7 @@ primary-key range read, cheap). However many pages are open, there is one watche
 (`runtime.open_store`).
 
 A step's commit NOTIFYs nobody (that would wake every worker's poller), so while events keep coming and
-pages are watching the watcher reads every `FAST_POLL_SECONDS` instead (for `ACTIVE_SECONDS` after the
+pages of one execution are watching the watcher reads every `FAST_POLL_SECONDS` instead (for `ACTIVE_SECONDS` after the
 last event): a commit reaches the page in tens of milliseconds, not up to a whole `POLL_SECONDS` (W10).
 
 A page of one execution also hears that execution's progress (`live_progress`): after the events of a
@@ -335,7 +335,11 @@ class Feed:
 
     def _wait_seconds(self) -> float:
         now = self._monotonic()
-        active = now - self._last_event < ACTIVE_SECONDS and self.subscribers
+        with self._lock:
+            watching_one = any(page.progress_of is not None for page in self._subscribers)
+        # Only a page of one execution is worth a read every FAST_POLL_SECONDS: a page of many executions
+        # hears a batch at most every MANY_SECONDS anyway, so for those a read every POLL_SECONDS will do.
+        active = watching_one and now - self._last_event < ACTIVE_SECONDS
         wait = FAST_POLL_SECONDS if active else POLL_SECONDS
         for execution_id in self._pending:  # a progress held back by PROGRESS_SECONDS is built when due
             due = self._built.get(execution_id, -PROGRESS_SECONDS) + PROGRESS_SECONDS

@@ -94,3 +94,14 @@ async def test_a_scope_whose_pages_left_holds_nothing() -> None:
     feed._flush_held()
     assert feed._held == {}
     assert [b.ids for b in await _queued(listing)] == [[1]]
+
+
+async def test_only_a_page_of_one_execution_makes_a_busy_feed_read_fast() -> None:
+    clock = Clock()
+    feed, _ = _feed_with(clock, (None, None), (None, "orders"))
+    feed._last_event = clock.now  # events are coming
+    assert feed._wait_seconds() == live.POLL_SECONDS  # lists only: their batches go every MANY_SECONDS
+    feed._subscribers.add(live.Subscription(feed, ("a", None)))
+    assert feed._wait_seconds() == live.FAST_POLL_SECONDS
+    clock.now += live.ACTIVE_SECONDS  # quiet again
+    assert feed._wait_seconds() == live.POLL_SECONDS
