@@ -13,8 +13,9 @@ primary-key range read, cheap). However many pages are open, there is one watche
 (`runtime.open_store`).
 
 A step's commit NOTIFYs nobody (that would wake every worker's poller), so while events keep coming and
-pages of one execution are watching the watcher reads every `FAST_POLL_SECONDS` instead (for `ACTIVE_SECONDS` after the
-last event): a commit reaches the page in tens of milliseconds, not up to a whole `POLL_SECONDS` (W10).
+pages of one execution are watching, the watcher reads every `FAST_POLL_SECONDS` instead (for
+`ACTIVE_SECONDS` after the last event): a commit reaches such a page in tens of milliseconds, not up to a
+whole `POLL_SECONDS` (W10).
 
 A page of one execution also hears that execution's progress (`live_progress`): after the events of a
 read, the watcher builds the execution's JSON diagram once, however many pages watch it, and at most once
