@@ -79,27 +79,35 @@ def _setup() -> None:
     django.setup()
 
 
-def cmd_seed(ns: argparse.Namespace) -> dict[str, Any]:
-    """A user with a session, and the execution (left for the worker process to claim)."""
-    _setup()
+def login_session(username: str = "bench") -> str:
+    """A user and a logged-in session in the configured database (Django set up); answers the session
+    key, the `sessionid` cookie a page or a websocket client sends."""
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
     from django.contrib.sessions.backends.db import SessionStore
 
-    from console import runtime
-
-    user = get_user_model().objects.create_user("bench", password="x")
+    user = get_user_model().objects.create_user(username, password="x")
     session = SessionStore()
     session[SESSION_KEY] = str(user.pk)
     session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
+    assert session.session_key is not None
+    return session.session_key
+
+
+def cmd_seed(ns: argparse.Namespace) -> dict[str, Any]:
+    """A user with a session, and the execution (left for the worker process to claim)."""
+    _setup()
+    from console import runtime
+
+    session = login_session()
 
     async def start() -> None:
         engine = await runtime.engine()
         await engine.workflows.start("ticker", execution_id=EXECUTION)
 
     asyncio.run(start())
-    return {"session": session.session_key}
+    return {"session": session}
 
 
 def cmd_workers(ns: argparse.Namespace) -> None:
@@ -134,7 +142,7 @@ def _committed(steps: int) -> dict[str, tuple[int, float]]:
     return stamps
 
 
-def _free_port() -> int:
+def free_port() -> int:
     import socket
 
     with socket.socket() as sock:
@@ -142,12 +150,20 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _child(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[bytes]:
+def spawn_logged(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         return subprocess.Popen([sys.executable, *args], cwd=protocol.ROOT, env=env, stdout=out, stderr=out)
 
 
-def _up(port: int, server: subprocess.Popen[bytes], log: Path) -> None:
+def daphne(env: dict[str, str], log: Path, port: int) -> subprocess.Popen[bytes]:
+    """daphne serving the console on 127.0.0.1:port, its output appended to `log` (never a pipe: a full
+    pipe nobody reads would stall it)."""
+    return spawn_logged(
+        env, log, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"
+    )
+
+
+def wait_up(port: int, server: subprocess.Popen[bytes], log: Path) -> None:
     import socket
 
     deadline = time.monotonic() + 60
@@ -162,7 +178,7 @@ def _up(port: int, server: subprocess.Popen[bytes], log: Path) -> None:
     raise RuntimeError("daphne did not come up")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -219,16 +235,16 @@ def cmd_w10(ns: argparse.Namespace) -> dict[str, Any]:
         capture_output=True, text=True,
     )  # fmt: skip
     session = json.loads(seeded.stdout.strip().splitlines()[-1].removeprefix(protocol.MARK))["session"]
-    port = _free_port()
-    server = _child(env, log, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application")
-    workers = _child(env, log, "-m", "bench.live_page", "workers")
+    port = free_port()
+    server = daphne(env, log, port)
+    workers = spawn_logged(env, log, "-m", "bench.live_page", "workers")
     try:
-        _up(port, server, log)
+        wait_up(port, server, log)
         timeout = min(ns.timeout, ns.steps * ns.gap + 60)
         shown = _watch(f"http://127.0.0.1:{port}", session, go, ns.steps, timeout)
     finally:
-        _stop(workers)
-        _stop(server)
+        stop(workers)
+        stop(server)
     committed = _committed(ns.steps)
     pg.drop(DATABASE)
     fetches = shown.pop("__fetch_ms")

@@ -9,8 +9,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,19 +34,40 @@ def child_env() -> dict[str, str]:
 
 
 def run_child(module: str, args: Sequence[str], timeout: float = 900) -> dict[str, Any]:
-    """Run `python -m module args…` and return the JSON it emitted; its stderr passes through."""
-    proc = subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=ROOT,
-        env=child_env(),
-        stdout=subprocess.PIPE,
-        text=True,
-        timeout=timeout,
+    """Run `python -m module args…` and return the JSON it emitted; its stderr passes through.
+
+    The child leads a process group of its own, with every process it starts: past `timeout`, or if this
+    process is interrupted, the whole group is killed (a hung grandchild cannot outlive the bench), and
+    once the child is done any process it left behind is killed too."""
+    command = [sys.executable, "-m", module, *args]
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env=child_env(), stdout=subprocess.PIPE, text=True, start_new_session=True
     )
-    for line in reversed(proc.stdout.splitlines()):
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        raise TimeoutError(
+            f"{module} {' '.join(args)} ran over {timeout:g} s: killed with its children"
+        ) from None
+    except BaseException:
+        kill_group(proc)
+        raise
+    kill_group(proc)
+    for line in reversed(out.splitlines()):
         if line.startswith(MARK):
             return json.loads(line[len(MARK) :])
     raise RuntimeError(f"{module} {' '.join(args)} exited {proc.returncode} without a result")
+
+
+def kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the process group `proc` leads (it was started with `start_new_session`), then reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if proc.stdout:
+        with contextlib.suppress(OSError):
+            proc.stdout.close()
 
 
 def spawn_worker(
@@ -61,12 +84,32 @@ def spawn_worker(
     )
 
 
-def wait_ready(proc: subprocess.Popen[str]) -> str:
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith(READY):
-            return line[len(READY) :].strip()
-    raise RuntimeError(f"worker {proc.args} exited {proc.wait()} before it was ready")
+def wait_ready(proc: subprocess.Popen[str], timeout: float = 120) -> str:
+    """The detail of the worker's ready line; a worker that is not ready within `timeout` is killed
+    (TimeoutError), one that exits first is a RuntimeError."""
+    found: list[str | BaseException] = []
+
+    def read() -> None:
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                if line.startswith(READY):
+                    found.append(line[len(READY) :].strip())
+                    return
+            found.append(RuntimeError(f"worker {proc.args} exited {proc.wait()} before it was ready"))
+        except (OSError, ValueError) as error:  # the pipe closed under the reader: the worker is gone
+            found.append(RuntimeError(f"worker {proc.args} lost before it was ready ({error})"))
+
+    reader = threading.Thread(target=read, name="bench-wait-ready", daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not found:
+        proc.kill()
+        proc.wait()
+        raise TimeoutError(f"worker {proc.args} not ready after {timeout:g} s: killed")
+    if isinstance(found[0], BaseException):
+        raise found[0]
+    return found[0]
 
 
 def announce_ready(detail: str = "") -> None:

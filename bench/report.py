@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12")
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,7 @@ def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
         _w9_row(get(runs, "W9/flowdeck")),
         _w10_row(get(runs, "W10/flowdeck")),
         *_w11_rows(get(runs, "W11/flowdeck")),
+        *_w12_rows(get(runs, "W12/flowdeck")),
     ]
 
 
@@ -268,6 +269,74 @@ def _w11_rows(f11: Any) -> list[Row]:
     return out
 
 
+W12_P95_MS = 250  # commit → client, every client's every event
+W12_MIN_RATIO = 0.9  # W1's nodes/s with the clients attached ÷ without
+
+
+def _w12_rows(f12: Any) -> list[Row]:
+    """The clients' delivery (latency, and that none missed an event) and W1's throughput with them."""
+    latency_target = f"p95 ≤ {W12_P95_MS} ms, none missed"
+    ratio_target = f"with ≥ {W12_MIN_RATIO:g}× without"
+    if failed(f12):
+        problem = failed(f12) or ""
+        return [
+            Row("W12", "ws clients on the list during W1: commit → client", problem, target=latency_target),
+            Row("W12", "W1 nodes/s without → with the clients", problem, target=ratio_target),
+        ]
+    shape = f"{f12['executions']}×{f12['steps']}"
+    pairs = len(f12["rounds"]) // 2
+    ms, received = f12["ms"], f12["committed"] * f12["clients"] - f12["missed"]
+    delivery = (
+        f"{ms['p50']:.0f} / {ms['p95']:.0f} (max {num(f12['max_ms'])}); "
+        f"{num(received)} of {num(f12['committed'] * f12['clients'])} heard"
+    )
+    return [
+        Row(
+            "W12",
+            f"{f12['clients']} ws clients on the list during W1 {shape}: commit → client ms p50 / p95"
+            " (max); events heard",
+            delivery,
+            "n/a",
+            "",
+            latency_target,
+            ms["p95"] <= W12_P95_MS and f12["all_received"],
+        ),
+        Row(
+            "W12",
+            f"W1 {shape} nodes/s, {f12['workers']} workers in 1 process: without → with"
+            f" {f12['clients']} clients ({pairs} rounds each, alternated)",
+            f"{num(f12['nodes_per_s_without'])} → {num(f12['nodes_per_s_with'])}",
+            "n/a",
+            f"{f12['ratio']:.2f}×",
+            ratio_target,
+            f12["ratio"] >= W12_MIN_RATIO,
+        ),
+    ]
+
+
+def rounds_table(runs: Mapping[str, Any]) -> str:
+    """W12's rounds in the order they ran: a noisy machine shows as rounds of one arm that disagree."""
+    f12 = runs.get("W12/flowdeck")
+    if not f12 or failed(f12):
+        return ""
+    lines = [
+        ["W12 round", "clients", "W1 nodes/s", "commit → client ms p50 / p95 / max", "missed", "drain s"]
+    ]
+    for n, found in enumerate(f12["rounds"], 1):
+        delivery = found.get("delivery")
+        cells = ["", "", ""]
+        if delivery:
+            ms = delivery["ms"]
+            drain = "timed out" if delivery["drain_s"] is None else f"{delivery['drain_s']:.2f}"
+            cells = [
+                f"{ms['p50']:.0f} / {ms['p95']:.0f} / {num(delivery['max_ms'])}",
+                str(delivery["missed"]),
+                drain,
+            ]
+        lines.append([str(n), str(found["clients"]), num(found["nodes_per_s"]), *cells])
+    return table(lines)
+
+
 def table(lines: list[list[str]]) -> str:
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     rendered = []
@@ -322,9 +391,9 @@ def document(meta: Mapping[str, Any], limits: Mapping[str, Any], runs: Mapping[s
 def render(doc: Mapping[str, Any]) -> str:
     result_rows = [Row(**row) for row in doc["rows"]]
     parts = [main_table(result_rows), "", limits_table(doc["limits"])]
-    search = search_table(doc["runs"])
-    if search:
-        parts += ["", search]
+    for extra in (search_table(doc["runs"]), rounds_table(doc["runs"])):
+        if extra:
+            parts += ["", extra]
     return "\n".join(parts)
 
 

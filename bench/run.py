@@ -44,6 +44,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w10_gap": 1.0,
         "w11_rows": 1_000_000,
         "w11_reps": 20,
+        "w12_executions": 500,
+        "w12_clients": 100,
+        "w12_rounds": 3,
     },
     "quick": {
         "clients": 8,
@@ -64,6 +67,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w10_gap": 0.3,
         "w11_rows": 20_000,
         "w11_reps": 20,
+        "w12_executions": 100,
+        "w12_clients": 100,
+        "w12_rounds": 2,
     },
     "tiny": {
         "clients": 2,
@@ -84,6 +90,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w10_gap": 0.3,
         "w11_rows": 300,
         "w11_reps": 2,
+        "w12_executions": 6,
+        "w12_clients": 3,
+        "w12_rounds": 1,
     },
 }
 
@@ -91,6 +100,8 @@ FLOWDECK = "bench.workloads"
 DBOS = "bench.peers.dbos_workloads"
 LIVE_PAGE = "bench.live_page"
 CONSOLE_LOAD = "bench.console_load"
+LIVE_LIST = "bench.live_list"
+W12_DEADLINE = 2400  # seconds for the whole W12 child, its daphne, workers and clients included
 
 
 def log(message: str) -> None:
@@ -110,8 +121,8 @@ def attempt(label: str, measure: Callable[[], dict[str, Any]]) -> dict[str, Any]
     return result
 
 
-def child(module: str, *args: Any) -> Callable[[], dict[str, Any]]:
-    return lambda: protocol.run_child(module, [str(a) for a in args])
+def child(module: str, *args: Any, timeout: float = 900) -> Callable[[], dict[str, Any]]:
+    return lambda: protocol.run_child(module, [str(a) for a in args], timeout=timeout)
 
 
 def machine() -> dict[str, Any]:
@@ -226,7 +237,9 @@ def plan(s: dict[str, Any]) -> list[Planned]:
 
 
 def _console_plan(s: dict[str, Any]) -> list[Planned]:
-    """The console's runs: W10 (live page) and W11 (server time at scale)."""
+    """The console's runs: W10 (live page), W11 (server time at scale), W12 (live list during W1)."""
+    w12_args = ["w12", "--executions", s["w12_executions"], "--steps", s["w1_steps"]]
+    w12_args += ["--workers", s["clients"], "--clients", s["w12_clients"], "--rounds", s["w12_rounds"]]
     return [
         (
             frozenset({"W10"}),
@@ -239,6 +252,12 @@ def _console_plan(s: dict[str, Any]) -> list[Planned]:
             "W11/flowdeck",
             "W11 flowdeck",
             child(CONSOLE_LOAD, "w11", "--rows", s["w11_rows"], "--reps", s["w11_reps"]),
+        ),
+        (
+            frozenset({"W12"}),
+            "W12/flowdeck",
+            "W12 flowdeck",
+            child(LIVE_LIST, *w12_args, timeout=W12_DEADLINE),
         ),
     ]
 

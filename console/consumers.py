@@ -2,7 +2,8 @@
 
 `/ws/live/?execution=ID` (or `?workflow=ID`, or neither for everything) with `&after=N`, the id of the last
 event the page saw (the page renders it; a reconnecting page sends the last one it heard). The consumer
-first sends what happened after N, then every new event as it is read, each once. A page of one execution
+first sends what happened after N, then every new event as it is read, each once, the events of one read
+in one message (`{"type": "events", "events": [...]}`). A page of one execution
 is also sent that execution's progress (`{"type": "progress", execution_id, id, seq, progress}`, the
 document `…/diagram?format=json` answers, or null when the page must fetch it), and each live event it
 hears says `progress_follows` (replayed ones do not: the page fetches once). Anonymous connections are
@@ -29,12 +30,12 @@ __all__ = ["LiveConsumer"]
 UNAUTHORISED = 4401
 REFUSED = 4400  # a query parameter the socket cannot take (the reason says which, and why)
 _REASON_BYTES = 123  # the most a close frame's reason may hold
-_SEEN_LIMIT = 5000
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):
-    """Sends `{"type": "event", id, execution_id, workflow_id, seq, kind}` for each matching event (and an
-    execution's progress, see the module's docstring)."""
+    """Sends `{"type": "events", "events": [{"type": "event", id, execution_id, workflow_id, seq, kind},
+    …]}`, each read's matching events in one message (and an execution's progress, see the module's
+    docstring)."""
 
     subscription: live.Subscription | None = None
     pump: asyncio.Task[None] | None = None
@@ -54,22 +55,18 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             reason = str(refusal).encode()[:_REASON_BYTES].decode(errors="ignore")
             await self.close(code=REFUSED, reason=reason)
             return
-        self.seen: set[int] = set()
-        self.subscription = live.feed().subscribe(self._wants, progress_of=self.execution_id)
+        self.replayed: set[int] = set()  # sent at connect: the only ids a live batch can repeat
+        self.replayed_up_to = -1
+        scope = {"execution_id": self.execution_id, "workflow_id": self.workflow_id}
+        self.subscription = live.feed().subscribe(**scope)
         await self.accept()
         if after >= 0:
-            scope = {"execution_id": self.execution_id, "workflow_id": self.workflow_id}
             missed = await live.events_after(after, **scope)
-            for event in missed:
-                await self._send(event, replayed=True)
+            if missed:
+                self.replayed = {event.id for event in missed}
+                self.replayed_up_to = max(self.replayed)
+                await self.send_json(live.batch_json(missed))  # no progress follows: the page fetches it
         self.pump = asyncio.ensure_future(self._forward())
-
-    def _wants(self, event: live.LiveEvent) -> bool:
-        if self.execution_id is not None:
-            return event.execution_id == self.execution_id
-        if self.workflow_id is not None:
-            return event.workflow_id == self.workflow_id
-        return True
 
     async def _forward(self) -> None:
         assert self.subscription is not None
@@ -87,16 +84,16 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                 else:
                     await self._send(item)
 
-    async def _send(self, event: live.LiveEvent, *, replayed: bool = False) -> None:
-        if event.id in self.seen:
+    async def _send(self, batch: live.LiveBatch) -> None:
+        """The batch in the feed's own encoding, unless it may repeat an event replayed at connect: the
+        feed hands each event on once, so only those can come twice."""
+        if batch.lowest > self.replayed_up_to:
+            await self.send(text_data=batch.text)
             return
-        if len(self.seen) > _SEEN_LIMIT:
-            self.seen.clear()
-        self.seen.add(event.id)
-        message = event.to_json()
-        if self.execution_id is not None and not replayed:
-            message["progress_follows"] = True
-        await self.send_json(message)
+        fresh = [event for event in batch.events if event.id not in self.replayed]
+        if fresh:
+            progress_follows = self.execution_id is not None
+            await self.send_json(live.batch_json(fresh, progress_follows=progress_follows))
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":

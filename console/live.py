@@ -2,16 +2,20 @@
 
 Workers run in other processes, so the web process learns of their commits from the store. A single thread
 per process, on an event loop of its own, reads the store's feed ("events after the last id seen",
-`FlowStore.events_after`) and hands each new event to every subscriber (a websocket consumer) on the
-subscriber's own event loop. Between reads it waits on `FlowStore.wait_for_change` for at most
-`POLL_SECONDS`: on PostgreSQL the Django store's LISTEN connection ends that wait at once for a signal, a
-start or a cancel from another process; every other write is caught by the next read, at most
-`POLL_SECONDS` later. On SQLite it reads every `POLL_SECONDS` (a primary-key range read, cheap). However
-many pages are open, there is one watcher on one store of its own (`runtime.open_store`).
+`FlowStore.events_after`) and hands each read's new events to every subscriber (a websocket consumer) on
+the subscriber's own event loop, as ONE batch per page: a page hears a read in one message, encoded once
+for every page of the same scope (100 list pages watching a busy engine would otherwise cost a message per
+event per page, more than one server process can send: W12). Between reads it waits on
+`FlowStore.wait_for_change` for at most `POLL_SECONDS`: on PostgreSQL the Django store's LISTEN connection
+ends that wait at once for a signal, a start or a cancel from another process; every other write is
+caught by the next read, at most `POLL_SECONDS` later. On SQLite it reads every `POLL_SECONDS` (a
+primary-key range read, cheap). However many pages are open, there is one watcher on one store of its own
+(`runtime.open_store`).
 
 A step's commit NOTIFYs nobody (that would wake every worker's poller), so while events keep coming and
-pages are watching the watcher reads every `FAST_POLL_SECONDS` instead (for `ACTIVE_SECONDS` after the
-last event): a commit reaches the page in tens of milliseconds, not up to a whole `POLL_SECONDS` (W10).
+pages of one execution are watching, the watcher reads every `FAST_POLL_SECONDS` instead (for
+`ACTIVE_SECONDS` after the last event): a commit reaches such a page in tens of milliseconds, not up to a
+whole `POLL_SECONDS` (W10).
 
 A page of one execution also hears that execution's progress (`live_progress`): after the events of a
 read, the watcher builds the execution's JSON diagram once, however many pages watch it, and at most once
@@ -26,10 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -41,6 +46,7 @@ from store import spi
 
 __all__ = [
     "Feed",
+    "LiveBatch",
     "LiveEvent",
     "LiveProgress",
     "Subscription",
@@ -56,6 +62,8 @@ POLL_SECONDS = 0.1
 FAST_POLL_SECONDS = 0.02
 ACTIVE_SECONDS = 2.0
 PROGRESS_SECONDS = 0.05
+MANY_SECONDS = 0.1  # a page of many executions hears at most one batch this often (its list refreshes
+# at most every 150 ms anyway); a page of one execution hears each read at once
 GAP_SECONDS = 10.0
 BATCH = store_feed.BATCH
 
@@ -85,6 +93,48 @@ class LiveEvent:
         }
 
 
+Scope = tuple[str | None, str | None]
+"""What a page watches: (execution id, workflow id); (None, None) for everything."""
+
+
+def in_scope(scope: Scope, event: LiveEvent) -> bool:
+    execution_id, workflow_id = scope
+    if execution_id is not None:
+        return event.execution_id == execution_id
+    if workflow_id is not None:
+        return event.workflow_id == workflow_id
+    return True
+
+
+@dataclass(frozen=True)
+class LiveBatch:
+    """The events a page wants of one read (of the reads since its last batch, for a page of many
+    executions), and the message saying them
+    (`{"type": "events", "events": [...]}`), encoded once for every page of the same scope. The events of
+    a page of one execution say `progress_follows`: the execution's progress comes after them."""
+
+    events: tuple[LiveEvent, ...]
+    text: str
+    lowest: int  # the smallest id: a page compares it once, not each event
+
+    @classmethod
+    def of(cls, events: Sequence[LiveEvent], *, progress_follows: bool = False) -> LiveBatch:
+        text = json.dumps(batch_json(events, progress_follows=progress_follows))
+        return cls(tuple(events), text, min(event.id for event in events))
+
+    @property
+    def ids(self) -> list[int]:
+        return [event.id for event in self.events]
+
+
+def batch_json(events: Iterable[LiveEvent], *, progress_follows: bool = False) -> dict[str, Any]:
+    said = [event.to_json() for event in events]
+    if progress_follows:
+        for item in said:
+            item["progress_follows"] = True
+    return {"type": "events", "events": said}
+
+
 async def events_after(
     after: int, *, execution_id: str | None = None, workflow_id: str | None = None, limit: int = BATCH
 ) -> list[LiveEvent]:
@@ -111,22 +161,20 @@ async def latest_event_id() -> int:
 
 class Subscription:
     """One page's share of the feed: an asyncio queue on the page's loop, filled by the watcher thread.
-    `progress_of`: the execution whose progress the page is sent too (its events, and then its progress)."""
+    `scope`: the events the page hears; the execution of a one-execution scope is the one whose progress
+    the page is sent too (its events, and then its progress)."""
 
-    def __init__(
-        self, feed: Feed, wants: Callable[[LiveEvent], bool], progress_of: str | None = None
-    ) -> None:
+    def __init__(self, feed: Feed, scope: Scope = (None, None)) -> None:
         self._feed = feed
-        self.wants = wants
-        self.progress_of = progress_of
+        self.scope = scope
+        self.progress_of = scope[0]
         self.loop = asyncio.get_running_loop()
-        self.queue: asyncio.Queue[LiveEvent | LiveProgress] = asyncio.Queue()
+        self.queue: asyncio.Queue[LiveBatch | LiveProgress] = asyncio.Queue()
 
-    def offer(self, item: LiveEvent | LiveProgress) -> None:
-        if isinstance(item, LiveProgress):
-            if item.execution_id != self.progress_of:
-                return
-        elif not self.wants(item):
+    def offer(self, item: LiveBatch | LiveProgress) -> None:
+        """Queue a batch already chosen for this page's scope, or a progress (kept when it is this
+        page's execution's)."""
+        if isinstance(item, LiveProgress) and item.execution_id != self.progress_of:
             return
         with contextlib.suppress(RuntimeError):  # the page's loop closed: it is leaving anyway
             self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
@@ -138,8 +186,9 @@ class Subscription:
 class Feed:
     """The process's watcher thread (started by the first subscriber) and its subscribers."""
 
-    def __init__(self, store: spi.FlowStore) -> None:
+    def __init__(self, store: spi.FlowStore, *, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.store = store
+        self._monotonic = monotonic  # the feed's clock (tests turn it by hand)
         self.cursor = 0  # the highest id read so far
         self.watchers_started = 0
         self.progress_built = 0  # progress documents built, however many pages each went to
@@ -147,6 +196,8 @@ class Feed:
         self._last_event = -ACTIVE_SECONDS  # monotonic time of the newest event read
         self._pending: dict[str, int] = {}  # execution → the newest event id its progress must reflect
         self._built: dict[str, float] = {}  # execution → when its progress was last built (monotonic)
+        self._held: dict[Scope, list[LiveEvent]] = {}  # a many-execution scope's events not sent yet
+        self._sent: dict[Scope, float] = {}  # a many-execution scope → when its last batch went (monotonic)
         self._flow_of: FlowOf | None = None
         self._subscribers: set[Subscription] = set()
         self._lock = threading.Lock()
@@ -156,11 +207,10 @@ class Feed:
 
     # ---------------------------------------------------------------------------------- subscribers
 
-    def subscribe(
-        self, wants: Callable[[LiveEvent], bool] = lambda event: True, *, progress_of: str | None = None
-    ) -> Subscription:
-        """A subscription on the running loop; starts the watcher if it is not running yet."""
-        subscription = Subscription(self, wants, progress_of)
+    def subscribe(self, *, execution_id: str | None = None, workflow_id: str | None = None) -> Subscription:
+        """A subscription on the running loop to one execution's events, one workflow's, or (neither)
+        every event; starts the watcher if it is not running yet."""
+        subscription = Subscription(self, (execution_id, workflow_id))
         with self._lock:
             self._subscribers.add(subscription)
             self._start_locked()
@@ -212,6 +262,7 @@ class Feed:
                 await self._begin()
                 while not self._stopping.is_set():
                     await self._step()
+                    self._flush_held()
                     await self._push_progress()
                     backoff = 0.1
                     await self.store.wait_for_change(timedelta(seconds=self._wait_seconds()))
@@ -228,7 +279,7 @@ class Feed:
         self._ready.set()
 
     async def _step(self) -> None:
-        now = time.monotonic()
+        now = self._monotonic()
         self._gaps = {g: until for g, until in self._gaps.items() if until > now}
         found = [LiveEvent.of(e) for e in await self.store.events_after(self.cursor, gaps=sorted(self._gaps))]
         for event in found:
@@ -243,20 +294,59 @@ class Feed:
             self._last_event = now
             with self._lock:
                 subscribers = list(self._subscribers)
-            watched = {s.progress_of for s in subscribers}
-            for event in found:
-                for subscription in subscribers:
-                    subscription.offer(event)
-                if event.execution_id in watched:
-                    newest = max(event.id, self._pending.get(event.execution_id, 0))
-                    self._pending[event.execution_id] = newest
+            self._offer(found, subscribers)
+
+    def _offer(self, found: list[LiveEvent], subscribers: list[Subscription]) -> None:
+        """Each scope's share of the read: to a page of one execution at once, encoded once for all its
+        pages, with its progress made due; for pages of many executions, held for `_flush_held`."""
+        deliveries: list[tuple[Subscription, LiveBatch]] = []
+        for scope, pages in _by_scope(subscribers).items():
+            wanted = [event for event in found if in_scope(scope, event)]
+            if not wanted:
+                continue
+            execution_id = scope[0]
+            if execution_id is None:
+                self._held.setdefault(scope, []).extend(wanted)
+                continue
+            batch = LiveBatch.of(wanted, progress_follows=True)
+            deliveries += [(page, batch) for page in pages]
+            newest = max(event.id for event in wanted)
+            self._pending[execution_id] = max(newest, self._pending.get(execution_id, 0))
+        _deliver(deliveries)
+
+    def _flush_held(self) -> None:
+        """The held events of each many-execution scope whose last batch went `MANY_SECONDS` ago or
+        more, as one batch encoded once for all its pages."""
+        if not self._held:
+            return
+        now = self._monotonic()
+        with self._lock:
+            pages_of = _by_scope(list(self._subscribers))
+        deliveries: list[tuple[Subscription, LiveBatch]] = []
+        for scope in list(self._held):
+            if scope not in pages_of:  # its pages left
+                del self._held[scope]
+                continue
+            if now - self._sent.get(scope, -MANY_SECONDS) < MANY_SECONDS:
+                continue
+            batch = LiveBatch.of(self._held.pop(scope))
+            self._sent[scope] = now
+            deliveries += [(page, batch) for page in pages_of[scope]]
+        _deliver(deliveries)
 
     def _wait_seconds(self) -> float:
-        now = time.monotonic()
-        active = now - self._last_event < ACTIVE_SECONDS and self.subscribers
+        now = self._monotonic()
+        with self._lock:
+            watching_one = any(page.progress_of is not None for page in self._subscribers)
+        # Only a page of one execution is worth a read every FAST_POLL_SECONDS: a page of many executions
+        # hears a batch at most every MANY_SECONDS anyway, so for those a read every POLL_SECONDS will do.
+        active = watching_one and now - self._last_event < ACTIVE_SECONDS
         wait = FAST_POLL_SECONDS if active else POLL_SECONDS
         for execution_id in self._pending:  # a progress held back by PROGRESS_SECONDS is built when due
             due = self._built.get(execution_id, -PROGRESS_SECONDS) + PROGRESS_SECONDS
+            wait = min(wait, max(0.0, due - now))
+        for scope in self._held:  # and a held batch is sent when due
+            due = self._sent.get(scope, -MANY_SECONDS) + MANY_SECONDS
             wait = min(wait, max(0.0, due - now))
         return wait
 
@@ -264,7 +354,7 @@ class Feed:
         """Each watched execution's progress, built once for all its pages, at most every PROGRESS_SECONDS."""
         if not self._pending:
             return
-        now = time.monotonic()
+        now = self._monotonic()
         self._built = {e: at for e, at in self._built.items() if now - at < PROGRESS_SECONDS}
         due = {e: event_id for e, event_id in self._pending.items() if e not in self._built}
         for execution_id in due:
@@ -284,8 +374,30 @@ class Feed:
             if isinstance(item, BaseException):  # the pages fetch the diagram themselves
                 log.warning("console live feed could not build %s's progress (%s)", execution_id, item)
                 item = LiveProgress(execution_id, event_id, 0, None)
-            for subscription in subscribers:
-                subscription.offer(item)
+            _deliver([(page, item) for page in subscribers if page.progress_of == execution_id])
+
+
+def _by_scope(subscribers: list[Subscription]) -> dict[Scope, list[Subscription]]:
+    pages: dict[Scope, list[Subscription]] = {}
+    for subscription in subscribers:
+        pages.setdefault(subscription.scope, []).append(subscription)
+    return pages
+
+
+def _deliver(deliveries: list[tuple[Subscription, LiveBatch | LiveProgress]]) -> None:
+    """Queue each item to its page, with ONE wake-up per event loop (every page of a daphne process
+    shares its loop), not one per page: waking a loop from this thread writes to its self-pipe."""
+    per_loop: dict[asyncio.AbstractEventLoop, list[tuple[Subscription, LiveBatch | LiveProgress]]] = {}
+    for page, item in deliveries:
+        per_loop.setdefault(page.loop, []).append((page, item))
+    for loop, items in per_loop.items():
+        with contextlib.suppress(RuntimeError):  # the pages' loop closed: they are leaving anyway
+            loop.call_soon_threadsafe(_put_all, items)
+
+
+def _put_all(items: list[tuple[Subscription, LiveBatch | LiveProgress]]) -> None:
+    for page, item in items:
+        page.queue.put_nowait(item)
 
 
 _feed: Feed | None = None

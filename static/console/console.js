@@ -95,13 +95,15 @@
         opened = true;
       };
       socket.onmessage = (message) => {
-        const event = JSON.parse(message.data);
-        if (event.type === "progress") { progressListeners.forEach((fn) => fn(event)); return; }
-        if (event.type !== "event") return;
-        after = Math.max(after, event.id);
-        document.body.dataset.liveLast = String(after);
-        listeners.forEach((fn) => fn(event));
-        document.dispatchEvent(new CustomEvent("flowdeck:live", { detail: event })); // for page scripts of their own (timeline.js, node-panel.js)
+        const said = JSON.parse(message.data);
+        if (said.type === "progress") { progressListeners.forEach((fn) => fn(said)); return; }
+        if (said.type !== "events") return;
+        said.events.forEach((event) => { // one read of the server's feed: its events, oldest first
+          after = Math.max(after, event.id);
+          document.body.dataset.liveLast = String(after);
+          listeners.forEach((fn) => fn(event));
+          document.dispatchEvent(new CustomEvent("flowdeck:live", { detail: event })); // for page scripts of their own (timeline.js, node-panel.js)
+        });
       };
       socket.onclose = (closed) => {
         if (closed.code === 4400) { // the server refused this page's filter: asking again cannot help

@@ -21,6 +21,7 @@ from django.db import connections
 
 from console import live
 from console.consumers import LiveConsumer
+from tests.console.live_messages import next_event
 from tests.store.django_support import (  # noqa: F401  (fixtures)
     POSTGRES_URL,
     database_access,
@@ -119,7 +120,7 @@ async def socket_of() -> AsyncIterator[Any]:
 
 async def _created(communicator: WebsocketCommunicator, eid: str) -> dict[str, Any]:
     while True:
-        event = await communicator.receive_json_from(timeout=5)
+        event = await next_event(communicator)
         if event["execution_id"] == eid and event["kind"] == "Created":
             return event
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.testing import WebsocketCommunicator
 
 from console import discovery, live, runtime
+from tests.console.live_messages import next_message
 from tests.console.test_live import Writer, alias, socket_of, writer  # noqa: F401  (fixtures)
 from tests.store.django_support import (  # noqa: F401  (fixtures)
     database_access,
@@ -34,13 +34,6 @@ def engine_on(alias: str) -> Iterator[str]:
     runtime.reset()
     yield alias
     runtime.reset()
-
-
-async def _next(socket: WebsocketCommunicator, kind: str) -> dict[str, Any]:
-    while True:
-        message = await socket.receive_json_from(timeout=5)
-        if message["type"] == kind:
-            return message
 
 
 async def _route_document(eid: str) -> dict[str, Any]:
@@ -62,18 +55,18 @@ async def test_the_socket_brings_the_executions_progress(
     assert await sync_to_async(live.feed().wait_ready)()
     writer.start(eid)
     writer.committed()
-    created = await _next(socket, "event")
+    created = await next_message(socket, "event")
     assert (created["kind"], created["progress_follows"]) == ("Created", True)
-    first = await _next(socket, "progress")
+    first = await next_message(socket, "progress")
     assert (first["execution_id"], first["seq"]) == (eid, 1)
     assert _node(first["progress"], "count")["status"] == "running"  # no worker has run it yet
     assert first["progress"] == await _route_document(eid)  # what the page would have fetched
 
     writer.start(f"signal {eid} 3")
     writer.committed()
-    delivered = await _next(socket, "event")
+    delivered = await next_message(socket, "event")
     assert delivered["progress_follows"] is True
-    second = await _next(socket, "progress")
+    second = await next_message(socket, "progress")
     assert second["seq"] > first["seq"]
     assert _node(second["progress"], "count")["status"] == "completed"
     assert second["progress"] == await _route_document(eid)
@@ -92,11 +85,11 @@ async def test_one_progress_is_built_for_every_page_of_the_execution(
     built = feed.progress_built
     writer.start(eid)
     writer.committed()
-    heard = [await _next(page, "progress") for page in pages]
+    heard = [await next_message(page, "progress") for page in pages]
     assert {h["seq"] for h in heard} == {1}
     assert all(h["progress"] == heard[0]["progress"] for h in heard)
     assert feed.progress_built == built + 1
-    event = await _next(other, "event")
+    event = await next_message(other, "event")
     assert (event["execution_id"], "progress_follows" in event) == (eid, False)
     assert await other.receive_nothing(timeout=0.3)  # no progress to a page of many executions
 
@@ -111,7 +104,7 @@ async def test_a_replayed_event_leaves_the_progress_to_the_page(
     writer.start(eid)
     writer.committed()
     socket = await socket_of(f"execution={eid}&after={before}")
-    replayed = await _next(socket, "event")
+    replayed = await next_message(socket, "event")
     assert replayed["kind"] == "Created"
     assert "progress_follows" not in replayed  # the page fetches the diagram once (console.js)
 
@@ -124,6 +117,6 @@ async def test_a_page_behind_is_sent_only_the_newest_progress(alias: str, socket
     for seq in (3, 5, 4):  # offered in one go, as a burst the pump finds waiting
         page.offer(live.LiveProgress("behind-1", seq, seq, {"nodes": [], "seq": seq}))
     page.offer(live.LiveProgress("behind-2", 9, 9, {"nodes": []}))  # another execution's: not this page's
-    heard = await _next(socket, "progress")
+    heard = await next_message(socket, "progress")
     assert (heard["seq"], heard["progress"]["seq"]) == (5, 5)
     assert await socket.receive_nothing(timeout=0.3)

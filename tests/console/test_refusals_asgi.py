@@ -15,6 +15,7 @@ from channels.testing import WebsocketCommunicator
 from console import live
 from store import spi
 from store.django.store import DjangoStore
+from tests.console.live_messages import next_event
 from tests.console.test_live import _socket, alias  # noqa: F401  (fixture)
 from tests.store.django_support import (  # noqa: F401  (fixtures)
     database_access,
@@ -70,7 +71,7 @@ async def test_an_id_written_before_the_rule_can_still_be_watched(alias: str) ->
     communicator = _socket("execution=legacy%0Anewline&after=0")
     connected, _ = await communicator.connect()
     assert connected
-    event = await communicator.receive_json_from(timeout=5)
+    event = await next_event(communicator)
     assert (event["execution_id"], event["kind"]) == ("legacy\nnewline", "Created")
     await communicator.disconnect()
 

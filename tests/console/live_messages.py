@@ -1,0 +1,30 @@
+"""Reading the console's websocket in tests: its events come a feed read at a time (`{"type": "events",
+"events": [...]}`); these helpers hand them out one by one, in order, with the other messages between."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.testing import WebsocketCommunicator
+
+__all__ = ["next_event", "next_message"]
+
+_held: dict[int, list[dict[str, Any]]] = {}  # a socket's events heard in a batch, not handed out yet
+
+
+async def next_message(socket: WebsocketCommunicator, kind: str, timeout: float = 5) -> dict[str, Any]:
+    """The next message of `kind` ("event" for one event out of a batch, "progress"), skipping others."""
+    held = _held.setdefault(id(socket), [])
+    while True:
+        if kind == "event" and held:
+            return held.pop(0)
+        message = await socket.receive_json_from(timeout=timeout)
+        if message["type"] == "events":
+            assert message["events"], "an empty batch is never sent"
+            held.extend(message["events"])
+        elif message["type"] == kind:
+            return dict(message)
+
+
+async def next_event(socket: WebsocketCommunicator, timeout: float = 5) -> dict[str, Any]:
+    return await next_message(socket, "event", timeout)

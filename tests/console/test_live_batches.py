@@ -1,0 +1,107 @@
+"""The live feed hands events to a page in batches, each encoded once for every page of its scope: a page
+of one execution hears each read at once (W10); a page of many executions (the list, a workflow's page)
+hears at most one batch per `MANY_SECONDS`, so 100 open lists cost the server a few messages a second
+each, however busy the engine (W12)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from console import live
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _event(n: int, execution_id: str, workflow_id: str = "orders") -> live.LiveEvent:
+    return live.LiveEvent(n, execution_id, workflow_id, n, "StepCompleted")
+
+
+def _feed_with(clock: Clock, *scopes: live.Scope) -> tuple[live.Feed, list[live.Subscription]]:
+    feed = live.Feed(store=None, monotonic=clock)  # type: ignore[arg-type]  # no watcher: reads are handed in
+    pages = [live.Subscription(feed, scope) for scope in scopes]
+    feed._subscribers.update(pages)
+    return feed, pages
+
+
+async def _queued(subscription: live.Subscription) -> list[Any]:
+    await asyncio.sleep(0)  # the items arrive through call_soon_threadsafe
+    items = []
+    while not subscription.queue.empty():
+        items.append(subscription.queue.get_nowait())
+    return items
+
+
+def _read(feed: live.Feed, events: list[live.LiveEvent]) -> None:
+    """What the watcher does with one read: offer it, then send what is due."""
+    feed._offer(events, list(feed._subscribers))
+    feed._flush_held()
+
+
+async def test_pages_of_one_scope_share_one_batch_and_each_scope_hears_its_own() -> None:
+    clock = Clock()
+    feed, pages = _feed_with(clock, (None, None), (None, None), (None, None), ("a", None), (None, "billing"))
+    *lists, of_a, of_billing = pages
+    found = [_event(1, "a"), _event(2, "b"), _event(3, "a"), _event(4, "c", "billing")]
+    _read(feed, found)
+
+    heard = [await _queued(page) for page in lists]
+    (batch,) = heard[0]
+    assert all(items == [batch] and items[0] is batch for items in heard)  # one encoding for every list
+    assert (batch.ids, json.loads(batch.text)) == ([1, 2, 3, 4], live.batch_json(found))
+    (mine,) = await _queued(of_a)
+    assert mine.ids == [1, 3]
+    assert all(e["progress_follows"] for e in json.loads(mine.text)["events"])  # its progress follows
+    assert feed._pending == {"a": 3}
+    (billing,) = await _queued(of_billing)
+    assert billing.ids == [4]
+
+
+async def test_a_page_of_many_executions_hears_at_most_one_batch_per_interval() -> None:
+    clock = Clock()
+    feed, (listing, of_a) = _feed_with(clock, (None, None), ("a", None))
+    _read(feed, [_event(1, "a")])
+    assert [b.ids for b in await _queued(listing)] == [[1]]  # the first goes at once
+
+    clock.now += live.MANY_SECONDS / 4
+    _read(feed, [_event(2, "a")])
+    clock.now += live.MANY_SECONDS / 4
+    _read(feed, [_event(3, "b")])
+    assert await _queued(listing) == []  # held: the last batch went less than the interval ago
+    assert [b.ids for b in await _queued(of_a)] == [[1], [2]]  # one execution's page: every read at once
+    assert feed._wait_seconds() <= live.MANY_SECONDS / 2 + 1e-9  # the watcher wakes when it is due
+
+    clock.now += live.MANY_SECONDS / 2 + 0.001  # the interval since the first batch has passed
+    feed._flush_held()
+    assert [b.ids for b in await _queued(listing)] == [[2, 3]]
+
+
+async def test_a_scope_whose_pages_left_holds_nothing() -> None:
+    clock = Clock()
+    feed, (listing,) = _feed_with(clock, (None, None))
+    _read(feed, [_event(1, "a")])
+    clock.now += live.MANY_SECONDS / 2
+    _read(feed, [_event(2, "a")])
+    feed.unsubscribe(listing)
+    clock.now += live.MANY_SECONDS
+    feed._flush_held()
+    assert feed._held == {}
+    assert [b.ids for b in await _queued(listing)] == [[1]]
+
+
+async def test_only_a_page_of_one_execution_makes_a_busy_feed_read_fast() -> None:
+    clock = Clock()
+    feed, _ = _feed_with(clock, (None, None), (None, "orders"))
+    feed._last_event = clock.now  # events are coming
+    assert feed._wait_seconds() == live.POLL_SECONDS  # lists only: their batches go every MANY_SECONDS
+    feed._subscribers.add(live.Subscription(feed, ("a", None)))
+    assert feed._wait_seconds() == live.FAST_POLL_SECONDS
+    clock.now += live.ACTIVE_SECONDS  # quiet again
+    assert feed._wait_seconds() == live.POLL_SECONDS
