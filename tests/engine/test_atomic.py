@@ -19,7 +19,7 @@ import pytest
 from django.db import IntegrityError, connections
 
 from engine import values
-from engine.errors import FlowAtomicRefused, FlowRetry
+from engine.errors import FlowAtomicRefused, FlowDomainError, FlowRetry
 from engine.flow import Flow, Loop
 from engine.schedule import Schedule
 from examples.fulfilment.models import Posting
@@ -310,3 +310,45 @@ async def test_a_database_error_in_the_body_is_the_body_s_own(world: World, ledg
     claimed_again = claimed  # the handle still holds the claim: an ordinary write goes through
     done = spi.Event(spi.EventKind.STEP_COMPLETED, "atomic-store", eid, world.clock.now(), {"step_name": "q"})
     assert await claimed_again.record_progress("q", None, done) is spi.ProgressOutcome.RECORDED
+
+
+# ------------------------------------------------------------------------------------------ unwinding
+
+UNDONE: list[Any] = []
+
+
+class OutOfStock(FlowDomainError):
+    """A domain failure: the flow unwinds."""
+
+
+def _unpost(arg: Any) -> None:
+    UNDONE.append(("undo", arg))
+
+
+async def test_an_atomic_step_s_undos_and_compensation_run_when_a_later_node_fails(
+    world: World, ledger: Ledger
+) -> None:
+    """The undo notes ride in the atomic record; the unwind runs them and `compensate=` as ordinary bodies."""
+    UNDONE.clear()
+
+    def post(ctx: Any) -> None:
+        ledger.post(ctx)
+        ctx.undo(_unpost, "posting")
+
+    def fail(ctx: Any) -> None:
+        raise OutOfStock("out of stock")
+
+    flow = (
+        Flow.init("atomic-unwind")
+        .step("post", post, atomic=True, compensate=lambda ctx: UNDONE.append(("compensate", None)))
+        .step("ship", fail)
+    )
+    eid = await world.start(flow)
+    report = await world.attempt(flow, eid)
+    while report.outcome not in ("failed", "stopped", "completed"):
+        report = await world.attempt(flow, eid)
+    assert report.outcome == "failed", report
+    assert sorted(UNDONE, key=str) == [("compensate", None), ("undo", "posting")]
+    assert await ledger.rows(eid) == ["post"]
+    assert "post#undo" in await world.fields(eid)
+    assert [e.data["node"] for e in await world.events(eid, spi.EventKind.UNDO_NOTED)] == ["post"]
