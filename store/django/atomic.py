@@ -28,9 +28,20 @@ from store.django.tx import Tx
 if TYPE_CHECKING:
     from store.django.claimed import DjangoClaimed
 
-__all__ = ["run"]
+__all__ = ["BodyBrokeTransaction", "run"]
 
 R = TypeVar("R")
+
+
+class BodyBrokeTransaction(RuntimeError):
+    """An atomic body caught a database error and went on: the transaction can only roll back."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path}: the atomic body caught a database error and returned; its transaction can only roll "
+            "back (catch database errors inside a nested transaction.atomic(), a savepoint)"
+        )
+        self.path = path
 
 
 class _Raised(Exception):
@@ -57,6 +68,8 @@ def run(
                     return spi.ProgressOutcome.CLAIM_LOST, None, None
             try:
                 result = body()
+                if connection.needs_rollback:
+                    raise BodyBrokeTransaction(path)
                 done = complete(result)
             except Exception as error:
                 raise _Raised(error) from error

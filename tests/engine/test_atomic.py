@@ -9,6 +9,7 @@ written (its effects stand whatever the record's answer), which these cases show
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -352,3 +353,21 @@ async def test_an_atomic_step_s_undos_and_compensation_run_when_a_later_node_fai
     assert await ledger.rows(eid) == ["post"]
     assert "post#undo" in await world.fields(eid)
     assert [e.data["node"] for e in await world.events(eid, spi.EventKind.UNDO_NOTED)] == ["post"]
+
+
+async def test_a_body_that_swallows_a_database_error_fails_with_advice(world: World, ledger: Ledger) -> None:
+    if not transactional(ledger):
+        pytest.skip("the memory store has no database for a body to fail on")
+    alias = ledger.alias
+
+    def swallow(ctx: Any) -> None:
+        ledger.post(ctx)
+        with contextlib.suppress(IntegrityError):  # Django marks the transaction for rollback
+            Posting.objects.using(alias).create(id=Posting.objects.using(alias).get().id, node="x")
+
+    flow = Flow.init("atomic-swallow").step("post", swallow, atomic=True)
+    eid = await world.start(flow)
+    report = await world.attempt(flow, eid)
+    assert report.outcome == "stopped", report
+    assert "savepoint" in report.detail
+    assert await ledger.rows(eid) == []
