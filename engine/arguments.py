@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from engine import values
+from engine.errors import FlowAtomicRefused
 from engine.nodes import Body, Knobs
 from engine.schedule import Schedule
 
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_KNOB_NAMES = ("description", "tags", "timeout", "retry", "retry_on", "at_most_once")
+_KNOB_NAMES = ("description", "tags", "timeout", "retry", "retry_on", "at_most_once", "atomic")
 
 
 def call_site() -> str:
@@ -97,7 +98,8 @@ def optional_body(fn: Any, what: str, role: str) -> Body | None:
     return None if fn is None else body(fn, what, role)
 
 
-def knobs(what: str, knobs: dict[str, Any]) -> Knobs:
+def knobs(what: str, knobs: dict[str, Any], *, atomic_body: Body | None = None) -> Knobs:
+    """The knobs of a node; `atomic_body` is the body of a node that may be atomic (a step, an output)."""
     unknown = sorted(set(knobs) - set(_KNOB_NAMES))
     if unknown:
         raise TypeError(
@@ -119,7 +121,30 @@ def knobs(what: str, knobs: dict[str, Any]) -> Knobs:
         retry=retry(knobs.get("retry"), what),
         retry_on=retry_on,
         at_most_once=bool(knobs.get("at_most_once", False)),
+        atomic=_atomic(what, knobs, atomic_body),
     )
+
+
+def _atomic(what: str, knobs: dict[str, Any], body: Body | None) -> bool:
+    """`atomic=True` where its one transaction can hold: a sync body (it runs on the thread whose database
+    connection the transaction is), no timeout (a thread cannot be interrupted inside a transaction), and
+    not at-most-once (an atomic node leaves nothing behind when interrupted, so a re-run is safe)."""
+    atomic = knobs.get("atomic", False)
+    if not isinstance(atomic, bool):
+        raise TypeError(f"{what}: atomic must be a bool, got {atomic!r}")
+    if not atomic:
+        return False
+    if body is None:
+        raise FlowAtomicRefused(what, "is for .step(...) and .output(...) only")
+    if body.is_async:
+        raise FlowAtomicRefused(
+            what, "needs a sync body: it runs on the thread whose database connection holds the transaction"
+        )
+    if knobs.get("timeout") is not None:
+        raise FlowAtomicRefused(what, "takes no timeout: a thread cannot be interrupted inside a transaction")
+    if knobs.get("at_most_once"):
+        raise FlowAtomicRefused(what, "needs no at_most_once=True: an interrupted atomic body left nothing")
+    return True
 
 
 def declared_return(fn: Callable[..., Any]) -> Any:

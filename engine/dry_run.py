@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from engine import schema
 from engine.errors import FlowExecutionNotFound
@@ -95,6 +95,11 @@ class DryRecorder(Recorder):
 
     def heard_cancel(self) -> str | None:
         return None
+
+    async def atomically(
+        self, path: str, body: Callable[[], Any], declared: Any, notes: Sequence[Any], *, valued: bool
+    ) -> Any:
+        raise Halt(path)  # never reached: the guard before every body halts first
 
     def note(self, event: spi.Event) -> None:
         pass  # nothing is written, so nothing waits for a write

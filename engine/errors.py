@@ -14,6 +14,7 @@ __all__ = [
     "STOP_CODES",
     "FlowAlreadyAnswered",
     "FlowAlreadyDelivered",
+    "FlowAtomicRefused",
     "FlowCancelled",
     "FlowClaimHeld",
     "FlowConfigError",
@@ -164,6 +165,15 @@ class FlowListenMismatch(FlowDefinitionError):
         )
         self.listening = tuple(listening)
         self.deaf = tuple(deaf)
+
+
+class FlowAtomicRefused(FlowDefinitionError):
+    """An `atomic=True` node was declared in a way its one transaction cannot keep."""
+
+    def __init__(self, node: str, reason: str) -> None:
+        super().__init__(f"{node}: atomic=True {reason}")
+        self.node = node
+        self.reason = reason
 
 
 class FlowConfigError(FlowError):

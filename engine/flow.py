@@ -167,21 +167,22 @@ class Flow:
         retry: Schedule | None = None,
         retry_on: Iterable[type[BaseException]] = (),
         at_most_once: bool = False,
+        atomic: bool = False,
     ) -> Flow:
         """Compute `fn(ctx)` and record it under `name`; later nodes read it as `ctx.<name>`.
 
         `compensate(ctx)` undoes it if a later node fails (ctx then holds this node's value too).
         """
         what = f"output {name!r}"
+        body = arguments.body(fn, what)
+        given = _given(description, tags, timeout, retry, retry_on, at_most_once)
         return self._add(
             nodes.Output(
                 name=arguments.node_name(name, "output"),
-                body=arguments.body(fn, what),
+                body=body,
                 type=arguments.declared(type, fn, what),
                 compensate=arguments.optional_body(compensate, what, "compensate handler"),
-                knobs=arguments.knobs(
-                    what, _given(description, tags, timeout, retry, retry_on, at_most_once)
-                ),
+                knobs=arguments.knobs(what, {**given, "atomic": atomic}, atomic_body=body),
                 location=arguments.call_site(),
             )
         )
@@ -198,17 +199,18 @@ class Flow:
         retry: Schedule | None = None,
         retry_on: Iterable[type[BaseException]] = (),
         at_most_once: bool = False,
+        atomic: bool = False,
     ) -> Flow:
         """Run `fn(ctx)` for its effect; only its completion is recorded (its return value is dropped)."""
         what = f"step {name!r}"
+        body = arguments.body(fn, what)
+        given = _given(description, tags, timeout, retry, retry_on, at_most_once)
         return self._add(
             nodes.Step(
                 name=arguments.node_name(name, "step"),
-                body=arguments.body(fn, what),
+                body=body,
                 compensate=arguments.optional_body(compensate, what, "compensate handler"),
-                knobs=arguments.knobs(
-                    what, _given(description, tags, timeout, retry, retry_on, at_most_once)
-                ),
+                knobs=arguments.knobs(what, {**given, "atomic": atomic}, atomic_body=body),
                 location=arguments.call_site(),
             )
         )

@@ -83,7 +83,10 @@ class Knobs:
 
     `timeout` bounds ONE attempt; `retry` re-asks accidents (a timeout, FlowRetry, an exception listed in
     `retry_on`); `at_most_once` marks a side effect with no idempotency on the other side: found started but
-    unfinished after a crash, the node is not re-run and the execution stops (F0004).
+    unfinished after a crash, the node is not re-run and the execution stops (F0004). `atomic` (a sync
+    `.step`/`.output` only) runs the body inside the store's transaction that also records its completion,
+    the claim fence judged in it: the body's writes to the same database commit if and only if the node
+    is recorded (see `spi.Claimed.record_atomically`).
     """
 
     description: str = ""
@@ -92,6 +95,7 @@ class Knobs:
     retry: Schedule | None = None
     retry_on: tuple[type[BaseException], ...] = ()
     at_most_once: bool = False
+    atomic: bool = False
 
 
 @dataclass(frozen=True)

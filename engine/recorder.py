@@ -175,18 +175,9 @@ class Recorder(abc.ABC):
         value as the store gives it back. `at_once`: in a write of its own, now (an at-most-once node,
         whose completion must not wait for anything else). `told`: extra payload keys of its StepCompleted
         (a loop's `iterations`), durable in the history where no field keeps them."""
-        data: spi.FieldData | None = None
-        if valued:
-            try:
-                data = values.encode(path, value, declared)
-            except Exception as error:
-                raise mistake(path, error) from error
-        extra: dict[str, spi.FieldData] = {}
-        if notes:
-            extra[f"{path}#undo"] = spi.FieldData.of([n.to_json() for n in notes], "undo")
-            for note in notes:
-                self.pending.append(self.event(spi.EventKind.UNDO_NOTED, node=path, handler=note.handler))
-        completed = self.event(spi.EventKind.STEP_COMPLETED, **(told or {}), step_name=path)
+        data, events, extra = self.completion(path, value, declared, notes, valued=valued, told=told)
+        *undone, completed = events
+        self.pending.extend(undone)
         if at_once or (data is not None and path in self.fields):
             # a race arm sharing the name may have written first: the store's answer says whose stands
             outcome = await self.progress(path, data, completed, extra=extra)
@@ -196,6 +187,32 @@ class Recorder(abc.ABC):
             await self.defer(path, data, completed, extra)
         self.completed.add(path)
         return None if data is None else values.decode(data, declared)
+
+    def completion(
+        self,
+        path: str,
+        value: Any,
+        declared: Any,
+        notes: Sequence[Any],
+        *,
+        valued: bool = True,
+        told: Mapping[str, Any] | None = None,
+    ) -> tuple[spi.FieldData | None, list[spi.Event], dict[str, spi.FieldData]]:
+        """A node's record: its encoded value (None when not `valued`), its events (one UndoNoted per note,
+        then its StepCompleted) and its extra fields (the undo notes)."""
+        data: spi.FieldData | None = None
+        if valued:
+            try:
+                data = values.encode(path, value, declared)
+            except Exception as error:
+                raise mistake(path, error) from error
+        extra: dict[str, spi.FieldData] = {}
+        events: list[spi.Event] = []
+        if notes:
+            extra[f"{path}#undo"] = spi.FieldData.of([n.to_json() for n in notes], "undo")
+            events.extend(self.event(spi.EventKind.UNDO_NOTED, node=path, handler=n.handler) for n in notes)
+        events.append(self.event(spi.EventKind.STEP_COMPLETED, **(told or {}), step_name=path))
+        return data, events, extra
 
     def defer_completion(self, path: str) -> None:
         """A step's completion is only an event: it rides on whatever write comes next (the next node's
@@ -284,6 +301,13 @@ class Recorder(abc.ABC):
 
     @abc.abstractmethod
     async def wait(self, path: str, wake: spi.Wake, event: spi.Event) -> None: ...
+
+    @abc.abstractmethod
+    async def atomically(
+        self, path: str, body: Callable[[], Any], declared: Any, notes: Sequence[Any], *, valued: bool
+    ) -> Any:
+        """Run an atomic node's sync `body()` and record it (as `record` would) in one store transaction;
+        answer its value as recorded."""
 
     @abc.abstractmethod
     def join(self, jobs: Jobs) -> Awaitable[None]:
@@ -515,6 +539,39 @@ class RealRecorder(Recorder):
         if outcome is spi.WriteOutcome.CLAIM_LOST:
             raise ClaimLost(path)
         self.waits.setdefault(path, wake)
+
+    async def atomically(
+        self, path: str, body: Callable[[], Any], declared: Any, notes: Sequence[Any], *, valued: bool
+    ) -> Any:
+        """What is pending rides first in the transaction; put back if the body fails, for the write that
+        records the failure."""
+        await self.settle()
+        preceding = self._take()
+
+        made: list[spi.Completion] = []
+
+        def complete(result: Any) -> spi.Completion:  # on the store's thread, after the body
+            data, events, extra = self.completion(path, result, declared, notes, valued=valued)
+            made.append(spi.Completion(data, [*preceding, *events], extra or None))
+            return made[-1]
+
+        try:
+            outcome, _ = await self._io(self.claimed.record_atomically(path, body, complete))
+        except BaseException:
+            self.pending[:0] = preceding
+            raise
+        if outcome is not spi.ProgressOutcome.RECORDED:  # rolled back, body and all
+            self.pending[:0] = preceding
+            raise ClaimLost(path)
+        data = made[-1].value
+        for name, extra in (made[-1].extra_fields or {}).items():
+            self.fields.setdefault(name, extra)
+        self.completed.add(path)
+        self.waits.pop(path, None)
+        if data is None:
+            return None
+        self.fields[path] = data
+        return values.decode(data, declared)
 
     async def set_status(self, status: spi.Status, event: spi.Event) -> None:
         await self.settle()

@@ -204,9 +204,29 @@ class Walker(traversal.Visitor[Awaitable[None]]):
         self.completed.add(path)
         return values.decode(data, declared)
 
+    async def atomic(
+        self, path: str, knobs: Knobs, body: Body, declared: Any, scope: Scope, *, valued: bool
+    ) -> Any:
+        """An atomic node: its body and its record in one store transaction, on the store's thread (each
+        try its own transaction); answers its value as recorded."""
+        notes: list[Any] = []
+        rec = self.rec
+
+        def run(ctx: Context) -> Awaitable[Any]:
+            notes.clear()  # a rolled-back try's undo notes went with its effects
+            call = (lambda: body.fn(ctx)) if body.arity else body.fn
+            return rec.atomically(path, call, declared, notes, valued=valued)
+
+        value, _ = await self.execute(path, knobs, scope, run, notes)
+        return value
+
     async def visit_output(self, node: nodes.Output, scope: Scope) -> None:
         path = qualify(scope.prefix, node.name)
-        if path not in self.fields:
+        if path not in self.fields and node.knobs.atomic:
+            scope.values[node.name] = await self.atomic(
+                path, node.knobs, node.body, node.type, scope, valued=True
+            )
+        elif path not in self.fields:
             result, notes = await self.execute(
                 path, node.knobs, scope, lambda ctx: bodies.call(node.body, ctx)
             )
@@ -219,7 +239,9 @@ class Walker(traversal.Visitor[Awaitable[None]]):
 
     async def visit_step(self, node: nodes.Step, scope: Scope) -> None:
         path = qualify(scope.prefix, node.name)
-        if path not in self.completed:
+        if path not in self.completed and node.knobs.atomic:
+            await self.atomic(path, node.knobs, node.body, None, scope, valued=False)
+        elif path not in self.completed:
             _, notes = await self.execute(path, node.knobs, scope, lambda ctx: bodies.call(node.body, ctx))
             if notes or node.knobs.at_most_once:
                 await self.rec.record(path, None, None, notes, valued=False, at_once=node.knobs.at_most_once)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
 from store.events import Event
+from store.fields import FieldData
 from store.status import Status, Stopped
 
 
@@ -24,6 +26,16 @@ class StatusOutcome(enum.Enum):
     CLAIM_LOST = "claim-lost"
     WRONG_SIDE_OF_TERMINAL = "wrong-side-of-terminal"
     CANCEL_REQUESTED = "cancel-requested"
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A node's record as `Claimed.record_atomically` writes it once its body returned: the value (None:
+    a valueless mark), the events (its StepCompleted last) and the extra fields (its undo notes)."""
+
+    value: FieldData | None
+    events: Sequence[Event]
+    extra_fields: Mapping[str, FieldData] | None = None
 
 
 class ProgressOutcome(enum.Enum):

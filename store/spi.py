@@ -37,8 +37,10 @@ This module holds the contract alone. The values it speaks in live one concept a
 from __future__ import annotations
 
 import abc
-from collections.abc import Collection, Mapping, Sequence
+import asyncio
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from store import counts, feed, heartbeats, node_stats
 
@@ -60,6 +62,7 @@ from store.outcomes import (
     AlreadyTerminal,
     CancelOutcome,
     ClaimOutcome,
+    Completion,
     Delivered,
     OperatorOutcome,
     ProgressOutcome,
@@ -98,6 +101,7 @@ __all__ = [
     "Accepted",
     "Cancellation",
     "CancelOutcome",
+    "Completion",
     "Cancelled",
     "Cause",
     "Claimed",
@@ -139,6 +143,8 @@ __all__ = [
     "WriteOutcome",
 ]
 
+
+R = TypeVar("R")
 
 # --------------------------------------------------------------------------------------------- errors
 
@@ -244,6 +250,26 @@ class Claimed(abc.ABC):
         in the same atomic write as the ending itself, so a request answered Accepted can never be followed
         by Completed. Every other ending lands whatever the flag says (Cancelled and Failed end an unwind;
         Suspended leaves the row ready for the unwind, I8)."""
+
+    async def record_atomically(
+        self, path: str, body: Callable[[], R], complete: Callable[[R], Completion]
+    ) -> tuple[ProgressOutcome, R]:
+        """Run `body()` (sync) and record the node at `path` as `complete(result)` says, as
+        `record_progress` would, in ONE transaction of the store's database on the thread that runs the
+        body: the acceptance rule is judged before the body (a claim already lost runs nothing) and again
+        with the record, so the body's writes on that thread's connection to the store's database commit
+        if and only if the record does. An answer other than RECORDED has rolled the body's writes back;
+        an exception from `body` or `complete` rolls everything back and leaves as it came.
+
+        The default, for a store with no transaction to share (the memory store): the body in a thread,
+        then `record_progress`; its effects are its own, whatever the record's answer."""
+        result = await asyncio.to_thread(body)
+        done = complete(result)
+        *preceding, event = done.events
+        outcome = await self.record_progress(
+            path, done.value, event, preceding=preceding, extra_fields=done.extra_fields
+        )
+        return outcome, result
 
     async def prefetched_ledger(self) -> tuple[Mapping[str, FieldData], Sequence[Event]] | None:
         """The execution's fields and full history as they stood when the claim was granted, if the store

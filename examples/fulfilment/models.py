@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.db import models
 
-__all__ = ["Charge", "Notification", "Refund", "Release", "Reservation", "Shipment"]
+__all__ = ["Charge", "Notification", "Posting", "Refund", "Release", "Reservation", "Shipment"]
 
 
 class Entry(models.Model):
@@ -58,3 +58,15 @@ class Shipment(Entry):
 class Notification(Entry):
     order_id = models.CharField(max_length=255)
     message = models.TextField()
+
+
+class Posting(models.Model):
+    """A row written by an `atomic=True` step (or, to compare, an ordinary one): no idempotency key and no
+    unique constraint, so a body whose effect landed twice leaves two rows for one (execution, node)."""
+
+    execution_id = models.CharField(max_length=255, db_index=True)
+    node = models.CharField(max_length=255)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]

@@ -14,14 +14,15 @@ Time is a `ManualClock`: a blocking `claim_ready` must wait with `clock.sleep` (
 wake-up), so `clock.advance` drives its deadline. A store whose blocking poll wakes in process (a write in
 the same process wakes it at once) also runs `InProcessBlockingConformance`.
 
-The cases are grouped by invariant and verb, one mixin a module (`claims`, `writes`, `signals`, `history`,
-`fields`, `executions`, `cancel`, `search`, `ordering`, `field_search`, `workflows`, `operator_writes`,
-`console_reads`, `node_reads`), each a `StoreCase` (`case`); `FlowStoreConformance` is all of them.
-`support` holds the fixtures and helpers every case is written with.
+The cases are grouped by invariant and verb, one mixin a module (`claims`, `writes`, `atomic`, `signals`,
+`history`, `fields`, `executions`, `cancel`, `search`, `ordering`, `field_search`, `workflows`,
+`operator_writes`, `console_reads`, `node_reads`), each a `StoreCase` (`case`); `FlowStoreConformance` is
+all of them. `support` holds the fixtures and helpers every case is written with.
 """
 
 from __future__ import annotations
 
+from store.conformance.atomic import AtomicCases
 from store.conformance.blocking import InProcessBlockingConformance
 from store.conformance.cancel import CancelCases
 from store.conformance.claims import ClaimCases
@@ -59,6 +60,7 @@ __all__ = [
 class FlowStoreConformance(
     ClaimCases,
     WriteCases,
+    AtomicCases,
     SignalCases,
     HistoryCases,
     FieldCases,

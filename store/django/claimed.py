@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from store import spi
-from store.django import queries, rows
+from store.django import atomic, queries, rows
 from store.django.tx import Tx
 from store.held import HeldClaim
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["DjangoClaimed", "Opened"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 # A transactional write's answer, and the cancel flag its acceptance read (None: the claim was lost).
 Answered = tuple[T, tuple[bool, str] | None]
 
@@ -99,6 +100,18 @@ class DjangoClaimed(HeldClaim):
     ) -> spi.StatusOutcome:
         return await self._writes.finish(self, outcome, preceding)
 
+    async def record_atomically(
+        self, path: str, body: Callable[[], R], complete: Callable[[R], spi.Completion]
+    ) -> tuple[spi.ProgressOutcome, R]:
+        """The body and the record in one transaction on a store thread (store/django/atomic.py)."""
+        store = self._store
+        outcome, result, cancel = await store._submit(
+            "record_atomically", atomic.run, self, path, body, complete
+        )
+        if cancel is not None:
+            self.heard_cancel(*cancel)
+        return outcome, result  # type: ignore[return-value]  # None only when the body never ran
+
     async def update_status(
         self, status: spi.Status, event: spi.Event, *, preceding: Sequence[spi.Event] = ()
     ) -> spi.StatusOutcome:
@@ -138,6 +151,42 @@ class DjangoClaimed(HeldClaim):
             return None
         cancel, reason, last_seq = found
         return Opened((bool(cancel), reason or ""), last_seq - len(events) + 1, events)
+
+    def _progress_in(
+        self,
+        tx: Tx,
+        now: datetime,
+        path: str,
+        value: spi.FieldData | None,
+        events: Sequence[spi.Event],
+        extra_fields: Mapping[str, spi.FieldData] | None,
+        clear_cancel: bool = False,
+    ) -> Answered[spi.ProgressOutcome]:
+        """`record_progress` in the transaction `tx`; a refusal rolls the whole transaction back."""
+        opened = self._accept(tx, now, events)
+        if opened is None:
+            tx.rollback()
+            return spi.ProgressOutcome.CLAIM_LOST, None
+        at = {"id": self._id, "path": path}
+        if value is not None:
+            field = {**at, "name": path, "value": value.value, "tag": value.tag}
+            wrote = tx.one(queries.INSERT_FIELD_IF_ABSENT, field)
+        else:
+            wrote = tx.one(queries.INSERT_MARK_IF_ABSENT, at)
+        if wrote is None:
+            tx.rollback()
+            return spi.ProgressOutcome.ALREADY_RECORDED, None
+        for name, extra in (extra_fields or {}).items():
+            field = {"id": self._id, "name": name, "value": extra.value, "tag": extra.tag}
+            tx.execute(queries.INSERT_FIELD_IF_ABSENT, field)
+            tx.cursor.fetchall()
+        tx.execute(queries.DELETE_WAIT, at)
+        cancel = opened.cancel
+        if clear_cancel:
+            tx.execute(queries.CLEAR_CANCEL, {"id": self._id})
+            cancel = (False, "")
+        tx.insert_events(self._id, opened.first_seq, opened.events)
+        return spi.ProgressOutcome.RECORDED, cancel
 
     def _refused(self, tx: Tx, now: datetime) -> spi.StatusOutcome:
         """A write refused for its own sake still says claim-lost first when the claim is gone."""

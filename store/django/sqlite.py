@@ -302,29 +302,7 @@ class SqliteWrites:
         clear_cancel: bool,
     ) -> spi.ProgressOutcome:
         def work(tx: Tx, now: datetime) -> Answered[spi.ProgressOutcome]:
-            opened = handle._accept(tx, now, events)
-            if opened is None:
-                return spi.ProgressOutcome.CLAIM_LOST, None
-            at = {"id": handle._id, "path": path}
-            if value is not None:
-                field = {**at, "name": path, "value": value.value, "tag": value.tag}
-                wrote = tx.one(queries.INSERT_FIELD_IF_ABSENT, field)
-            else:
-                wrote = tx.one(queries.INSERT_MARK_IF_ABSENT, at)
-            if wrote is None:
-                tx.rollback()
-                return spi.ProgressOutcome.ALREADY_RECORDED, None
-            for name, extra in (extra_fields or {}).items():
-                field = {"id": handle._id, "name": name, "value": extra.value, "tag": extra.tag}
-                tx.execute(queries.INSERT_FIELD_IF_ABSENT, field)
-                tx.cursor.fetchall()
-            tx.execute(queries.DELETE_WAIT, at)
-            cancel = opened.cancel
-            if clear_cancel:
-                tx.execute(queries.CLEAR_CANCEL, {"id": handle._id})
-                cancel = (False, "")
-            tx.insert_events(handle._id, opened.first_seq, opened.events)
-            return spi.ProgressOutcome.RECORDED, cancel
+            return handle._progress_in(tx, now, path, value, events, extra_fields, clear_cancel)
 
         return await handle._write("record_progress", work)
 

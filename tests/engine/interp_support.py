@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -85,6 +85,12 @@ class CountingClaimed(spi.Claimed):
         return await self.inner.record_progress(
             path, value, event, preceding=preceding, extra_fields=extra_fields, clear_cancel=clear_cancel
         )
+
+    async def record_atomically(
+        self, path: str, body: Callable[[], Any], complete: Callable[[Any], spi.Completion]
+    ) -> tuple[spi.ProgressOutcome, Any]:
+        self.writes["record_atomically"] += 1
+        return await self.inner.record_atomically(path, body, complete)
 
     async def finish(
         self, outcome: spi.ClaimOutcome, *, preceding: Sequence[spi.Event] = ()

@@ -1,0 +1,62 @@
+"""A warm parent that forks `runworkers` processes on demand, so a test can SIGKILL and replace workers
+a hundred times without paying Django's start-up each time (seconds on a loaded machine).
+
+Run as `python -m tests.acceptance.forking_workers FOLDER -- RUNWORKERS-ARGS…` with DJANGO_SETTINGS_MODULE
+and DATABASE_URL set. Each line "spawn" on stdin forks one child, which runs `runworkers` with the given
+arguments, its output in FOLDER/worker-<pid>.out and .err; the parent answers the child's pid on a line of
+its own. The children are real processes (killed by the test with SIGKILL); the parent reaps them. It
+forks before any database connection is opened, so no child inherits one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+def main(argv: list[str]) -> None:
+    folder, args = argv[0], argv[argv.index("--") + 1 :]
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from console.management.commands import runworkers  # noqa: F401  (imported once, here)
+
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    for line in sys.stdin:
+        if line.strip() != "spawn":
+            continue
+        pid = os.fork()
+        if pid == 0:
+            _child(folder, args, call_command)
+        print(pid, flush=True)
+
+
+def _child(folder: str, args: list[str], call_command: object) -> None:
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    pid = os.getpid()
+    out = os.open(f"{folder}/worker-{pid}.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    err = os.open(f"{folder}/worker-{pid}.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+    code = 0
+    try:
+        call_command("runworkers", *args)  # type: ignore[operator]
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
