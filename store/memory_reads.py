@@ -33,7 +33,7 @@ __all__ = [
 
 def _purged(data: MemoryData, event_id: int) -> bool:
     """Whether the feed entry's execution was purged (its entry keeps its place, so ids never move)."""
-    return data.feed[event_id - 1][0] not in data.events
+    return data.feed[event_id - 1][1] == 0
 
 
 def _feed_event(data: MemoryData, event_id: int) -> tuple[spi.Event, feed.FeedEvent]:

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from store import spi
 from store.clock import Clock
 
-__all__ = ["ENDED", "Purge", "ended_kinds", "purge", "purgeable"]
+__all__ = ["ENDED", "Purge", "ended_kinds", "kind_of", "purge", "purgeable"]
 
 # The status kinds (`spi.status_to_json(...)["type"]`) a purge may delete, in the order it takes them.
 ENDED = ("completed", "failed", "cancelled")
@@ -38,7 +38,8 @@ def ended_kinds(statuses: Iterable[str] | None) -> tuple[str, ...]:
     return tuple(k for k in ENDED if k in asked) if asked else ENDED
 
 
-def _kind(status: spi.Status) -> str:
+def kind_of(status: spi.Status) -> str:
+    """A status's kind: the `type` of its JSON (`completed`, `stopped`, ...)."""
     return str(spi.status_to_json(status)["type"])
 
 
@@ -48,7 +49,7 @@ def purgeable(
     """Whether a purge of `kinds` ended before `ended_before` (of `workflow_id` when given) takes `row`."""
     return (
         row.status.terminal
-        and _kind(row.status) in kinds
+        and kind_of(row.status) in kinds
         and row.updated < ended_before
         and (workflow_id is None or row.flow_id == workflow_id)
     )

@@ -550,10 +550,11 @@ class FlowStore(abc.ABC):
     ) -> int:
         """Delete at most `limit` ended executions (status kinds `statuses`, each one of
         `retention.ENDED`; every ended kind when empty, ValueError for another word) whose end (the row's
-        `updated`, frozen once ended) is before `ended_before`, of `workflow_id` when given, oldest created
-        first, with everything that belongs to them (events, fields, progress marks, wait rows), in one
-        short transaction that waits on no lock; answers how many went. An unended execution is never
-        touched, however old. A purged execution is gone from every read (an unknown id from then on)."""
+        `updated`, frozen once ended) is before `ended_before`, of `workflow_id` when given, kind by kind in
+        `retention.ENDED` order and oldest created first within a kind, with everything that belongs to
+        them (events, fields, progress marks, wait rows), in one short transaction that waits on no lock;
+        answers how many went. An unended execution is never touched, however old. A purged execution is
+        gone from every read (an unknown id from then on, which a new execution may take)."""
 
     @abc.abstractmethod
     async def count_purgeable(

@@ -156,3 +156,15 @@ class RetentionCases(StoreCase):
             with pytest.raises(ValueError, match="only ended executions"):
                 await fx.store.count_purgeable(ended_before=cutoff, statuses=[word])
         assert len(await self.everything(fx)) == len(OLD_ENDED) + 2 + len(UNENDED)
+
+    async def test_retention_a_purged_id_may_start_again(self, fx: StoreFixture) -> None:
+        cutoff = await self.world(fx)
+        before = await fx.store.latest_event_id()
+        await fx.store.purge_ended(ended_before=cutoff, limit=100)
+        await fx.mk_execution("done-1", WF2)
+        assert (await fx.state("done-1")).flow_id == WF2
+        assert await fx.kinds("done-1") == [spi.EventKind.CREATED]
+        assert await fx.store.get_all_fields("done-1") == {}
+        feed = await fx.store.events_after(0, execution_id="done-1")
+        assert [(e.seq, e.kind) for e in feed] == [(1, "Created")]
+        assert feed[0].id > before
