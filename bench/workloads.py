@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import flowdeck_env, pg, protocol, search_load, stats
+from bench import flowdeck_env, pg, protocol, purge_load, search_load, stats
 from bench.worker import add_engine_arguments
 
 # ---------------------------------------------------------------------------------------- plumbing
@@ -464,6 +464,10 @@ def cmd_w7(ns: argparse.Namespace) -> dict[str, Any]:
     return search_load.run(ns.rows, ns.reps)
 
 
+def cmd_w13(ns: argparse.Namespace) -> dict[str, Any]:
+    return purge_load.run(ns.rows, ns.reps, ns.purge_batch)
+
+
 COMMANDS = {
     "setup": cmd_setup,
     "w1": cmd_w1,
@@ -471,6 +475,7 @@ COMMANDS = {
     "w5": cmd_w5,
     "w6": cmd_w6,
     "w7": cmd_w7,
+    "w13": cmd_w13,
     "w9": cmd_w9,
 }
 
@@ -488,6 +493,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sleepers", type=int, default=10_000)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--purge-batch", type=int, default=500, help="W13: executions per purge transaction")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--settle", type=float, default=1.0, help="W9: seconds before each RSS reading")
     parser.add_argument("--profile", help="W1: py-spy every worker process; collapsed stacks at PATH.<n>")

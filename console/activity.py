@@ -15,13 +15,13 @@ typed as a reason (shown escaped, like every user text).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import logging
-import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import pydantic_core
@@ -33,6 +33,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
+from console import durations
 from console.models import Activity, ActivityExecution
 from engine import errors
 from store import spi
@@ -71,6 +72,8 @@ ACTIONS = (
     "bulk:resume:dry-run",
     "bulk:resume:go",
     "bulk:end",
+    "purge:dry-run",
+    "purge",
 )
 # accepted: the verb did it; already-*: nothing left to do; refused: the execution's state said no (a 409);
 # invalid: the request was bad input (unknown id, a value failing its schema); error: the store failed.
@@ -266,8 +269,6 @@ def _bounded(detail: Mapping[str, Any]) -> dict[str, Any]:
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
-_RELATIVE = re.compile(r"([0-9]{1,6})([smhd])")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 
 def parse_time(text: str, now: datetime | None = None) -> datetime:
@@ -275,10 +276,8 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
     offset; without one it is in the console's time zone), or an age back from now (`90s`, `15m`, `2h`,
     `7d`). `ValueError` for anything else."""
     text = text.strip()
-    relative = _RELATIVE.fullmatch(text)
-    if relative:
-        amount, unit = int(relative.group(1)), _UNITS[relative.group(2)]
-        return (now or timezone.now()) - timedelta(**{unit: amount})
+    with contextlib.suppress(ValueError):
+        return (now or timezone.now()) - durations.parse_age(text)
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:

@@ -26,6 +26,7 @@ FLOW_VERBS = (
     "end",
     "diagram",
     "parked",
+    "purge",
     "activity",
     "token",
 )

@@ -18,6 +18,7 @@ from django.conf import settings as django_settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
+from console import retention as retention_policy
 from engine.config import EngineConfig
 
 __all__ = ["FlowdeckSettings", "flowdeck_settings"]
@@ -37,6 +38,8 @@ class FlowdeckSettings:
     - `demo_stop` (`FLOWDECK_DEMO_STOP_SECONDS`): how long the demo waits for its workers to stop.
     - `demo_previous_flows` (`FLOWDECK_DEMO_PREVIOUS_FLOWS`): the flows module (declaring `FLOWS`, as
       discovery reads it) of the versions no process serves any more, that the demo parks an execution on.
+    - `retention` (`FLOWDECK_RETENTION`): what worker processes purge, and how often (`console.retention`);
+      None (unset): they purge nothing.
     """
 
     flow_modules: tuple[str, ...] = ()
@@ -50,6 +53,7 @@ class FlowdeckSettings:
     heartbeat: timedelta = timedelta(seconds=5)
     demo_stop: timedelta = timedelta(seconds=30)
     demo_previous_flows: str = ""
+    retention: retention_policy.RetentionPolicy | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -73,6 +77,7 @@ class FlowdeckSettings:
             heartbeat=seconds("HEARTBEAT", cls.heartbeat),
             demo_stop=seconds("DEMO_STOP", cls.demo_stop),
             demo_previous_flows=str(setting("DEMO_PREVIOUS_FLOWS", cls.demo_previous_flows)),
+            retention=retention_policy.policy_of(setting("RETENTION", None)),
         )
 
 

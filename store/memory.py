@@ -16,7 +16,17 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from store import counts, feed, heartbeats, memory_node_stats, memory_reads, node_stats, rules, spi
+from store import (
+    counts,
+    feed,
+    heartbeats,
+    memory_node_stats,
+    memory_purge,
+    memory_reads,
+    node_stats,
+    rules,
+    spi,
+)
 from store.clock import SYSTEM_CLOCK, Clock
 from store.memory_claimed import MemoryClaimed, released
 from store.wake_hub import Asked, WakeHub, poll, wait_for_change
@@ -516,3 +526,22 @@ class MemoryStore(spi.FlowStore):
     ) -> Sequence[node_stats.NodeStats]:
         with self._lock:
             return memory_node_stats.node_stats_of(self.data, workflow_id, recent)
+
+    # ---- retention (store/memory_purge.py)
+
+    async def purge_ended(
+        self,
+        *,
+        ended_before: datetime,
+        statuses: Sequence[str] = (),
+        workflow_id: str | None = None,
+        limit: int,
+    ) -> int:
+        with self._lock:
+            return memory_purge.purge_ended(self.data, ended_before, statuses, workflow_id, limit)
+
+    async def count_purgeable(
+        self, *, ended_before: datetime, statuses: Sequence[str] = (), workflow_id: str | None = None
+    ) -> Sequence[counts.StatusCount]:
+        with self._lock:
+            return memory_purge.count_purgeable(self.data, ended_before, statuses, workflow_id)

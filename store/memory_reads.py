@@ -31,6 +31,11 @@ __all__ = [
 ]
 
 
+def _purged(data: MemoryData, event_id: int) -> bool:
+    """Whether the feed entry's execution was purged (its entry keeps its place, so ids never move)."""
+    return data.feed[event_id - 1][1] == 0
+
+
 def _feed_event(data: MemoryData, event_id: int) -> tuple[spi.Event, feed.FeedEvent]:
     execution_id, seq = data.feed[event_id - 1]
     event = data.events[execution_id][seq - 1]
@@ -51,6 +56,8 @@ def events_after(
     for event_id in wanted:
         if len(found) >= limit:
             break
+        if _purged(data, event_id):
+            continue
         _, event = _feed_event(data, event_id)
         if execution_id is not None and event.execution_id != execution_id:
             continue
@@ -118,6 +125,8 @@ def recent_claimers(data: MemoryData, since: datetime, scan: int) -> list[counts
     last: dict[str, datetime] = {}
     looked = 0
     for event_id in range(len(data.feed), 0, -1):  # newest first
+        if _purged(data, event_id):
+            continue
         event, _ = _feed_event(data, event_id)
         if event.kind != spi.EventKind.EXECUTION_CLAIMED or event.timestamp < since:
             continue

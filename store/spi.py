@@ -562,3 +562,29 @@ class FlowStore(abc.ABC):
         (`NodeStats`), over the newest `recent` executions of `workflow_id` (newest created first, every
         version: a durable path names the same node across versions), by path; only the paths with a
         completion or a failure."""
+
+    # ---- retention (Flowdeck). The rules and the batched loop in store/retention.py.
+
+    @abc.abstractmethod
+    async def purge_ended(
+        self,
+        *,
+        ended_before: datetime,
+        statuses: Sequence[str] = (),
+        workflow_id: str | None = None,
+        limit: int,
+    ) -> int:
+        """Delete at most `limit` ended executions (status kinds `statuses`, each one of
+        `retention.ENDED`; every ended kind when empty, ValueError for another word) whose end (the row's
+        `updated`, frozen once ended) is before `ended_before`, of `workflow_id` when given, kind by kind in
+        `retention.ENDED` order and oldest created first within a kind, with everything that belongs to
+        them (events, fields, progress marks, wait rows), in one short transaction that waits on no lock;
+        answers how many went. An unended execution is never touched, however old. A purged execution is
+        gone from every read (an unknown id from then on, which a new execution may take)."""
+
+    @abc.abstractmethod
+    async def count_purgeable(
+        self, *, ended_before: datetime, statuses: Sequence[str] = (), workflow_id: str | None = None
+    ) -> Sequence[counts.StatusCount]:
+        """What `purge_ended` with these arguments would delete, all batches together: per workflow and
+        status kind, by workflow then kind; only the pairs with executions. Writes nothing."""

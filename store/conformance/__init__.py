@@ -16,8 +16,9 @@ the same process wakes it at once) also runs `InProcessBlockingConformance`.
 
 The cases are grouped by invariant and verb, one mixin a module (`claims`, `writes`, `atomic`, `signals`,
 `history`, `fields`, `executions`, `cancel`, `search`, `ordering`, `field_search`, `workflows`,
-`operator_writes`, `console_reads`, `node_reads`), each a `StoreCase` (`case`); `FlowStoreConformance` is
-all of them. `support` holds the fixtures and helpers every case is written with.
+`operator_writes`, `console_reads`, `node_reads`, `overview_reads`, `retention`), each a `StoreCase`
+(`case`); `FlowStoreConformance` is all of them. `support` holds the fixtures and helpers every case is
+written with.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from store.conformance.node_reads import NodeReadCases
 from store.conformance.operator_writes import OperatorWriteCases
 from store.conformance.ordering import OrderingCases
 from store.conformance.overview_reads import OverviewReadCases
+from store.conformance.retention import RetentionCases
 from store.conformance.search import SearchCases
 from store.conformance.signals import SignalCases
 from store.conformance.support import EX1, EX2, LEASE, SERVED, SERVED_BOTH, WF1, WF2, StoreFixture
@@ -74,5 +76,6 @@ class FlowStoreConformance(
     ConsoleReadCases,
     NodeReadCases,
     OverviewReadCases,
+    RetentionCases,
 ):
     """kyo-flow's 115 store cases, translated, and Flowdeck's additions."""

@@ -216,3 +216,23 @@ def executions_matching(
             queryset = queryset.filter(status_kind=models.STOPPED)
             return queryset if code is None else queryset.filter(stop_code=code)
     raise TypeError(f"not a filter: {filt!r}")
+
+
+def history_page(tx: Tx, execution_id: str, limit: int | None, offset: int) -> spi.HistoryPage:
+    """`get_history`: events in seq order (I7), a page of them when `limit` is given (at most `ALL`)."""
+    found = (
+        models.Event.objects.using(tx.connection.alias)
+        .filter(execution_id=execution_id)
+        .order_by("seq")
+        .values_list("flow_id", "seq", "kind", "timestamp", "data")
+    )
+    start = max(0, offset)
+    if limit is None or limit < 0:
+        page, has_more = list(found[start:]), False
+    else:
+        bounded = min(limit, ALL)
+        page = list(found[start : start + bounded + 1])
+        has_more = len(page) > bounded
+        page = page[:bounded]
+    events = [rows.event_of(f, execution_id, s, k, t, d) for f, s, k, t, d in page]
+    return spi.HistoryPage(events, has_more)

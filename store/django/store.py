@@ -30,13 +30,14 @@ from typing import Any, TypeVar
 from django.db import connections, transaction
 from django.db.models import F
 
-from store import counts, feed, heartbeats, node_stats, rules, spi
+from store import counts, feed, heartbeats, node_stats, retention, rules, spi
 from store.clock import SYSTEM_CLOCK, Clock
 from store.django import counts as django_counts
 from store.django import feed as django_feed
 from store.django import heartbeats as django_heartbeats
 from store.django import models, queries, rows, search
 from store.django import node_stats as django_node_stats
+from store.django import purge as django_purge
 from store.django.claimed import DjangoClaimed
 from store.django.errors import translated
 from store.django.postgres import PostgresWrites
@@ -450,24 +451,7 @@ class DjangoStore(spi.FlowStore):
     async def get_history(
         self, execution_id: str, limit: int | None = None, offset: int = 0
     ) -> spi.HistoryPage:
-        def work(tx: Tx) -> spi.HistoryPage:
-            found = (
-                models.Event.objects.using(self.using)
-                .filter(execution_id=execution_id)
-                .order_by("seq")
-                .values_list("flow_id", "seq", "kind", "timestamp", "data")
-            )
-            start = max(0, offset)
-            if limit is None or limit < 0:
-                page, has_more = list(found[start:]), False
-            else:
-                bounded = min(limit, search.ALL)
-                page = list(found[start : start + bounded + 1])
-                has_more = len(page) > bounded
-                page = page[:bounded]
-            events = [rows.event_of(f, execution_id, s, k, t, d) for f, s, k, t, d in page]
-            return spi.HistoryPage(events, has_more)
-
+        work = functools.partial(search.history_page, execution_id=execution_id, limit=limit, offset=offset)
         return await self._run("get_history", work)
 
     async def get_workflow(self, workflow_id: str, hash: str | None = None) -> spi.WorkflowInfo | None:
@@ -584,3 +568,24 @@ class DjangoStore(spi.FlowStore):
     ) -> Sequence[node_stats.NodeStats]:
         work = functools.partial(django_node_stats.node_stats_of, workflow_id=workflow_id, recent=recent)
         return await self._run("node_stats", work)
+
+    # ---- retention (store/django/purge.py): one short transaction per call
+
+    async def purge_ended(
+        self,
+        *,
+        ended_before: datetime,
+        statuses: Sequence[str] = (),
+        workflow_id: str | None = None,
+        limit: int,
+    ) -> int:
+        what = retention.Purge(ended_before, tuple(statuses), workflow_id)
+        return await self._run(
+            "purge_ended", functools.partial(django_purge.purge_ended, what=what, limit=limit)
+        )
+
+    async def count_purgeable(
+        self, *, ended_before: datetime, statuses: Sequence[str] = (), workflow_id: str | None = None
+    ) -> Sequence[counts.StatusCount]:
+        what = retention.Purge(ended_before, tuple(statuses), workflow_id)
+        return await self._run("count_purgeable", functools.partial(django_purge.count_purgeable, what=what))

@@ -415,6 +415,7 @@ def test_a_database_never_migrated_is_refused_in_one_line_for_every_verb(tmp_pat
         ["end", "x"],
         ["diagram", "fulfilment"],
         ["parked", "fulfilment"],
+        ["purge", "--older-than", "30d"],
         ["activity"],
         ["token", "create", "admin"],
     ]

@@ -289,6 +289,21 @@ class StoreDifferential(RuleBasedStateMachine):
 
         self.each(call)
 
+    @rule(
+        back=st.sampled_from([0, 10, 40]),
+        statuses=st.sampled_from([(), ("completed",), ("failed", "cancelled")]),
+        flow_id=st.sampled_from([None, WF1]),
+        limit=st.integers(1, 3),
+    )
+    def purge_ended(self, back: int, statuses: tuple[str, ...], flow_id: str | None, limit: int) -> None:
+        async def call(side: Side) -> int:
+            before = side.clock.now() - timedelta(seconds=back)
+            return await side.store.purge_ended(
+                ended_before=before, statuses=statuses, workflow_id=flow_id, limit=limit
+            )
+
+        self.each(call)
+
     # ------------------------------------------------------------------------------------------ reads
 
     @rule(eid=execution_ids)

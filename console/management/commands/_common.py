@@ -15,11 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, TextIO
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import CommandError
 from django.db import connections
 
 from console import runtime
-from console.conf import flowdeck_settings
+from console.conf import FlowdeckSettings, flowdeck_settings
 from console.discovery import registered_flows
 from console.management.commands import _output
 from engine.engine import FlowEngine
@@ -29,6 +30,7 @@ from store import spi
 __all__ = [
     "bounded_body_threads",
     "build_engine",
+    "checked_settings",
     "engine_logging",
     "flows_to_serve",
     "stop_on_signals",
@@ -43,6 +45,14 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 def usage_error(message: str) -> CommandError:
     """Bad input: exit code 2, the message and no traceback."""
     return CommandError(message, returncode=2)
+
+
+def checked_settings() -> FlowdeckSettings:
+    """This process's `FLOWDECK_*` settings; a malformed one (`FLOWDECK_RETENTION`) exits 2 saying why."""
+    try:
+        return flowdeck_settings()
+    except ImproperlyConfigured as error:
+        raise usage_error(str(error)) from None
 
 
 # ---------------------------------------------------------------------------------------- logging

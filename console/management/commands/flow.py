@@ -24,9 +24,8 @@ from pydantic import ValidationError
 
 from console import activity, runtime, tokens, waits
 from console.cli import FLOW_VERBS
-from console.conf import flowdeck_settings
-from console.management.commands import _activity, _bulk, _output
-from console.management.commands._common import engine_logging
+from console.management.commands import _activity, _bulk, _output, _purge
+from console.management.commands._common import checked_settings, engine_logging
 from console.management.commands._schema import require_schema
 from engine import errors, ids, render
 from engine.engine import ExecutionDetail, FlowEngine
@@ -202,6 +201,11 @@ _VERBS: tuple[tuple[str, str, Callable[[CommandParser], None]], ...] = (
     ("end", "end an execution (or every --where match) Failed, running no undos", _end_arguments),
     ("diagram", "draw a workflow (or, with --execution, an execution's progress)", _diagram_arguments),
     ("parked", "executions held under a version no process serves", _parked_arguments),
+    (
+        "purge",
+        "delete ended executions older than an age, in batches (--dry-run counts them)",
+        _purge.add_arguments,
+    ),
     ("activity", "what operators did, newest first (every surface)", _activity.add_arguments),
     ("token", "API tokens: create, list, revoke", tokens.add_arguments),
 )
@@ -231,7 +235,7 @@ class Command(_output.SafeOutputCommand):
         _refuse_undecodable(options)
         given = options.get("as_user")
         self.actor = _activity.actor_of(options.get("as_global") if given is None else given)
-        for alias in dict.fromkeys((flowdeck_settings().database_alias, "default")):
+        for alias in dict.fromkeys((checked_settings().database_alias, "default")):
             require_schema(alias)
         if verb == "token":
             self.token(options)
@@ -491,6 +495,15 @@ class Command(_output.SafeOutputCommand):
         )
         text += f"\n{len(held)} parked; `flow resume EID` moves one to the newest version (dry run first)"
         self.emit({"items": [state_json(s) for s in held], "total": len(held)}, text)
+
+    async def do_purge(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        await _purge.run(engine, o, self.actor, self.emit, self.say)
+
+    def say(self, line: str) -> None:
+        """A progress line (none in --json mode, whose one answer is the JSON)."""
+        if not self.as_json:
+            self.stdout.write(line)
+            self.stdout.flush()
 
     # ------------------------------------------------------------------------------------ token
 

@@ -12,18 +12,21 @@ import asyncio
 import os
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from console import discovery, heartbeat, runtime
-from console.conf import flowdeck_settings
+from console import discovery, durations, heartbeat, retention, runtime
+from console.conf import FlowdeckSettings, flowdeck_settings
 from console.management.commands._common import (
     bounded_body_threads,
     build_engine,
+    checked_settings,
     engine_logging,
     flows_to_serve,
     stop_on_signals,
 )
+from engine import maintenance
 from engine.engine import FlowEngine
 from store.spi import FlowStoreError
 
@@ -32,7 +35,10 @@ class Command(BaseCommand):
     help = "Run the engine's workers in the foreground until SIGTERM/SIGINT."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        conf = flowdeck_settings()
+        try:
+            conf = flowdeck_settings()
+        except ImproperlyConfigured:  # `handle` says what is wrong; `--help` still shows the defaults
+            conf = FlowdeckSettings()
         parser.add_argument("--workers", type=int, help=f"worker loops (default {conf.workers})")
         parser.add_argument(
             "--lease",
@@ -58,6 +64,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        checked_settings()
         flows = flows_to_serve(options.get("flows"))
         engine = build_engine(options)
         with engine_logging(options["verbosity"], self.stderr._out):
@@ -82,7 +89,10 @@ class Command(BaseCommand):
                     f"renew every {config.renew_every.total_seconds():g}s, batch {config.batch_size})"
                 )
                 self.stdout.flush()
-                async with heartbeat.publishing(engine):
+                async with (
+                    heartbeat.publishing(engine),
+                    maintenance.running(self.chores(engine), engine.clock),
+                ):
                     await stop.wait()
                 held = engine.health().claims_held
                 self.stdout.write(
@@ -91,6 +101,18 @@ class Command(BaseCommand):
                 )
                 self.stdout.flush()
         self.stdout.write("stopped")
+
+    def chores(self, engine: FlowEngine) -> list[maintenance.Chore]:
+        """The maintenance this process runs beside its workers: retention, when FLOWDECK_RETENTION is set."""
+        policy = flowdeck_settings().retention
+        if policy is None:
+            return []
+        age, every = durations.show_age(policy.older_than), durations.show_age(policy.every)
+        self.stdout.write(
+            f"retention: purging {', '.join(policy.statuses)} executions ended more than {age} ago, "
+            f"every {every}, {policy.batch} per batch"
+        )
+        return [retention.chore(engine.store, policy, engine.clock)]
 
     def _stop_now(self, engine: FlowEngine) -> None:
         held = engine.health().claims_held
