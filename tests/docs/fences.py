@@ -3,7 +3,8 @@
 Every block names its language. `python` blocks are run, each as a script of its own; a `text` block marked
 `<!-- output -->` right after one is what that script must print. `console` blocks are operator sessions:
 each `$ python manage.py …` line is run and the lines under it are what it must print (`...` stands for any
-text within a line; a line `...` alone for any number of lines). `sh`, `json` and `text` blocks that are
+text within a line; a line `...` alone for any number of lines; a last line `[exit N]` for a refusal, whose
+stderr is then part of what it prints). `sh`, `json` and `text` blocks that are
 not output are illustrative (commands for your own machines, request bodies, layouts) and must be marked
 `<!-- illustrative -->`, so no runnable example slips in untested.
 """
@@ -41,10 +42,10 @@ def pages() -> list[Path]:
     return sorted(DOCS.rglob("*.md"))
 
 
-def blocks(path: Path) -> list[Block]:
+def blocks(path: Path, root: Path = DOCS) -> list[Block]:
     """The page's fenced blocks, in order. An unclosed fence is an error."""
     lines = path.read_text().splitlines()
-    name = str(path.relative_to(DOCS))
+    name = str(path.relative_to(root)) if path.is_relative_to(root) else path.name
     found: list[Block] = []
     index = 0
     while index < len(lines):
@@ -113,9 +114,23 @@ def sessions(block: Block) -> list[tuple[str, list[str]]]:
     return steps
 
 
+def exit_code(expected: list[str]) -> tuple[int, list[str]]:
+    """A session's expected exit code: 0, or N when its output ends with a line `[exit N]` (the lines
+    before it are then stdout and stderr together)."""
+    if expected and (last := re.fullmatch(r"\[exit (\d+)\]", expected[-1].strip())):
+        return int(last.group(1)), expected[:-1]
+    return 0, expected
+
+
+def _pattern(line: str) -> str:
+    """One expected line as a regex: `...` is any text, a run of spaces is any run of spaces (tables)."""
+    return ".*".join(re.sub(r"(?:\\ )+", " +", re.escape(part)) for part in line.split("..."))
+
+
 def matches(expected: list[str], actual: list[str]) -> bool:
-    """Line by line, trailing spaces ignored; `...` within a line is any text, alone any lines."""
-    patterns = [re.escape(line.rstrip()).replace(re.escape("..."), ".*") for line in expected]
+    """Line by line, trailing spaces ignored, a run of spaces matching any run; `...` within a line is any
+    text, alone any lines."""
+    patterns = [_pattern(line.rstrip()) for line in expected]
     if not patterns:
         return True
     regex = "".join("(?:.*\n)*?" if p == ".*" else p + "\n" for p in patterns)

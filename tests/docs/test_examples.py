@@ -22,6 +22,7 @@ from tests.docs.fences import (
     Block,
     all_blocks,
     console_pages,
+    exit_code,
     matches,
     python_examples,
     sessions,
@@ -83,8 +84,10 @@ def test_console_session_runs(page: str, tmp_path: Path) -> None:
         for command, expected in sessions(block):
             words = shlex.split(command)
             assert words[:2] == ["python", "manage.py"], f"{block.where}: `{command}` is not manage.py"
+            code, expected = exit_code(expected)
             result = manage(url, *words[2:])
-            assert result.returncode == 0, f"{block.where}:\n{result.explain()}"
-            assert matches(expected, result.stdout.splitlines()), (
-                f"{block.where}: `{command}` printed:\n{result.stdout}\nthe page says:\n" + "\n".join(expected)
+            assert result.returncode == code, f"{block.where}:\n{result.explain()}"
+            printed = result.stdout + (result.stderr if code else "")
+            assert matches(expected, printed.splitlines()), (
+                f"{block.where}: `{command}` printed:\n{printed}\nthe page says:\n" + "\n".join(expected)
             )
