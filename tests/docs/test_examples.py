@@ -52,10 +52,11 @@ def test_every_block_is_run_or_marked_illustrative(block: Block) -> None:
     )
     if block.mark == OUTPUT_MARK:
         shown = {output.where for _, output in PYTHON_EXAMPLES if output is not None}
-        assert block.language == "text" and block.where in shown, f"{block.where}: an output block follows a python block"
+        assert block.language == "text", f"{block.where}: an output block is ```text"
+        assert block.where in shown, f"{block.where}: an output block follows a python block"
 
 
-@pytest.mark.parametrize(("block", "output"), PYTHON_EXAMPLES, ids=lambda v: getattr(v, "where", "out"))
+@pytest.mark.parametrize(("block", "output"), [pytest.param(b, o, id=b.where) for b, o in PYTHON_EXAMPLES])
 def test_python_example_runs(block: Block, output: Block | None, tmp_path: Path) -> None:
     script = tmp_path / "example.py"
     script.write_text(block.text)
@@ -71,7 +72,8 @@ def test_python_example_runs(block: Block, output: Block | None, tmp_path: Path)
     )
     assert done.returncode == 0, f"{block.where} failed:\n{done.stdout}\n{done.stderr}"
     if output is not None:
-        assert done.stdout == output.text, f"{block.where} printed:\n{done.stdout}\nthe page says:\n{output.text}"
+        said = output.text
+        assert done.stdout == said, f"{block.where} printed:\n{done.stdout}\nthe page says:\n{said}"
 
 
 @pytest.mark.slow
