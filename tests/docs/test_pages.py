@@ -1,15 +1,18 @@
 """The pages say what the code says: the stop codes with their advice, every CLI verb, every page in the
-nav, and the README's quick start pointing into the docs."""
+nav, the README's quick start pointing into the docs; and the examples are formatted."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
+import pytest
 import yaml
 
 from console.cli import FLOW_VERBS
 from engine.errors import STOP_CODES
-from tests.docs.fences import DOCS, ROOT
+from tests.docs.fences import DOCS, ROOT, Block, all_blocks
 
 
 def test_every_stop_code_is_on_the_failures_page_with_its_advice() -> None:
@@ -41,3 +44,16 @@ def test_the_readme_quick_start_points_into_the_docs() -> None:
     quick_start = readme.split("## Try it", 1)[1].split("\n## ", 1)[0]
     assert "](docs/index.md)" in quick_start
     assert "](docs/getting-started.md)" in quick_start
+
+
+@pytest.mark.parametrize("block", [b for b in all_blocks() if b.language == "python"], ids=lambda b: b.where)
+def test_python_examples_are_formatted(block: Block) -> None:
+    """ruff's format at 98 columns, so no example scrolls sideways on the site."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--line-length", "98", "--stdin-filename", "x.py", "-"],
+        input=block.text,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout == block.text, f"{block.where}: run ruff format --line-length 98 on it"
