@@ -14,6 +14,7 @@ from typing import TypeVar
 
 import psycopg
 import pytest
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -215,3 +216,19 @@ def test_an_atomic_block_on_another_database_is_not_joined(
     other = str(request.getfixturevalue("postgres_alias" if alias.endswith("sqlite") else "sqlite_alias"))
     eid = _rolled_back(other, lambda: client.start("greet", name="x"))
     assert _executions(alias, eid) == 1  # committed on its own
+
+
+async def test_an_async_view_starts_in_a_transaction_through_sync_to_async(alias: str) -> None:
+    def place(name: str, fail: bool) -> str:
+        with transaction.atomic(using=alias):
+            _place_order(alias, name)
+            eid = client.start("greet", execution_id=f"order-{name}", name=name)
+            if fail:
+                raise Boom
+            return eid
+
+    with pytest.raises(Boom):
+        await sync_to_async(place)("eve", True)
+    assert await sync_to_async(place)("fay", False) == "order-fay"
+    assert [s.execution_id for s in (await client.asearch("greet")).items] == ["order-fay"]
+    assert await sync_to_async(_users)(alias, "eve") == 0
