@@ -6,6 +6,9 @@ when its time (the store's clock) runs out; a sync call from a running event loo
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
 from typing import Any
 
 import pytest
@@ -24,6 +27,19 @@ from tests.console.client_support import (  # noqa: F401  (fixtures)
 )
 
 ORDER = {"id": "o-1", "cents": 250}
+
+
+def _exit_code(pid: int, seconds: float) -> int:
+    """The child's exit code; a child still running after `seconds` (hung) is killed and fails the case."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail(f"the forked child {pid} hung")
 
 
 def _count() -> int:
@@ -196,3 +212,19 @@ async def test_a_sync_call_from_a_running_event_loop_is_refused(alias: str) -> N
         assert caught.value.call == name
         assert f"await client.a{name}(" in str(caught.value)
     assert (await client.asearch()).total == 0
+
+
+def test_a_forked_child_starts_with_a_portal_and_store_of_its_own(alias: str) -> None:
+    """A Celery prefork worker: the parent used the client, then forked; the child's calls work."""
+    parent = client.start("greet", name="parent")
+    pid = os.fork()
+    if pid == 0:  # the child: report through the exit code, never return into pytest
+        code = 1
+        try:
+            child = client.start("greet", name="child")
+            code = 0 if client.describe(child).flow_id == "greet" else 2
+        finally:
+            os._exit(code)
+    assert _exit_code(pid, seconds=30) == 0
+    assert {s.execution_id for s in client.search("greet").items} > {parent}
+    assert client.search("greet").total == 2
