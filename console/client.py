@@ -287,9 +287,8 @@ def cancel(execution_id: str, reason: str | None = None) -> spi.CancelOutcome:
 
 
 def describe(execution_id: str) -> ExecutionDetail:
-    """`adescribe`, blocking."""
-    _read_only("describe")
-    return _run(lambda: adescribe(execution_id))
+    """`adescribe`, blocking: what is committed."""
+    return _read_one("describe", execution_id, lambda: adescribe(execution_id))
 
 
 def search(
@@ -323,8 +322,7 @@ def search(
 
 def result(execution_id: str, timeout: float | timedelta | None = None) -> values.Record:
     """`aresult`, blocking."""
-    _read_only("result")
-    return _run(lambda: aresult(execution_id, timeout))
+    return _read_one("result", execution_id, lambda: aresult(execution_id, timeout))
 
 
 # ------------------------------------------------------------------------------- the sync bridge
@@ -338,9 +336,10 @@ def _no_running_loop(call: str) -> None:
     raise FlowSyncInAsyncContext(call)
 
 
-def _read_only(call: str) -> None:
-    """A read inside the caller's transaction runs on the store's own connections: fine on PostgreSQL; on
-    SQLite it would wait for the write lock that transaction holds, so it is refused at once."""
+def _read_only(call: str) -> runtime.CallerTransaction | None:
+    """A read inside the caller's transaction runs on the store's own connections: fine on PostgreSQL (it
+    answers the caller's transaction, if any); on SQLite it would wait for the write lock that transaction
+    holds, so it is refused at once."""
     _no_running_loop(call)
     joined = runtime.caller_transaction()
     if joined is not None and joined.vendor == "sqlite":
@@ -349,6 +348,21 @@ def _read_only(call: str) -> None:
             "on SQLite the store reads under the write lock your transaction holds; "
             "call it after the commit (transaction.on_commit) or outside the atomic block",
         )
+    return joined
+
+
+def _read_one(call: str, execution_id: str, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """A read of one execution; one that only the caller's open transaction holds (started in it) is not
+    "not found": it is not committed yet, and says so."""
+    joined = _read_only(call)
+    try:
+        return _run(make)
+    except errors.FlowExecutionNotFound:
+        if joined is not None and joined.get_execution(execution_id) is not None:
+            raise FlowInTransaction(
+                call, f"execution {execution_id!r} was started in your open transaction: commit it first"
+            ) from None
+        raise
 
 
 class _Portal:

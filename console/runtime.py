@@ -26,9 +26,11 @@ from console.conf import flowdeck_settings
 from engine.engine import FlowEngine
 from store import spi
 from store.django import joined
+from store.django.joined import CallerTransaction
 from store.django.store import DjangoStore
 
 __all__ = [
+    "CallerTransaction",
     "caller_transaction",
     "close_store",
     "engine",
@@ -134,7 +136,7 @@ def served_engine() -> FlowEngine:
         return _engine
 
 
-def caller_transaction() -> joined.CallerTransaction | None:
+def caller_transaction() -> CallerTransaction | None:
     """The calling thread's atomic block on the store's database, whose writes a start, a signal or a
     cancel may join; None outside one (autocommit)."""
     return joined.caller_transaction(store())

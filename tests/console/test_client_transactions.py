@@ -206,8 +206,11 @@ def test_reads_inside_a_transaction(alias: str) -> None:
         else:  # the store's own connections: what is committed
             assert client.describe(committed).flow_id == "approval"
             assert [s.execution_id for s in client.search().items] == [committed]
+            for read in (lambda: client.describe(fresh), lambda: client.result(fresh)):
+                with pytest.raises(client.FlowInTransaction, match="started in your open transaction"):
+                    read()
             with pytest.raises(errors.FlowExecutionNotFound):
-                client.describe(fresh)
+                client.describe("missing")
 
 
 def test_an_atomic_block_on_another_database_is_not_joined(
