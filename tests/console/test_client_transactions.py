@@ -92,6 +92,8 @@ def _heard(conn: psycopg.Connection | None, timeout: float) -> list[str]:
 
 
 def test_a_rolled_back_start_leaves_no_execution(alias: str) -> None:
+    # The first call of the process: its checks must write nothing elsewhere (a registration on the store's
+    # own connection would wait for this transaction's lock on SQLite)
     def place_and_start() -> str:
         _place_order(alias, "rolled")
         return client.start("greet", execution_id="rolled-back", name="ada")
@@ -126,7 +128,10 @@ def test_a_committed_start_wakes_the_workers_at_commit_and_they_run_it(
 
 def test_a_rolled_back_signal_delivers_nothing(alias: str, workers: Workers) -> None:
     eid = client.start("approval", order=ORDER)
+    hub = runtime.store().hub
+    before = hub.generation
     _rolled_back(alias, lambda: client.signal(eid, "approved", True))
+    assert hub.generation == before  # a rolled-back delivery wakes nobody
     assert not models.Field.objects.using(alias).filter(execution_id=eid, name="approved").exists()
     kinds = models.Event.objects.using(alias).filter(execution_id=eid).values_list("kind", flat=True)
     assert spi.EventKind.INPUT_RECEIVED.value not in set(kinds)
@@ -135,6 +140,8 @@ def test_a_rolled_back_signal_delivers_nothing(alias: str, workers: Workers) -> 
 
     with transaction.atomic(using=alias):
         client.signal(eid, "approved", True)
+        assert hub.generation == before
+    assert hub.generation > before  # woken at the commit
     assert client.result(eid, timeout=20).verdict == "o-1: yes"
 
 
