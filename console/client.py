@@ -146,13 +146,16 @@ async def asignal(execution_id: str, name: str, value: Any) -> None:
     await engine.executions.signal(execution_id, name, value)
 
 
-async def acancel(execution_id: str, reason: str | None = None) -> spi.CancelOutcome:
+async def acancel(
+    execution_id: str, reason: str | None = None, *, actor: str | None = None
+) -> spi.CancelOutcome:
     """Ask the execution to cancel (its undos run, then it ends Cancelled); answers Accepted,
-    AlreadyRequested or AlreadyTerminal. An unknown id raises `FlowExecutionNotFound`."""
+    AlreadyRequested or AlreadyTerminal. An unknown id raises `FlowExecutionNotFound`. `actor` (who asked)
+    is recorded on the request's event."""
     engine = await runtime.engine()
     if await engine.store.get_execution(execution_id) is None:  # the store answers an unknown id "ended"
         raise errors.FlowExecutionNotFound(execution_id)
-    return await engine.executions.cancel(execution_id, reason or "")
+    return await engine.executions.cancel(execution_id, reason or "", actor)
 
 
 async def adescribe(execution_id: str) -> ExecutionDetail:
@@ -274,16 +277,16 @@ def signal(execution_id: str, name: str, value: Any) -> None:
     executions.signal_outcome(execution_id, name, joined.signal(execution_id, name, field, event))
 
 
-def cancel(execution_id: str, reason: str | None = None) -> spi.CancelOutcome:
+def cancel(execution_id: str, reason: str | None = None, *, actor: str | None = None) -> spi.CancelOutcome:
     """`acancel`, blocking. Inside `transaction.atomic()` on the store's database it joins that
     transaction, as `start` does."""
     _no_running_loop("cancel")
     joined = runtime.caller_transaction()
     if joined is None:
-        return _run(lambda: acancel(execution_id, reason))
+        return _run(lambda: acancel(execution_id, reason, actor=actor))
     if joined.get_execution(execution_id) is None:
         raise errors.FlowExecutionNotFound(execution_id)
-    return joined.request_cancel(execution_id, reason or "")
+    return joined.request_cancel(execution_id, reason or "", actor)
 
 
 def describe(execution_id: str) -> ExecutionDetail:

@@ -7,6 +7,7 @@ nothing and leaves the caller's transaction usable. Reads inside the block see w
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -64,6 +65,14 @@ def _committed(alias: str, sql: str, *params: str) -> int:
 
 def _executions(alias: str, eid: str) -> int:
     return _committed(alias, "SELECT count(*) FROM flowstore_execution WHERE id = %s", eid)
+
+
+async def _history(eid: str) -> list[spi.Event]:
+    store = runtime.open_store()
+    try:
+        return list((await store.get_history(eid)).events)
+    finally:
+        runtime.close_store(store)
 
 
 def _users(alias: str, name: str) -> int:
@@ -194,8 +203,10 @@ def test_cancel_joins_the_transaction(alias: str) -> None:
     assert _rolled_back(alias, lambda: client.cancel(eid, "oops")) == spi.Accepted()
     assert not client.describe(eid).cancel_requested
     with transaction.atomic(using=alias):
-        assert client.cancel(eid, "meant it") == spi.Accepted()
+        assert client.cancel(eid, "meant it", actor="shop") == spi.Accepted()
     assert client.describe(eid).cancel_requested
+    [asked] = [e for e in asyncio.run(_history(eid)) if e.kind is spi.EventKind.CANCEL_REQUESTED]
+    assert (asked.data["reason"], asked.data["actor"]) == ("meant it", "shop")
 
 
 def test_reads_inside_a_transaction(alias: str) -> None:
