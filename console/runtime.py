@@ -4,12 +4,19 @@ The web process needs the engine's surfaces (start, signal, describe, search, op
 workers: `engine()` answers a `FlowEngine` whose flows are registered and whose worker pool is never started.
 Processes with workers (`runworkers`, `demo`) build their own engine. Every one registers the same set with
 `serve`: each discovered workflow's declared versions, oldest first, so the newest is what new starts use.
+
+The application client (`console.client`) reaches the store through here too: `caller_transaction()` is the
+caller's `transaction.atomic()` block on the store's database, which its synchronous start, signal and
+cancel join, and `served_engine()` the same engine with its versions served in memory only, for checking
+a start inside that transaction without writing on another connection. A forked child (a Celery prefork
+worker) forgets its parent's store and engine: their threads and connections did not come with it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from collections.abc import AsyncIterator, Iterable
 from datetime import timedelta
@@ -18,14 +25,28 @@ from console import discovery
 from console.conf import flowdeck_settings
 from engine.engine import FlowEngine
 from store import spi
+from store.django import joined
+from store.django.joined import CallerTransaction
 from store.django.store import DjangoStore
 
-__all__ = ["close_store", "engine", "make_engine", "open_store", "reset", "serve", "store"]
+__all__ = [
+    "CallerTransaction",
+    "caller_transaction",
+    "close_store",
+    "engine",
+    "make_engine",
+    "open_store",
+    "reset",
+    "serve",
+    "served_engine",
+    "store",
+]
 
 _lock = threading.RLock()  # engine() builds the store under the same lock
 _store: DjangoStore | None = None
 _engine: FlowEngine | None = None
 _registered = False
+_served = False  # every discovered version served in memory (`served_engine`), maybe not yet registered
 
 
 def store() -> DjangoStore:
@@ -99,13 +120,46 @@ async def engine() -> FlowEngine:
     return _engine
 
 
+def served_engine() -> FlowEngine:
+    """The web process's engine with every discovered version served, checked in memory only, without the
+    registrations' store writes (blocking, and it writes nothing): what the client's start checks against
+    inside the caller's transaction, where a write on another connection would wait for that
+    transaction's lock (SQLite's one writer). `engine()` still registers them, once."""
+    global _engine, _served
+    with _lock:
+        if _engine is None:
+            _engine = FlowEngine(store(), ())
+        if not (_served or _registered):
+            for workflow_id, flow in discovery.served(None):
+                _engine.serve(workflow_id, flow)
+            _served = True
+        return _engine
+
+
+def caller_transaction() -> CallerTransaction | None:
+    """The calling thread's atomic block on the store's database, whose writes a start, a signal or a
+    cancel may join; None outside one (autocommit)."""
+    return joined.caller_transaction(store())
+
+
 def reset() -> None:
     """Forget the process's store and engine (tests that switch databases call this)."""
-    global _store, _engine, _registered
+    global _store, _engine, _registered, _served
     with _lock:
         if _store is not None:
             _store.close()
-        _store, _engine, _registered = None, None, False
+        _store, _engine, _registered, _served = None, None, False, False
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: drop the parent's store and engine without closing them (their threads exist
+    only in the parent, and their connections are the parent's to close)."""
+    global _lock, _store, _engine, _registered, _served
+    _lock = threading.RLock()
+    _store, _engine, _registered, _served = None, None, False, False
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def run(coro: object) -> object:

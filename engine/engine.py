@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import ValidationError
-
 from engine import dry_run, errors, ids, interpreter, nodes, progress, render, schema, values
 from engine.config import EngineConfig
 from engine.flow import Flow
+from engine.inputs import check_value as _check_value
+from engine.inputs import declared_inputs
+from engine.inputs import undeclared as _undeclared
 from engine.registry import Registry, Version
 from engine.worker import Health, WorkerPool
 from store import spi
@@ -101,12 +102,6 @@ class SearchResult:
 # ------------------------------------------------------------------------------------ flow inspection
 
 
-def declared_inputs(flow: Flow) -> dict[str, nodes.Input]:
-    """The inputs a caller may hand in (seeded at start or signalled), by name, in declaration order:
-    the same set a subflow's mapper supplies when the flow runs as a child."""
-    return {node.name: node for node in interpreter.child_inputs(flow)}
-
-
 _VALUELESS = (nodes.Step, nodes.Sleep)
 
 
@@ -120,30 +115,6 @@ def _answerable(flow: Flow, path: str) -> tuple[nodes.Node, Any]:
     if owner == path or (isinstance(node, nodes.ForEach) and path[len(owner) + 1 :].isdigit()):
         return node, getattr(node, "type", None)
     return node, None
-
-
-def _check_value(name: str, declared: Any, value: Any) -> spi.FieldData:
-    """Validate `value` against the input's type (pydantic's message on failure) and encode it."""
-    if declared is not None:
-        try:
-            value = values.adapter(declared).validate_python(value)
-        except ValidationError as error:
-            raise errors.FlowInputError(
-                f"value for {name!r} is not a valid {values.type_tag(declared)}: {error}", name=name
-            ) from error
-    try:
-        return values.encode(name, value, declared)
-    except errors.FlowValueError as error:
-        raise errors.FlowInputError(str(error), name=name) from error
-
-
-def _undeclared(name: str, declared: Iterable[str]) -> errors.FlowInputError:
-    names = list(declared)
-    return errors.FlowInputError(
-        f"input {name!r} is not declared by this flow (declared inputs: {', '.join(names) or 'none'})",
-        name=name,
-        declared=names,
-    )
 
 
 def new_executor_id() -> str:
@@ -219,12 +190,10 @@ class FlowEngine:
         The newest registration of an id is what new starts use; every registered version stays served, so
         registering an old version again makes its parked executions claimable.
         """
-        ids.check_id(workflow_id, what="workflow id")
-        schema.validate(flow)
-        digest = schema.structural_hash(flow)
-        # Serve first: put_workflow wakes the pollers, and they must find the version when they look.
-        self._registry.add(Version(workflow_id, digest, flow))
-        await self.store.put_workflow(schema.workflow_info(workflow_id, flow))
+        info = self.serve(workflow_id, flow)
+        digest = info.structural_hash
+        # Served first: put_workflow wakes the pollers, and they must find the version when they look.
+        await self.store.put_workflow(info)
         logger.info(
             "registered %s@%s",
             workflow_id,
@@ -232,6 +201,15 @@ class FlowEngine:
             extra={"action": "register", "workflow_id": workflow_id, "hash": digest},
         )
         return digest
+
+    def serve(self, workflow_id: str, flow: Flow) -> spi.WorkflowInfo:
+        """`register`'s checks and its in-memory half, with no store write: answers the info `register`
+        puts in the store. For a caller that must not write yet (the client inside a caller's
+        transaction); `register` the same version later to record it."""
+        ids.check_id(workflow_id, what="workflow id")
+        schema.validate(flow)
+        self._registry.add(Version(workflow_id, schema.structural_hash(flow), flow))
+        return schema.workflow_info(workflow_id, flow)
 
     def health(self) -> Health:
         return self._pool.health()
@@ -369,18 +347,7 @@ class Workflows:
         running workers (an API or console process) the start is the plain one, and the workers elsewhere
         pick the execution up as usual. Either way the call returns once the row is written."""
         engine = self._engine
-        if execution_id is not None:
-            ids.check_id(execution_id)
-        version = engine._registry.latest(workflow_id)
-        fields: dict[str, spi.FieldData] = {}
-        if inputs:  # the flow's inputs are walked only when some are handed in
-            declared = declared_inputs(version.flow)
-            for name, value in inputs.items():
-                if name not in declared:
-                    raise _undeclared(name, declared)
-                fields[name] = _check_value(name, declared[name].type, value)
-        eid = execution_id or uuid.uuid4().hex
-        created = spi.Event(spi.EventKind.CREATED, workflow_id, eid, engine.clock.now(), {})
+        eid, version, created, fields = self.prepare_start(workflow_id, execution_id, inputs)
         here = run_here and engine._pool.running
         if here:
             await self._start_here(eid, version, created, fields)
@@ -397,6 +364,26 @@ class Workflows:
             extra={"action": "start", "execution_id": eid, "workflow_id": workflow_id, "here": here},
         )
         return eid
+
+    def prepare_start(
+        self, workflow_id: str, execution_id: str | None = None, inputs: Mapping[str, Any] | None = None
+    ) -> tuple[str, Version, spi.Event, dict[str, spi.FieldData]]:
+        """Every check of `start`, with nothing written: the execution id (a random one unless given),
+        the newest version, the Created event and the encoded seed fields, as the one store write of a
+        start takes them. Raises what `start` raises before writing."""
+        if execution_id is not None:
+            ids.check_id(execution_id)
+        version = self._engine._registry.latest(workflow_id)
+        fields: dict[str, spi.FieldData] = {}
+        if inputs:  # the flow's inputs are walked only when some are handed in
+            declared = declared_inputs(version.flow)
+            for name, value in inputs.items():
+                if name not in declared:
+                    raise _undeclared(name, declared)
+                fields[name] = _check_value(name, declared[name].type, value)
+        eid = execution_id or uuid.uuid4().hex
+        created = spi.Event(spi.EventKind.CREATED, workflow_id, eid, self._engine.clock.now(), {})
+        return eid, version, created, fields
 
     async def _start_here(
         self, eid: str, version: Version, created: spi.Event, fields: Mapping[str, spi.FieldData]
@@ -510,19 +497,33 @@ class Executions:
         at once here (as `workflows.start(..., run_here=True)` does for a start). Otherwise the delivery is
         the plain one, and whichever workers poll for the execution continue it."""
         engine = self._engine
-        state = await engine._state(execution_id)
-        if state.status.terminal:
-            raise errors.FlowExecutionTerminal(execution_id, state.status.show())
-        declared = declared_inputs(engine._version_of(state).flow)
-        if name not in declared:
-            raise _undeclared(name, declared)
-        field = _check_value(name, declared[name].type, value)
-        event = engine._event(spi.EventKind.INPUT_RECEIVED, state, {"input_name": name})
+        state = await engine.store.get_execution(execution_id)
+        field, event = self.prepare_signal(execution_id, state, name, value)
         # The version resolved above is registered here, so this engine's workers serve it.
         if engine._pool.running:
             outcome = await self._deliver_here(execution_id, name, field, event)
         else:
             outcome = await engine.store.signal(execution_id, name, field, event)
+        self.signal_outcome(execution_id, name, outcome)
+
+    def prepare_signal(
+        self, execution_id: str, state: spi.ExecutionState | None, name: str, value: Any
+    ) -> tuple[spi.FieldData, spi.Event]:
+        """Every check of `signal` against the execution's row `state` (None: there is none), with nothing
+        written: the encoded field and its InputReceived event."""
+        if state is None:
+            raise errors.FlowExecutionNotFound(execution_id)
+        if state.status.terminal:
+            raise errors.FlowExecutionTerminal(state.execution_id, state.status.show())
+        declared = declared_inputs(self._engine._version_of(state).flow)
+        if name not in declared:
+            raise _undeclared(name, declared)
+        field = _check_value(name, declared[name].type, value)
+        return field, self._engine._event(spi.EventKind.INPUT_RECEIVED, state, {"input_name": name})
+
+    @staticmethod
+    def signal_outcome(execution_id: str, name: str, outcome: spi.SignalOutcome) -> None:
+        """Raise what a refused delivery means (already delivered, already ended); nothing for Delivered."""
         match outcome:
             case spi.AlreadyDelivered():
                 raise errors.FlowAlreadyDelivered(execution_id, name)

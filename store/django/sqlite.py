@@ -184,14 +184,9 @@ class SqliteWrites:
         store = self._store
 
         def work(tx: Tx) -> bool:
-            params = {"id": execution_id, "flow_id": flow_id, "hash": hash, "now": now}
-            params.update(rows.status_columns(status))
-            (params["serial"],) = tx.one(queries.TAKE_TOKENS, {"n": 1})
-            if tx.one(queries.CREATE_EXECUTION, params) is None:
+            if not tx.create_execution(execution_id, flow_id, hash, status, event, fields, now):
                 tx.rollback()
                 return False
-            _insert_seeds(tx, execution_id, fields)
-            tx.insert_events(execution_id, 1, [event])
             store._wake_after_commit(tx)
             return True
 
@@ -209,7 +204,7 @@ class SqliteWrites:
             if found is None:
                 tx.rollback()
                 return None
-            _insert_seeds(tx, params["id"], fields)
+            tx.insert_seeds(params["id"], fields)
             tx.insert_events(params["id"], 1, [event])
             return found
 
@@ -318,11 +313,3 @@ class SqliteWrites:
 
     async def aclose(self) -> None:
         """Nothing belongs to the loop."""
-
-
-def _insert_seeds(tx: Tx, execution_id: str, fields: Mapping[str, spi.FieldData] | None) -> None:
-    for name, data in (fields or {}).items():
-        tx.execute(
-            queries.INSERT_SEED_FIELD,
-            {"id": execution_id, "name": name, "value": data.value, "tag": data.tag},
-        )

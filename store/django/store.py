@@ -265,13 +265,19 @@ class DjangoStore(spi.FlowStore):
     ) -> spi.SignalOutcome:
         """`signal` as one transaction (SQLite's way; PostgreSQL's when its statement cannot tell)."""
 
-        def work(tx: Tx) -> spi.SignalOutcome:
-            outcome = self._deliver_in(tx, execution_id, name, value, event, now)
-            if isinstance(outcome, spi.Delivered):
-                self._wake_after_commit(tx)
-            return outcome
-
+        work = functools.partial(
+            self._signal_in, execution_id=execution_id, name=name, value=value, event=event, now=now
+        )
         return await self._run("signal", work)
+
+    def _signal_in(
+        self, tx: Tx, execution_id: str, name: str, value: spi.FieldData, event: spi.Event, now: datetime
+    ) -> spi.SignalOutcome:
+        """The delivery in `tx`, waking pollers at its commit when it delivered."""
+        outcome = self._deliver_in(tx, execution_id, name, value, event, now)
+        if isinstance(outcome, spi.Delivered):
+            self._wake_after_commit(tx)
+        return outcome
 
     def _deliver_in(
         self, tx: Tx, execution_id: str, name: str, value: spi.FieldData, event: spi.Event, now: datetime
@@ -310,20 +316,25 @@ class DjangoStore(spi.FlowStore):
         self, execution_id: str, reason: str = "", actor: str | None = None
     ) -> spi.CancelOutcome:
         now = self.clock.now()
-
-        def work(tx: Tx) -> spi.CancelOutcome:
-            row = self._lock_row(tx, execution_id)
-            refused = rules.cancel_refusal(row)
-            if refused is not None or row is None:
-                return refused or spi.AlreadyTerminal(spi.Cancelled())
-            write = rules.cancel_write(row, execution_id, reason, actor, now)
-            row.write(
-                tx, now, [write.event], status=write.status, cancel_requested=True, cancel_reason=write.reason
-            )
-            self._wake_after_commit(tx)
-            return write.answer
-
+        work = functools.partial(
+            self._request_cancel_in, execution_id=execution_id, reason=reason, actor=actor, now=now
+        )
         return await self._run("request_cancel", work)
+
+    def _request_cancel_in(
+        self, tx: Tx, execution_id: str, reason: str, actor: str | None, now: datetime
+    ) -> spi.CancelOutcome:
+        """The cancel request in `tx`: refused, or written with its event and a wake at commit."""
+        row = self._lock_row(tx, execution_id)
+        refused = rules.cancel_refusal(row)
+        if refused is not None or row is None:
+            return refused or spi.AlreadyTerminal(spi.Cancelled())
+        write = rules.cancel_write(row, execution_id, reason, actor, now)
+        row.write(
+            tx, now, [write.event], status=write.status, cancel_requested=True, cancel_reason=write.reason
+        )
+        self._wake_after_commit(tx)
+        return write.answer
 
     async def put_workflow(self, info: spi.WorkflowInfo) -> None:
         now = self.clock.now()

@@ -52,6 +52,35 @@ class Tx:
         values = queries.event_rows(execution_id, first_seq, rows.event_values(events), params)
         self.execute(queries.INSERT_EVENTS, params, rows=values)
 
+    def create_execution(
+        self,
+        execution_id: str,
+        flow_id: str,
+        hash: str,
+        status: spi.Status,
+        event: spi.Event,
+        fields: Mapping[str, spi.FieldData] | None,
+        now: datetime,
+    ) -> bool:
+        """CREATE_EXECUTION with its seed fields and its Created event as seq 1, waking nobody. False when
+        the id exists: then nothing was written but, on SQLite, a reserved token (roll back to drop it)."""
+        params = {"id": execution_id, "flow_id": flow_id, "hash": hash, "now": now}
+        params.update(rows.status_columns(status))
+        if self.vendor == "sqlite":  # PostgreSQL's statement takes the serial from its sequence
+            (params["serial"],) = self.one(queries.TAKE_TOKENS, {"n": 1})
+        if self.one(queries.CREATE_EXECUTION, params) is None:
+            return False
+        self.insert_seeds(execution_id, fields)
+        self.insert_events(execution_id, 1, [event])
+        return True
+
+    def insert_seeds(self, execution_id: str, fields: Mapping[str, spi.FieldData] | None) -> None:
+        for name, data in (fields or {}).items():
+            self.execute(
+                queries.INSERT_SEED_FIELD,
+                {"id": execution_id, "name": name, "value": data.value, "tag": data.tag},
+            )
+
     def rollback(self) -> None:
         """Undo everything this transaction did (a refused write changes nothing)."""
         transaction.set_rollback(True, using=self.connection.alias)

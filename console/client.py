@@ -1,0 +1,403 @@
+"""Flowdeck from application code: start, signal, cancel, describe, search and await executions.
+
+    from console import client
+
+    eid = client.start("fulfilment", order=order)          # a sync view, a command, a Celery task
+    eid = await client.astart("fulfilment", order=order)   # an async view
+    record = client.result(eid, timeout=30)                 # the outputs, once it completed
+
+Every call has an async twin named as Django names its async ORM calls (`astart`, `asignal`, `acancel`,
+`adescribe`, `asearch`, `aresult`). They use this process's engine and store (`console.runtime`, as the API
+and the console do) and raise the engine's typed errors: `FlowNotRegistered`, `FlowInputError` (an
+undeclared input or a value failing its type), `FlowDuplicateExecution`, `FlowExecutionNotFound`,
+`FlowExecutionTerminal`, `FlowAlreadyDelivered`; every check runs before anything is written.
+
+Synchronous calls need no event loop of the caller's: they run their twin on one long-lived loop of this
+process (a daemon thread, started at the first call, again in a forked child), which keeps the store's
+connections across calls. Made from a thread that runs an event loop, a synchronous call would block that
+loop, so it raises `FlowSyncInAsyncContext` instead, naming the twin to await (as Django raises
+`SynchronousOnlyOperation` the other way round).
+
+Inside `transaction.atomic()` on the store's database (`FLOWDECK_DATABASE_ALIAS`), the synchronous
+`start`, `signal` and `cancel` join the caller's transaction: written on the caller's connection, they
+commit or roll back with the caller's rows, and the workers are woken when it commits, not before. This
+replaces the outbox table a Django project would otherwise keep. Django's `atomic` is synchronous only, so
+the async twins never join one: `astart` commits on its own. Reads (`describe`, `search`, `result`) see
+what is committed; inside such a block on SQLite they raise `FlowInTransaction` (the store's reads there
+wait for the write lock the caller's transaction holds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from console import runtime
+from engine import errors, interpreter, values
+from engine.engine import ExecutionDetail, SearchResult
+from store import spi
+
+__all__ = [
+    "FlowExecutionCancelled",
+    "FlowExecutionFailed",
+    "FlowExecutionNotCompleted",
+    "FlowExecutionStopped",
+    "FlowInTransaction",
+    "FlowResultTimeout",
+    "FlowSyncInAsyncContext",
+    "acancel",
+    "adescribe",
+    "aresult",
+    "asearch",
+    "asignal",
+    "astart",
+    "cancel",
+    "describe",
+    "result",
+    "search",
+    "signal",
+    "start",
+]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# `result`'s polls: how often it reads the row while nothing wakes it (an ending wakes nobody), doubling
+# from the first to the last; the store's clock measures them, so a ManualClock drives them in tests.
+RESULT_POLL_FIRST = timedelta(milliseconds=20)
+RESULT_POLL_MAX = timedelta(milliseconds=500)
+
+
+# ------------------------------------------------------------------------------------------- errors
+
+
+class FlowSyncInAsyncContext(errors.FlowError, RuntimeError):
+    """A synchronous client call was made from a thread running an event loop: await its async twin."""
+
+    def __init__(self, call: str) -> None:
+        super().__init__(
+            f"console.client.{call}() was called from a running event loop, which it would block; "
+            f"use `await client.a{call}(...)` there"
+        )
+        self.call = call
+
+
+class FlowInTransaction(errors.FlowError):
+    """This call cannot run inside the caller's transaction on the store's database."""
+
+    def __init__(self, call: str, why: str) -> None:
+        super().__init__(f"console.client.{call}() cannot run inside transaction.atomic() here: {why}")
+        self.call = call
+
+
+class FlowResultTimeout(errors.FlowError, TimeoutError):
+    """The execution did not settle within the time `result` was given."""
+
+    def __init__(self, execution_id: str, timeout: timedelta, status: spi.Status) -> None:
+        super().__init__(
+            f"execution {execution_id!r} did not end within {timeout.total_seconds():g}s "
+            f"(it is {status.show()})"
+        )
+        self.execution_id = execution_id
+        self.timeout = timeout
+        self.status = status
+
+
+class FlowExecutionNotCompleted(errors.FlowRunEnded):
+    """The execution ended (or stopped for a person) without completing; `status` says how."""
+
+    def __init__(self, execution_id: str, flow_id: str, status: spi.Status) -> None:
+        super().__init__(flow_id, status)
+        self.args = (f"execution {execution_id!r} of {flow_id!r} did not complete: {status.show()}",)
+        self.execution_id = execution_id
+
+
+class FlowExecutionFailed(FlowExecutionNotCompleted):
+    """The execution ended Failed (the business said no, or an operator ended it)."""
+
+
+class FlowExecutionCancelled(FlowExecutionNotCompleted):
+    """The execution ended Cancelled."""
+
+
+class FlowExecutionStopped(FlowExecutionNotCompleted):
+    """The execution stopped for a person (a stop code: see the README); it waits for an operator."""
+
+
+# ------------------------------------------------------------------------------------------- async
+
+
+async def astart(workflow_id: str, /, *, execution_id: str | None = None, **inputs: Any) -> str:
+    """Start an execution of the newest version of `workflow_id` with `inputs` seeded; answers its id (a
+    random one unless given). Always commits on its own, inside an atomic block or not."""
+    engine = await runtime.engine()
+    return await engine.workflows.start(workflow_id, execution_id=execution_id, inputs=inputs or None)
+
+
+async def asignal(execution_id: str, name: str, value: Any) -> None:
+    """Deliver input `name` to the execution."""
+    engine = await runtime.engine()
+    await engine.executions.signal(execution_id, name, value)
+
+
+async def acancel(
+    execution_id: str, reason: str | None = None, *, actor: str | None = None
+) -> spi.CancelOutcome:
+    """Ask the execution to cancel (its undos run, then it ends Cancelled); answers Accepted,
+    AlreadyRequested or AlreadyTerminal. An unknown id raises `FlowExecutionNotFound`. `actor` (who asked)
+    is recorded on the request's event."""
+    engine = await runtime.engine()
+    if await engine.store.get_execution(execution_id) is None:  # the store answers an unknown id "ended"
+        raise errors.FlowExecutionNotFound(execution_id)
+    return await engine.executions.cancel(execution_id, reason or "", actor)
+
+
+async def adescribe(execution_id: str) -> ExecutionDetail:
+    """The execution's row (status, waits, claim, cancel flag), its declared inputs and its progress."""
+    engine = await runtime.engine()
+    return await engine.executions.describe(execution_id)
+
+
+async def asearch(
+    workflow_id: str | None = None,
+    status: str | spi.ExecutionFilter.Any | None = None,
+    *,
+    where: Sequence[str | spi.FieldMatch] = (),
+    limit: int = 25,
+    offset: int = 0,
+    id_prefix: str | None = None,
+    order_by: str = "created",
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+) -> SearchResult:
+    """Executions matching the filter, newest first: `status` in the wire words ("running",
+    "waiting:approval", "stopped:F0001" ...), `where` field terms (`field:order.customer=ada`); a word
+    or term naming nothing raises `spi.FilterParseError` (a ValueError)."""
+    engine = await runtime.engine()
+    return await engine.executions.search(
+        workflow_id,
+        status,
+        limit,
+        offset,
+        id_prefix,
+        where,
+        order_by=order_by,
+        created_after=created_after,
+        created_before=created_before,
+    )
+
+
+async def aresult(execution_id: str, timeout: float | timedelta | None = None) -> values.Record:
+    """Wait until the execution settles and answer its outputs: every valued node by attribute, as
+    `run_local` answers them. Failed, Cancelled and Stopped raise `FlowExecutionFailed`,
+    `FlowExecutionCancelled` and `FlowExecutionStopped` (carrying `status`); past `timeout` (seconds or a
+    timedelta; None waits as long as it takes) `FlowResultTimeout`."""
+    engine = await runtime.engine()
+    store = engine.store
+    clock = getattr(store, "clock", engine.clock)
+    limit = timeout if isinstance(timeout, timedelta) or timeout is None else timedelta(seconds=timeout)
+    deadline = None if limit is None else clock.monotonic() + limit.total_seconds()
+    pause = RESULT_POLL_FIRST
+    while True:
+        state = await store.get_execution(execution_id)
+        if state is None:
+            raise errors.FlowExecutionNotFound(execution_id)
+        if state.status.terminal or isinstance(state.status, spi.Stopped):
+            return await _outputs(engine, state)
+        wait = pause
+        if deadline is not None:
+            remaining = deadline - clock.monotonic()
+            if remaining <= 0:
+                raise FlowResultTimeout(execution_id, limit or timedelta(0), state.status)
+            wait = min(pause, timedelta(seconds=remaining))
+        # a signal or a cancel wakes it at once (the hub); an ending is seen at the next poll
+        await store.wait_for_change(wait)
+        pause = min(pause * 2, RESULT_POLL_MAX)
+
+
+async def _outputs(engine: Any, state: spi.ExecutionState) -> values.Record:
+    """A settled execution's record, or the error saying how it ended without completing."""
+    eid, status = state.execution_id, state.status
+    match status:
+        case spi.Completed():
+            pass
+        case spi.Failed():
+            raise FlowExecutionFailed(eid, state.flow_id, status)
+        case spi.Cancelled():
+            raise FlowExecutionCancelled(eid, state.flow_id, status)
+        case _:
+            raise FlowExecutionStopped(eid, state.flow_id, status)
+    flow = engine.flow_of(state)
+    if flow is None:  # ended under a version nobody here serves: its record cannot be read back typed
+        raise errors.FlowNotRegistered(f"{state.flow_id}@{state.hash}", [state.flow_id])
+    return interpreter.assemble_record(flow, await engine.store.get_all_fields(eid))
+
+
+# -------------------------------------------------------------------------------------------- sync
+
+
+def start(workflow_id: str, /, *, execution_id: str | None = None, **inputs: Any) -> str:
+    """`astart`, blocking. Inside `transaction.atomic()` on the store's database it joins that
+    transaction: the execution exists only if the transaction commits, and the workers hear of it at the
+    commit. A duplicate id raises `FlowDuplicateExecution` and leaves the caller's transaction usable."""
+    _no_running_loop("start")
+    joined = runtime.caller_transaction()
+    if joined is None:
+        return _run(lambda: astart(workflow_id, execution_id=execution_id, **inputs))
+    engine = runtime.served_engine()
+    eid, version, created, fields = engine.workflows.prepare_start(workflow_id, execution_id, inputs)
+    if not joined.create_execution_if_absent(eid, workflow_id, version.hash, spi.Running(), created, fields):
+        raise errors.FlowDuplicateExecution(eid)
+    logger.info(
+        "started %s of %s@%s in the caller's transaction",
+        eid,
+        workflow_id,
+        version.hash,
+        extra={"action": "start", "execution_id": eid, "workflow_id": workflow_id, "joined": True},
+    )
+    return eid
+
+
+def signal(execution_id: str, name: str, value: Any) -> None:
+    """`asignal`, blocking. Inside `transaction.atomic()` on the store's database it joins that
+    transaction (it sees an execution started earlier in it): delivered only if the transaction commits."""
+    _no_running_loop("signal")
+    joined = runtime.caller_transaction()
+    if joined is None:
+        _run(lambda: asignal(execution_id, name, value))
+        return
+    executions = runtime.served_engine().executions
+    field, event = executions.prepare_signal(execution_id, joined.get_execution(execution_id), name, value)
+    executions.signal_outcome(execution_id, name, joined.signal(execution_id, name, field, event))
+
+
+def cancel(execution_id: str, reason: str | None = None, *, actor: str | None = None) -> spi.CancelOutcome:
+    """`acancel`, blocking. Inside `transaction.atomic()` on the store's database it joins that
+    transaction, as `start` does."""
+    _no_running_loop("cancel")
+    joined = runtime.caller_transaction()
+    if joined is None:
+        return _run(lambda: acancel(execution_id, reason, actor=actor))
+    if joined.get_execution(execution_id) is None:
+        raise errors.FlowExecutionNotFound(execution_id)
+    return joined.request_cancel(execution_id, reason or "", actor)
+
+
+def describe(execution_id: str) -> ExecutionDetail:
+    """`adescribe`, blocking: what is committed."""
+    return _read_one("describe", execution_id, lambda: adescribe(execution_id))
+
+
+def search(
+    workflow_id: str | None = None,
+    status: str | spi.ExecutionFilter.Any | None = None,
+    *,
+    where: Sequence[str | spi.FieldMatch] = (),
+    limit: int = 25,
+    offset: int = 0,
+    id_prefix: str | None = None,
+    order_by: str = "created",
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+) -> SearchResult:
+    """`asearch`, blocking."""
+    _read_only("search")
+    window = {"created_after": created_after, "created_before": created_before}
+    return _run(
+        lambda: asearch(
+            workflow_id,
+            status,
+            where=where,
+            limit=limit,
+            offset=offset,
+            id_prefix=id_prefix,
+            order_by=order_by,
+            **window,
+        )
+    )
+
+
+def result(execution_id: str, timeout: float | timedelta | None = None) -> values.Record:
+    """`aresult`, blocking."""
+    return _read_one("result", execution_id, lambda: aresult(execution_id, timeout))
+
+
+# ------------------------------------------------------------------------------- the sync bridge
+
+
+def _no_running_loop(call: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise FlowSyncInAsyncContext(call)
+
+
+def _read_only(call: str) -> runtime.CallerTransaction | None:
+    """A read inside the caller's transaction runs on the store's own connections: fine on PostgreSQL (it
+    answers the caller's transaction, if any); on SQLite it would wait for the write lock that transaction
+    holds, so it is refused at once."""
+    _no_running_loop(call)
+    joined = runtime.caller_transaction()
+    if joined is not None and joined.vendor == "sqlite":
+        raise FlowInTransaction(
+            call,
+            "on SQLite the store reads under the write lock your transaction holds; "
+            "call it after the commit (transaction.on_commit) or outside the atomic block",
+        )
+    return joined
+
+
+def _read_one(call: str, execution_id: str, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """A read of one execution; one that only the caller's open transaction holds (started in it) is not
+    "not found": it is not committed yet, and says so."""
+    joined = _read_only(call)
+    try:
+        return _run(make)
+    except errors.FlowExecutionNotFound:
+        if joined is not None and joined.get_execution(execution_id) is not None:
+            raise FlowInTransaction(
+                call, f"execution {execution_id!r} was started in your open transaction: commit it first"
+            ) from None
+        raise
+
+
+class _Portal:
+    """One event loop on a daemon thread, where the synchronous calls run their async twins. The store's
+    async connections (PostgreSQL's group commit) belong to the loop that opened them, so one long-lived
+    loop keeps them from call to call where `asyncio.run` per call would open new ones each time."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="flowdeck-client", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # interrupted (KeyboardInterrupt): stop the work rather than leave it running
+            raise
+
+
+_portal: _Portal | None = None
+_portal_lock = threading.Lock()
+
+
+def _run(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the coroutine `make` builds on this process's portal (one per process: a forked child, whose
+    parent's loop thread did not come along, starts its own)."""
+    global _portal
+    with _portal_lock:
+        if _portal is None or _portal.pid != os.getpid():
+            _portal = _Portal()
+        portal = _portal
+    return portal.run(make())
