@@ -119,6 +119,7 @@ class MemoryClaimed(HeldClaim):
             eid = row.execution_id
             fields, marks = store.data.fields[eid], store.data.progress[eid]
             if (path in fields) if value is not None else (path in marks):
+                self.heard_cancel(row.cancel_requested, row.cancel_reason)  # the claim held: as PostgreSQL
                 return spi.ProgressOutcome.ALREADY_RECORDED
             if value is not None:
                 fields[path] = value

@@ -175,7 +175,7 @@ class DjangoClaimed(HeldClaim):
             wrote = tx.one(queries.INSERT_MARK_IF_ABSENT, at)
         if wrote is None:
             tx.rollback()
-            return spi.ProgressOutcome.ALREADY_RECORDED, None
+            return spi.ProgressOutcome.ALREADY_RECORDED, opened.cancel  # the claim held: its flag is heard
         for name, extra in (extra_fields or {}).items():
             field = {"id": self._id, "name": name, "value": extra.value, "tag": extra.tag}
             tx.execute(queries.INSERT_FIELD_IF_ABSENT, field)

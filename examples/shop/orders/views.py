@@ -15,6 +15,8 @@ __all__ = ["order", "place_order"]
 
 
 class OrderForm(forms.ModelForm):
+    quantity = forms.IntegerField(min_value=1, max_value=100)
+
     class Meta:
         model = Order
         fields = ["customer", "item", "quantity"]
