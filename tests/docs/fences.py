@@ -4,7 +4,10 @@ Every block names its language. `python` blocks are run, each as a script of its
 `<!-- output -->` right after one is what that script must print. `console` blocks are operator sessions:
 each `$ python manage.py …` line is run and the lines under it are what it must print (`...` stands for any
 text within a line; a line `...` alone for any number of lines; a last line `[exit N]` for a refusal, whose
-stderr is then part of what it prints). `sh`, `json` and `text` blocks that are
+stderr is then part of what it prints). A `python` block marked `<!-- from examples/PATH -->` is an excerpt
+of that file, which a test of its own runs (the shop is a whole Django project, run by
+tests/acceptance/test_shop.py): it must be the file's text, its parts in order (a line `# ...` stands for
+lines left out). `sh`, `json` and `text` blocks that are
 not output are illustrative (commands for your own machines, request bodies, layouts) and must be marked
 `<!-- illustrative -->`, so no runnable example slips in untested.
 """
@@ -22,6 +25,8 @@ RUN = frozenset({"python", "console"})
 ILLUSTRATIVE = frozenset({"sh", "json", "text"})
 OUTPUT_MARK = "<!-- output -->"
 ILLUSTRATIVE_MARK = "<!-- illustrative -->"
+EXCERPT_MARK = re.compile(r"<!-- from (examples/\S+) -->")
+ELIDED = "# ..."
 _FENCE = re.compile(r"^```(\S*)\s*$")
 
 
@@ -36,6 +41,22 @@ class Block:
     @property
     def where(self) -> str:
         return f"{self.page}:{self.line}"
+
+    @property
+    def excerpt_of(self) -> Path | None:
+        """The file a python block is an excerpt of (None: the block runs as a script of its own)."""
+        found = EXCERPT_MARK.fullmatch(self.mark)
+        return ROOT / found.group(1) if found and self.language == "python" else None
+
+    def parts(self) -> list[str]:
+        """An excerpt's parts: the runs of lines between the `# ...` elisions."""
+        chunks: list[list[str]] = [[]]
+        for line in self.text.splitlines():
+            if line.strip() == ELIDED:
+                chunks.append([])
+            else:
+                chunks[-1].append(line)
+        return ["\n".join(chunk).strip("\n") for chunk in chunks if "".join(chunk).strip()]
 
 
 def pages() -> list[Path]:
@@ -84,12 +105,17 @@ def python_examples() -> list[tuple[Block, Block | None]]:
     for path in pages():
         page = blocks(path)
         for index, block in enumerate(page):
-            if block.language != "python":
+            if block.language != "python" or block.excerpt_of is not None:
                 continue
             following = page[index + 1] if index + 1 < len(page) else None
             shown = following if following is not None and following.mark == OUTPUT_MARK else None
             found.append((block, shown))
     return found
+
+
+def excerpts() -> list[Block]:
+    """Every python block that is an excerpt of a file the tests run."""
+    return [block for block in all_blocks() if block.excerpt_of is not None]
 
 
 def console_pages() -> dict[str, list[Block]]:

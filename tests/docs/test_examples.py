@@ -22,6 +22,7 @@ from tests.docs.fences import (
     Block,
     all_blocks,
     console_pages,
+    excerpts,
     exit_code,
     matches,
     python_examples,
@@ -74,6 +75,18 @@ def test_python_example_runs(block: Block, output: Block | None, tmp_path: Path)
     if output is not None:
         said = output.text
         assert done.stdout == said, f"{block.where} printed:\n{done.stdout}\nthe page says:\n{said}"
+
+
+@pytest.mark.parametrize("block", excerpts(), ids=lambda b: b.where)
+def test_an_excerpt_is_the_text_of_a_file_the_tests_run(block: Block) -> None:
+    source = block.excerpt_of
+    assert source is not None
+    assert source.is_file(), f"{block.where}: no file {source.relative_to(ROOT)}"
+    text, at = source.read_text(), 0
+    for part in block.parts():
+        found = text.find(part, at)
+        assert found >= 0, f"{block.where}: not in {source.relative_to(ROOT)} (in this order):\n{part}"
+        at = found + len(part)
 
 
 @pytest.mark.slow
