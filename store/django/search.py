@@ -162,6 +162,13 @@ def _within(queryset: Any, column: str, after: datetime | None, before: datetime
     return queryset if before is None else queryset.filter(**{f"{column}__lt": before})
 
 
+def _id_prefixed(queryset: Any, vendor: str, id_prefix: str) -> Any:
+    if vendor == "sqlite":
+        # SQLite's LIKE ignores case; a range on its byte-wise (code point) order does not
+        return queryset.filter(id__gte=id_prefix, id__lt=id_prefix + "\U0010ffff")
+    return queryset.filter(id__startswith=id_prefix)
+
+
 def executions_matching(
     using: str,
     flow_id: str | None,
@@ -176,8 +183,7 @@ def executions_matching(
 ) -> Any:
     """The executions a `list_executions` call selects, unpaged (each arm mirrors `spi.filter_matches`,
     each field term `spi.field_matches`; the creation bounds are a range on the created indexes, the
-    last-change bounds a filter on the rows the rest selects: no index holds `updated`, see
-    models.Execution.Meta)."""
+    last-change bounds a filter on the rows the rest selects: no index holds `updated`)."""
     queryset = _within(models.Execution.objects.using(using).all(), "created", created_after, created_before)
     queryset = _within(queryset, "updated", updated_after, updated_before)
     vendor = connections[using].vendor
@@ -186,11 +192,7 @@ def executions_matching(
     if flow_id is not None:
         queryset = queryset.filter(flow_id=flow_id)
     if id_prefix:
-        if connections[using].vendor == "sqlite":
-            # SQLite's LIKE ignores case; a range on its byte-wise (code point) order does not
-            queryset = queryset.filter(id__gte=id_prefix, id__lt=id_prefix + "\U0010ffff")
-        else:
-            queryset = queryset.filter(id__startswith=id_prefix)
+        queryset = _id_prefixed(queryset, vendor, id_prefix)
     if filt is None:
         return queryset
     active = ~Q(status_kind__in=models.TERMINAL_KINDS)

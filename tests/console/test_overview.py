@@ -9,32 +9,24 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import AsyncIterator
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.test import AsyncClient
 
-from console import live, runtime
-from console.discovery import discover
 from engine.engine import FlowEngine
-from tests.console.backends import _postgres_alias_first, backend_fixture, postgres_alias  # noqa: F401  (fixtures)
+from tests.console.backends import (  # noqa: F401  (fixtures)
+    _postgres_alias_first,
+    backend_fixture,
+    engine_fixture,
+    postgres_alias,
+)
 from tests.console.seed_overview import seed_execution
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True, databases="__all__")
 
 HOSTILE_KIND = "<script>alert(1)</script>"
-
-
-@pytest.fixture
-async def engine(backend: str) -> AsyncIterator[FlowEngine]:
-    discover(["tests.console.flows"])
-    runtime.reset()
-    live.reset()
-    yield await runtime.engine()
-    live.reset()
-    runtime.reset()
 
 
 @pytest.fixture
