@@ -91,7 +91,7 @@ class Query:
         }
         values.update(change)
         kept = {k: v for k, v in values.items() if v not in ("", None) and (k, v) not in _DEFAULTS}
-        return "?" + urlencode(kept) if kept else "?"
+        return "?" + urlencode(kept, safe=":") if kept else "?"
 
     @property
     def window(self) -> tuple[datetime | None, datetime | None]:
