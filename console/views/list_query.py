@@ -116,6 +116,13 @@ class Query:
             if (at := getattr(self, name)) is not None
         ]
 
+    @property
+    def in_bulk(self) -> bool:
+        """Can a bulk operation act on exactly this list? It takes the status, workflow and search only: not
+        `parked` (the parked page resumes those) nor a time window, which it would widen."""
+        windowed = self.created_from is not None or self.created_to is not None or self.bounds
+        return self.status != PARKED and not windowed
+
     async def search(
         self,
         engine: FlowEngine,

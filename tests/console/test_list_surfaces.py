@@ -153,3 +153,19 @@ def test_flow_ls_takes_the_same_options(backend: str) -> None:
         with pytest.raises(CommandError, match=re.escape(said)) as refused:
             flow(*args)
         assert refused.value.returncode == 2
+
+
+async def test_a_list_a_bulk_action_cannot_match_offers_none(engine: FlowEngine) -> None:
+    """A bulk operation takes the status, workflow and search: from a windowed or parked list it would act
+    on more than the list shows, so the list says so instead of linking to it."""
+    await _world(engine)
+    client = AsyncClient()
+    await client.aforce_login(await sync_to_async(_user)("olga", True))
+    for words, offered in (
+        ({"workflow": "counter"}, True),
+        ({"created_after": "1h"}, False),
+        ({"created_from": "2026-01-01"}, False),
+        ({"status": "parked"}, False),
+    ):
+        page = (await client.get("/executions/", words)).content.decode()
+        assert ('id="bulk-all"' in page, 'id="bulk-not-here"' in page) == (offered, not offered), words
