@@ -3,8 +3,9 @@ completed, failed) on one scale, a few time labels under them and the scale's to
 that counts something is a link (its third of the bucket's column, full height, answers the pointer) to
 the list of exactly what it counts; its hover text says so.
 
-Server-side so the page needs no charting script (CSP: scripts from static/ only) and shows at once; the
-colours are CSS classes (static/console/overview.css), never inline styles. Every text is escaped. Every
+The SVG is a `group` (not an `img`, whose children are presentational): its bars are links. Server-side so
+the page needs no charting script (CSP: scripts from static/ only) and shows at once; the colours are CSS
+classes (static/console/overview.css), never inline styles. Every text is escaped. Every
 chart has the same view box whatever its number of buckets, so two charts side by side share a text size.
 """
 
@@ -58,7 +59,7 @@ def bar_chart(
         ),
     )
     return format_html(
-        '<svg class="activity-chart" viewBox="0 0 {w} {h}" role="img" aria-label="{title}">'
+        '<svg class="activity-chart" viewBox="0 0 {w} {h}" role="group" aria-label="{title}">'
         '<line class="axis" x1="{left}" y1="{base}" x2="{w}" y2="{base}"/>'
         '<line class="grid" x1="{left}" y1="0.5" x2="{w}" y2="0.5"/>'
         '<text class="scale" x="{sx}" y="10">{top}</text><text class="scale" x="{sx}" y="{base}">0</text>'
