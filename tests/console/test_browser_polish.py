@@ -241,3 +241,15 @@ def _luminance(css: str) -> float:
     parts = [float(p) for p in css[css.index("(") + 1 : css.index(")")].replace("/", ",").split(",")[:3]]
     linear = [(c / 255) / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in parts]
     return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_the_styled_403_a_viewer_meets(console_live: Console, page: Any) -> None:
+    """A viewer opening the bulk confirmation (an operator's page) gets the console's 403, not Django's."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    _login(page, console_live, "victor")
+    reply = page.goto(f"{console_live.base}/executions/bulk/?status=stopped&action=cancel")
+    assert reply is not None
+    assert reply.status == 403
+    assert page.locator("header.top nav").count() == 1  # the console's frame, with its navigation
+    shot(page, "light-forbidden")
+    assert _axe_problems(page) == []
