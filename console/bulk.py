@@ -42,6 +42,7 @@ __all__ = [
     "Operation",
     "Where",
     "create",
+    "is_operation",
     "load",
     "run",
     "start",
@@ -233,12 +234,18 @@ def _state(row: Activity, now: datetime) -> str:
     return "running"
 
 
+def is_operation(action: str, detail: Mapping[str, Any]) -> bool:
+    """Is this activity row an operation (with a page), rather than a bulk action done in one request
+    (the list's "Cancel selected", which shares `bulk:cancel` but keeps no progress)?"""
+    return action in ACTIONS.values() and "total" in detail
+
+
 async def load(op_id: int, now: datetime | None = None) -> Operation | None:
     """The operation `op_id` as it stands (None when no bulk operation has that id)."""
 
     def read() -> Operation | None:
         row = Activity.objects.filter(pk=op_id, action__in=ACTIONS.values()).first()
-        if row is None:
+        if row is None or not is_operation(row.action, row.detail):
             return None
         ids = list(row.targets.order_by("id").values_list("execution_id", flat=True))
         state = _state(row, now or timezone.now())

@@ -457,12 +457,14 @@ class Executions:
         order_by: str = "created",
         created_after: datetime | None = None,
         created_before: datetime | None = None,
+        updated_after: datetime | None = None,
+        updated_before: datetime | None = None,
     ) -> SearchResult:
         """Executions matching the filter (a wire word such as "waiting:approval", or a filter value),
-        every `where` term (`field:order.customer=ada`, or its parsed `spi.FieldMatch`) and the creation
-        window (`created_after <= created < created_before`), newest first by `order_by` ("created" or
-        "updated"). A word naming no filter, a term that is not one, or another order raises
-        `spi.FilterParseError` (a ValueError)."""
+        every `where` term (`field:order.customer=ada`, or its parsed `spi.FieldMatch`), the creation window
+        (`created_after <= created < created_before`) and the last-change window (`updated_after <= updated
+        < updated_before`), newest first by `order_by` ("created" or "updated"). A word naming no filter,
+        a term that is not one, or another order raises `spi.FilterParseError` (a ValueError)."""
         if offset < 0:
             raise spi.FilterParseError(f"offset must not be negative (got {offset})")
         if order_by not in spi.ORDER_BY:
@@ -481,6 +483,8 @@ class Executions:
             order_by=order_by,
             created_after=created_after,
             created_before=created_before,
+            updated_after=updated_after,
+            updated_before=updated_before,
         )
         return SearchResult(tuple(page.items), page.total)
 

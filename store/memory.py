@@ -391,6 +391,8 @@ class MemoryStore(spi.FlowStore):
         order_by: str = "created",
         created_after: datetime | None = None,
         created_before: datetime | None = None,
+        updated_after: datetime | None = None,
+        updated_before: datetime | None = None,
     ) -> spi.ExecutionPage:
         by_updated = spi.check_order(order_by) == "updated"
         with self._lock:
@@ -409,6 +411,8 @@ class MemoryStore(spi.FlowStore):
             and all(spi.field_matches(m, recorded[row.execution_id]) for m in fields)
             and (created_after is None or row.created >= created_after)
             and (created_before is None or row.created < created_before)
+            and (updated_after is None or row.updated >= updated_after)
+            and (updated_before is None or row.updated < updated_before)
         ]
         # newest first; among equal instants, the later created first
         matches.sort(

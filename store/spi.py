@@ -395,12 +395,15 @@ class FlowStore(abc.ABC):
         order_by: str = "created",
         created_after: datetime | None = None,
         created_before: datetime | None = None,
+        updated_after: datetime | None = None,
+        updated_before: datetime | None = None,
     ) -> ExecutionPage:
         """Filter (by workflow when `flow_id` is given, by the arm, by id prefix, by every one of `fields`:
         a recorded value at a JSON path, exactly, as `field_matches` means it; by creation instant,
-        `created_after <= created < created_before`) BEFORE paging; newest first by `order_by` (one of
-        `ORDER_BY`: "created" or "updated"; ties: the later created first; another word raises ValueError);
-        `limit` None or negative means all; `total` counts all matches."""
+        `created_after <= created < created_before`; by last change, `updated_after <= updated <
+        updated_before`, which for an ended execution is when it ended) BEFORE paging; newest first by
+        `order_by` (one of `ORDER_BY`: "created" or "updated"; ties: the later created first; another word
+        raises ValueError); `limit` None or negative means all; `total` counts all matches."""
 
     @abc.abstractmethod
     async def get_field(self, execution_id: str, name: str, tag: str | None = None) -> FieldData | None:

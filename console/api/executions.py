@@ -1,4 +1,5 @@
-"""Routes about executions: search, describe, inputs, history, diagram, signal, cancel and cancel-all.
+"""Routes about executions: the list, search, describe, inputs, history, diagram, signal, cancel and
+cancel-all.
 
 The literal paths (`/executions/search`, `/executions/cancel`) are declared before `/executions/{eid}` so
 that Django's resolver, which takes the first pattern that matches, reaches them.
@@ -13,10 +14,11 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Body, Field, Query, Router, Schema
 
-from console import activity, auth, runtime, schemas
+from console import activity, auth, refusals, runtime, schemas
 from console.api import inputs
 from console.api.errors import ApiError
 from console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
+from console.views import list_query, parked
 from engine import errors as engine_errors
 from engine.engine import ExecutionDetail
 from store import spi
@@ -26,6 +28,55 @@ __all__ = ["router"]
 router = Router(tags=["executions"])
 
 _INT_MAX = 2**31 - 1
+
+
+_INSTANT = "an instant: ISO 8601 (2026-12-01T15:30Z; UTC without an offset) or an age back from now (15m)"
+
+
+class ListQuery(Schema):
+    """The console list's query words (`console.views.list_query`): a list URL's query string is a query
+    of this route too."""
+
+    status: schemas.Text = Field(
+        "", description="a filter word (running, failed:<kind>, waiting:<name>, …) or parked"
+    )
+    workflow: schemas.Text = Field("", description="only this workflow")
+    q: schemas.Text = Field("", description="an id prefix and any field:<name>.<path>=<value> terms")
+    sort: schemas.Text = Field("created", description="created or updated: newest first by that instant")
+    created_from: schemas.Text = Field("", description="created on or after this day (YYYY-MM-DD, UTC)")
+    created_to: schemas.Text = Field("", description="created on or before this day (YYYY-MM-DD, UTC)")
+    created_after: schemas.Text = Field("", description=f"created at or after {_INSTANT}")
+    created_before: schemas.Text = Field("", description=f"created before {_INSTANT}")
+    updated_after: schemas.Text = Field(
+        "", description=f"last changed (an ended execution: ended) at or after {_INSTANT}"
+    )
+    updated_before: schemas.Text = Field("", description=f"last changed before {_INSTANT}")
+    limit: schemas.Integer = Field(25, ge=1, le=1000, description="page size")
+    offset: schemas.Integer = Field(0, ge=0, le=_INT_MAX, description="matches to skip")
+
+
+@router.get("/executions", response={200: schemas.SearchResponse, **errors()}, by_alias=True)
+async def list_executions(request: HttpRequest, params: Query[ListQuery]) -> schemas.SearchResponse:
+    """Executions as the console's list shows them: the same filters (`parked` too), order and creation
+    window, newest first; `total` counts every match. A value a parameter cannot take is a 400 whose
+    `detail.parameter` names it."""
+    words = {k: v for k, v in params.model_dump().items() if isinstance(v, str)}
+    try:
+        query = list_query.Query.of(words)
+        list_query.store_filter(query.status, frozenset())
+    except refusals.Refused as refused:
+        raise ApiError(400, "invalid_parameter", str(refused), {"parameter": refused.what}) from None
+    except spi.FilterParseError as problem:
+        raise ApiError(400, "invalid_filter", f"status: {problem}", {"parameter": "status"}) from None
+    engine = await runtime.engine()
+    served = parked.served_hashes(await engine.workflows.list())
+    try:
+        result = await query.search(engine, served, params.limit, params.offset)
+    except spi.FilterParseError as problem:
+        raise ApiError(400, "invalid_filter", f"q: {problem}", {"parameter": "q"}) from None
+    return schemas.SearchResponse(
+        items=[schemas.execution_info_of(state) for state in result.items], total=result.total
+    )
 
 
 @router.post("/executions/search", response={200: schemas.SearchResponse, **errors()}, by_alias=True)

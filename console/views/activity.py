@@ -19,7 +19,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from console import activity, refusals
+from console import activity, bulk, refusals
 from console.models import Activity
 from console.views import common
 
@@ -139,6 +139,11 @@ def _rows(filters: Filters, before: int | None) -> dict[str, Any]:
             "summary": summary(r),
             "user_url": filters.url(user=r.actor),
             "workflow_url": _workflow_url(r.workflow_id),
+            "operation_url": (
+                reverse("console-bulk-operation", args=[r.pk])
+                if bulk.is_operation(r.action, r.detail)
+                else ""
+            ),
         }
         for r in rows
     ]

@@ -22,12 +22,12 @@ from django.views.decorators.http import require_GET, require_POST
 from console import activity, runtime
 from console.discovery import registered_flows
 from console.views import common, parked, saved_views
-from console.views.list_query import PAGE_SIZE, SORTS, Query
+from console.views.list_query import INSTANTS, PAGE_SIZE, PARKED, SORTS, Query
 from engine import ids as ids_module
 from engine import nodes, traversal
 from engine.engine import declared_inputs
 from engine.flow import Flow
-from store import field_terms, spi
+from store import spi
 
 __all__ = ["cancel_selected", "executions"]
 
@@ -43,19 +43,6 @@ _BASE_WORDS = (
     "failed",
     "cancelled",
 )
-PARKED = "parked"
-
-
-def _search_of(q: str) -> tuple[list[spi.FieldMatch], str | None]:
-    """The field terms of the search box and its id prefix: at most one other word."""
-    matches, words = field_terms.split_terms(q)
-    if len(words) > 1:
-        raise spi.FilterParseError(
-            "search for one id prefix and any field:<name>.<path>=<value> terms (got "
-            + f"{len(words)} other words: {', '.join(repr(w) for w in words)}); quote a value holding "
-            + 'spaces: field:order.customer="Ada Lovelace"'
-        )
-    return matches, words[0] if words else None
 
 
 def _children(flows: Iterable[Flow]) -> set[str]:
@@ -85,33 +72,13 @@ async def status_choices(store: spi.FlowStore) -> list[str]:
     return words
 
 
-def _filter_of(word: str, served: frozenset[str]) -> spi.ExecutionFilter.Any | None:
-    """The store filter of a status word: `parked` is an unended execution of a version nobody serves
-    (the store's `Orphaned`, whose served set only the console knows); the rest are the wire words."""
-    if not word:
-        return None
-    return spi.ExecutionFilter.Orphaned(served) if word == PARKED else spi.ExecutionFilter.parse(word)
-
-
 async def _table(query: Query) -> dict[str, object]:
     engine = await runtime.engine()
     served = parked.served_hashes(await engine.workflows.list())
     now = engine.store.now()
-    after, before = query.window
     error = ""
     try:
-        matches, prefix = _search_of(query.q)
-        result = await engine.executions.search(
-            query.workflow or None,
-            _filter_of(query.status, served),
-            PAGE_SIZE,
-            (query.page - 1) * PAGE_SIZE,
-            prefix,
-            matches,
-            order_by=SORTS[query.sort],
-            created_after=after,
-            created_before=before,
-        )
+        result = await query.search(engine, served, PAGE_SIZE, (query.page - 1) * PAGE_SIZE)
         rows, total = [common.row_of(s, served, now) for s in result.items], result.total
     except spi.FilterParseError as problem:
         rows, total, error = [], 0, str(problem)
@@ -147,6 +114,7 @@ async def executions(request: HttpRequest) -> HttpResponse:
         "can_operate": await common.can_operate(request),
         "saved_views": await saved_views.views_of(request, query.url(page=1)),
         "sorts": list(SORTS),
+        "unbounded_url": query.url(**dict.fromkeys(INSTANTS), page=1),
     }
     return await common.page(request, "console/executions.html", context)
 

@@ -3,9 +3,11 @@ last hour and per hour over the last day, failures by kind, stops by code, the e
 the longest waiting, and the worker processes heard from.
 
 Every count links to the executions list filtered to exactly that population (its `?workflow=&status=`
-words). The numbers part refreshes itself every few seconds (an htmx poll of `overview/numbers/`): a poll,
-not the event feed, because the charts move with the clock (a minute passes with no event) and a busy
-engine's feed would repaint the page on every event.
+words); a chart's bar, and the sums above a chart, to the executions created in that span (started) or
+whose last change, their ending, fell in it (completed, failed: `updated_after`/`updated_before`, what
+the chart counts). The numbers part refreshes itself every few seconds (an htmx poll of
+`overview/numbers/`): a poll, not the event feed, because the charts move with the clock (a minute passes
+with no event) and a busy engine's feed would repaint the page on every event.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from console import heartbeat, overview_chart, runtime
-from console.views import common
+from console.views import common, list_query
 from store import counts, spi
 
 __all__ = ["overview", "overview_numbers"]
@@ -35,6 +37,7 @@ __all__ = ["overview", "overview_numbers"]
 STATUS_ORDER = ("running", "compensating", "stopped", "failed", "completed", "cancelled")
 REFRESH_SECONDS = 5
 MINUTE = timedelta(minutes=1)
+HOUR = timedelta(hours=1)
 SHOWN = 8  # executions listed as retrying now, and as waiting the longest
 
 
@@ -43,6 +46,16 @@ def list_url(workflow: str = "", status: str = "") -> str:
     kept = {k: v for k, v in (("status", status), ("workflow", workflow)) if v}
     base = reverse("console-executions")
     return f"{base}?{urlencode(kept, safe=':')}" if kept else base
+
+
+def span_url(start: datetime, end: datetime, series: str) -> str:
+    """The list of what an activity chart counts of `series` from `start` to `end`: the executions created
+    then (started), or those completed or failed whose ending (last change) fell then, latest first."""
+    if series == "started":
+        query = list_query.Query("", "", "", 1, created_after=start, created_before=end)
+    else:
+        query = list_query.Query(series, "", "", 1, "updated", updated_after=start, updated_before=end)
+    return reverse("console-executions") + query.url()
 
 
 @dataclass(frozen=True)
@@ -114,19 +127,31 @@ def _drawn(
     last_hour: Sequence[counts.ActivityBucket], last_day: Sequence[counts.ActivityBucket]
 ) -> dict[str, Any]:
     zone = timezone.get_current_timezone()
+
+    def linked(width: timedelta) -> overview_chart.Link:
+        return lambda start, series: span_url(start, start + width, series)
+
+    hour_title, day_title = "Per minute, the last hour", "Per hour, the last day"
     return {
-        "hour_chart": overview_chart.bar_chart(last_hour, 600, "%H:%M", zone, "Per minute, the last hour"),
-        "day_chart": overview_chart.bar_chart(last_day, 3 * 3600, "%H:00", zone, "Per hour, the last day"),
-        "hour_sums": _sums(last_hour),
-        "day_sums": _sums(last_day),
+        "hour_chart": overview_chart.bar_chart(
+            last_hour, 600, "%H:%M", zone, hour_title, linked(MINUTE), "minute"
+        ),
+        "day_chart": overview_chart.bar_chart(
+            last_day, 3 * 3600, "%H:00", zone, day_title, linked(HOUR), "hour"
+        ),
+        "hour_sums": _sums(last_hour, MINUTE),
+        "day_sums": _sums(last_day, HOUR),
     }
 
 
-def _sums(buckets: Sequence[counts.ActivityBucket]) -> dict[str, int]:
+def _sums(buckets: Sequence[counts.ActivityBucket], width: timedelta) -> dict[str, Cell]:
+    """Each series' sum over the chart, linked to the list of what it counts over the chart's span."""
+    if not buckets:
+        return {series: Cell(0, "") for series in overview_chart.SERIES}
+    start, end = buckets[0].start, buckets[-1].start + width
     return {
-        "started": sum(b.started for b in buckets),
-        "completed": sum(b.completed for b in buckets),
-        "failed": sum(b.failed for b in buckets),
+        series: Cell(sum(getattr(b, series) for b in buckets), span_url(start, end, series))
+        for series in overview_chart.SERIES
     }
 
 

@@ -1,5 +1,6 @@
-"""The order and the creation window of list_executions (a Flowdeck addition): `order_by` and
-`created_after`/`created_before`, applied before paging, with the total."""
+"""The order and the time windows of list_executions (a Flowdeck addition): `order_by`,
+`created_after`/`created_before` and `updated_after`/`updated_before`, applied before paging, with the
+total."""
 
 from __future__ import annotations
 
@@ -88,6 +89,43 @@ class OrderingCases(StoreCase):
         )
         assert (order(page), page.total) == (["e1"], 1)
         page = await fx.store.list_executions(WF1, None, 0, created_after=after)
+        assert (order(page), page.total) == ([], 2)  # a count alone
+
+    async def test_flowdeck_updated_window_is_half_open(self, fx: StoreFixture) -> None:
+        first = await self.three_a_second_apart(fx)  # e1's last change is 3 s after it was created
+        second, third, fourth = (first + timedelta(seconds=n) for n in (1, 2, 3))
+
+        async def window(after: datetime | None, before: datetime | None) -> tuple[list[str], int]:
+            page = await fx.store.list_executions(WF1, updated_after=after, updated_before=before)
+            return order(page), page.total
+
+        assert await window(second, fourth) == (["e3", "e2"], 2)
+        assert await window(fourth, None) == (["e1"], 1)
+        assert await window(None, third) == (["e2"], 1)
+        assert await window(fourth, fourth) == ([], 0)
+        assert await window(None, None) == (["e3", "e2", "e1"], 3)
+
+    async def test_flowdeck_updated_window_with_a_status_and_the_creation_window(
+        self, fx: StoreFixture
+    ) -> None:
+        """What the overview's bars link to: the executions that ended (completed) within a minute."""
+        first = await self.three_a_second_apart(fx)
+        await fx.clock.advance(1)
+        await fx.mk_execution("d1", status=spi.Completed())  # ended 4 s after e1 was created
+        moved = first + timedelta(seconds=3)
+        page = await fx.store.list_executions(WF1, F.Completed(), updated_after=moved)
+        assert (order(page), page.total) == (["d1"], 1)
+        page = await fx.store.list_executions(
+            WF1,
+            None,
+            5,
+            0,
+            order_by="updated",
+            updated_after=moved,
+            created_before=first + timedelta(seconds=1),
+        )
+        assert (order(page), page.total) == (["e1"], 1)
+        page = await fx.store.list_executions(WF1, None, 0, updated_after=moved)
         assert (order(page), page.total) == ([], 2)  # a count alone
 
     async def test_flowdeck_unknown_order_is_refused(self, fx: StoreFixture) -> None:

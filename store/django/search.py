@@ -49,10 +49,13 @@ class Where:
     fields: tuple[spi.FieldMatch, ...] = ()
     created_after: datetime | None = None
     created_before: datetime | None = None
+    updated_after: datetime | None = None
+    updated_before: datetime | None = None
 
     @property
     def bounded(self) -> bool:
-        return self.created_after is not None or self.created_before is not None
+        bounds = (self.created_after, self.created_before, self.updated_after, self.updated_before)
+        return any(bound is not None for bound in bounds)
 
 
 def execution_page(
@@ -68,13 +71,15 @@ def execution_page(
         where.fields,
         created_after=where.created_after,
         created_before=where.created_before,
+        updated_after=where.updated_after,
+        updated_before=where.updated_before,
     )
     start = max(0, offset)
     stop = start + min(limit, ALL) if limit is not None and limit >= 0 else None
     if where.fields and tx.vendor == "postgresql":
         order, total = _counted_page(tx, queryset, start, stop, order_by)
     else:
-        # a creation bound is not on the wait rows, so a bounded total counts the executions themselves
+        # a time bound is not on the wait rows, so a bounded total counts the executions themselves
         plain = where.fields or where.bounded
         total = (
             queryset if plain else counted(using, where.flow_id, where.filt, where.id_prefix, queryset)
@@ -151,10 +156,17 @@ def counted(
     return waits.values("execution_id").distinct()
 
 
-def _created_within(queryset: Any, after: datetime | None, before: datetime | None) -> Any:
+def _within(queryset: Any, column: str, after: datetime | None, before: datetime | None) -> Any:
     if after is not None:
-        queryset = queryset.filter(created__gte=after)
-    return queryset if before is None else queryset.filter(created__lt=before)
+        queryset = queryset.filter(**{f"{column}__gte": after})
+    return queryset if before is None else queryset.filter(**{f"{column}__lt": before})
+
+
+def _id_prefixed(queryset: Any, vendor: str, id_prefix: str) -> Any:
+    if vendor == "sqlite":
+        # SQLite's LIKE ignores case; a range on its byte-wise (code point) order does not
+        return queryset.filter(id__gte=id_prefix, id__lt=id_prefix + "\U0010ffff")
+    return queryset.filter(id__startswith=id_prefix)
 
 
 def executions_matching(
@@ -166,21 +178,21 @@ def executions_matching(
     *,
     created_after: datetime | None = None,
     created_before: datetime | None = None,
+    updated_after: datetime | None = None,
+    updated_before: datetime | None = None,
 ) -> Any:
     """The executions a `list_executions` call selects, unpaged (each arm mirrors `spi.filter_matches`,
-    each field term `spi.field_matches`; the creation bounds are a range on the created indexes)."""
-    queryset = _created_within(models.Execution.objects.using(using).all(), created_after, created_before)
+    each field term `spi.field_matches`; the creation bounds are a range on the created indexes, the
+    last-change bounds a filter on the rows the rest selects: no index holds `updated`)."""
+    queryset = _within(models.Execution.objects.using(using).all(), "created", created_after, created_before)
+    queryset = _within(queryset, "updated", updated_after, updated_before)
     vendor = connections[using].vendor
     for match in fields:
         queryset = queryset.filter(id__in=field_search.matching_ids(vendor, match))
     if flow_id is not None:
         queryset = queryset.filter(flow_id=flow_id)
     if id_prefix:
-        if connections[using].vendor == "sqlite":
-            # SQLite's LIKE ignores case; a range on its byte-wise (code point) order does not
-            queryset = queryset.filter(id__gte=id_prefix, id__lt=id_prefix + "\U0010ffff")
-        else:
-            queryset = queryset.filter(id__startswith=id_prefix)
+        queryset = _id_prefixed(queryset, vendor, id_prefix)
     if filt is None:
         return queryset
     active = ~Q(status_kind__in=models.TERMINAL_KINDS)

@@ -429,8 +429,19 @@ class DjangoStore(spi.FlowStore):
         order_by: str = "created",
         created_after: datetime | None = None,
         created_before: datetime | None = None,
+        updated_after: datetime | None = None,
+        updated_before: datetime | None = None,
     ) -> spi.ExecutionPage:
-        where = search.Where(flow_id, filter, id_prefix, tuple(fields), created_after, created_before)
+        where = search.Where(
+            flow_id,
+            filter,
+            id_prefix,
+            tuple(fields),
+            created_after,
+            created_before,
+            updated_after,
+            updated_before,
+        )
         column = spi.check_order(order_by)
 
         def work(tx: Tx) -> spi.ExecutionPage:

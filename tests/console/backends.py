@@ -1,18 +1,23 @@
 """Fixtures for console tests whose executions live on SQLite (the test database) and on PostgreSQL (the
 store suite's migrated alias); users and sessions stay in the test database. A module imports
-`_postgres_alias_first` and `backend_fixture` (the `backend` fixture) and marks itself
+`_postgres_alias_first` and `backend_fixture` (the `backend` fixture; `engine_fixture` too for the
+`engine` of the console tests' flows on that backend) and marks itself
 `django_db(..., databases="__all__")`."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from console import live, runtime
+from console.discovery import discover
+from engine.engine import FlowEngine
 from tests.store.django_support import postgres_alias, postgres_reachable
 
-__all__ = ["_postgres_alias_first", "backend_fixture", "postgres_alias"]
+__all__ = ["_postgres_alias_first", "backend_fixture", "engine_fixture", "postgres_alias"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -28,3 +33,14 @@ def backend_fixture(request: pytest.FixtureRequest, settings: Any) -> str:
     if request.param == "postgres":
         settings.FLOWDECK_DATABASE_ALIAS = request.getfixturevalue("postgres_alias")
     return str(request.param)
+
+
+@pytest.fixture(name="engine")
+async def engine_fixture(backend: str) -> AsyncIterator[FlowEngine]:
+    """This process's engine serving the console tests' flows, its executions on `backend`."""
+    discover(["tests.console.flows"])
+    runtime.reset()
+    live.reset()
+    yield await runtime.engine()
+    live.reset()
+    runtime.reset()

@@ -123,6 +123,9 @@ async def test_a_bulk_cancel_is_one_row_naming_each_execution(
     ]
     bulk = await Activity.objects.aget(code="")
     assert bulk.detail == {"reason": "batch", "outcomes": {"c-1": "accepted", "c-2": "already-requested"}}
+    # done in the request, it keeps no progress: no operation page to link to, nor one answering its id
+    assert "operation-link" not in (await operator.get("/activity/")).content.decode()
+    assert (await operator.get(f"/executions/bulk/{bulk.pk}/")).status_code == 404
 
 
 async def test_a_refused_permission_is_not_an_action(engine: FlowEngine, viewer: AsyncClient) -> None:

@@ -105,6 +105,7 @@ def test_the_overview_numbers_open_the_executions_they_count(seeded: Console, st
     _click_and_count(page, completed, seeded)
     _click_and_count(page, page.locator("#failures a.count").first, seeded)
     _click_and_count(page, page.locator("#stops a.count[href*='F0001']").first, seeded)
+    _click_a_bar(page, seeded)
 
     # live: an execution started now shows in the counts within the refresh, with no reload
     before = int(row.locator("td.num a.count").first.inner_text())
@@ -118,6 +119,23 @@ def test_the_overview_numbers_open_the_executions_they_count(seeded: Console, st
     page.screenshot(path=str(_artifact("overview-800")), full_page=True)
     overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0  # nothing sticks out sideways at 800 wide
+
+
+def _click_a_bar(page: Any, console: Console) -> None:
+    """Click the day chart's oldest completed bar (the seeded day's, which no other test's executions
+    join): the list it opens holds as many as the bar's hover text says, each completed in that hour."""
+    bar = page.locator("#chart-day a.bar-link[href*='status=completed']").first
+    said = bar.get_attribute("aria-label") or ""
+    found = re.match(r"(\d\d):00: (\d+) completed: list the executions that completed in this hour$", said)
+    assert found is not None, said
+    with page.expect_navigation():
+        bar.click()
+    assert "updated_after=" in page.url
+    assert _list_total(page) == int(found.group(2))
+    assert "last changed from" in page.locator("#instant-bounds").inner_text()
+    page.screenshot(path=str(_artifact("overview-bar-opened")), full_page=True)
+    page.go_back()
+    page.locator("#overview-numbers").wait_for()
 
 
 def _artifact(name: str) -> Any:

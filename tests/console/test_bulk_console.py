@@ -62,6 +62,7 @@ async def test_the_list_links_to_the_confirmation_which_cancels_all_matching(ser
     assert [(await engine.store.get_execution(e)).cancel_requested for e in ("c-1", "x-1")] == [True, False]
     record = (await olga.get("/activity/?action=bulk")).content.decode()
     assert "2 accepted · reason: &lt;tidy&gt;" in record
+    assert f'<a href="/executions/bulk/{op_id}/" class="operation-link"' in record  # the row opens its page
     again = await olga.post(f"/executions/bulk/{op_id}/again/")
     rerun = await bulk.load(_op_id(again["Location"]))
     assert rerun is not None

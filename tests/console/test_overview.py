@@ -9,32 +9,24 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import AsyncIterator
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.test import AsyncClient
 
-from console import live, runtime
-from console.discovery import discover
 from engine.engine import FlowEngine
-from tests.console.backends import _postgres_alias_first, backend_fixture, postgres_alias  # noqa: F401  (fixtures)
+from tests.console.backends import (  # noqa: F401  (fixtures)
+    _postgres_alias_first,
+    backend_fixture,
+    engine_fixture,
+    postgres_alias,
+)
 from tests.console.seed_overview import seed_execution
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True, databases="__all__")
 
 HOSTILE_KIND = "<script>alert(1)</script>"
-
-
-@pytest.fixture
-async def engine(backend: str) -> AsyncIterator[FlowEngine]:
-    discover(["tests.console.flows"])
-    runtime.reset()
-    live.reset()
-    yield await runtime.engine()
-    live.reset()
-    runtime.reset()
 
 
 @pytest.fixture
@@ -122,6 +114,47 @@ async def test_the_overview_counts_and_every_link_lists_that_many(
     assert len(every) > 12
     for url, n in every:
         assert await _list_total(viewer, url) == n, url
+
+
+def _bars(page: str, section: str) -> list[tuple[str, str, int]]:
+    """The (link, series, number) of every bar of the chart in `section`, read from its hover text."""
+    found = re.search(rf'id="{section}">(.*?)</section>', page, re.S)
+    assert found is not None, section
+    bars = re.findall(
+        r'<a href="([^"]+)" class="bar-link" tabindex="-1" aria-label="[^:]+:\d\d: (\d+) (\w+):',
+        found.group(1),
+    )
+    return [(html.unescape(href), series, int(n)) for href, n, series in bars]
+
+
+async def test_every_bar_and_sum_of_the_charts_links_to_what_it_counts(
+    engine: FlowEngine, viewer: AsyncClient
+) -> None:
+    await _seed_all(engine)
+    page = (await viewer.get("/")).content.decode()
+    for chart in ("chart-hour", "chart-day"):
+        bars = _bars(page, chart)
+        assert sorted((series, n) for _, series, n in bars) == [
+            ("completed", 2),
+            ("failed", 3),
+            ("started", 9),
+        ]
+        for url, _, n in bars:
+            assert await _list_total(viewer, url) == n, url
+        sums = _counts(page, chart)
+        assert sorted(n for _, n in sums) == [2, 3, 9]
+        for url, n in sums:
+            assert await _list_total(viewer, url) == n, url
+    started, completed = (
+        next(url for url, s, _ in _bars(page, "chart-hour") if s == w) for w in ("started", "completed")
+    )
+    assert re.fullmatch(r"/executions/\?created_after=[0-9T:-]+Z&created_before=[0-9T:-]+Z", started)
+    assert re.fullmatch(
+        r"/executions/\?status=completed&sort=updated&updated_after=[0-9T:-]+Z&updated_before=[0-9T:-]+Z",
+        completed,
+    )
+    assert "list the executions that completed in this minute" in page
+    assert "list the executions that failed in this hour" in page
 
 
 async def test_user_text_is_escaped_and_its_link_still_filters(

@@ -45,3 +45,28 @@ def test_labels_fall_on_round_times_and_nothing_is_styled_inline() -> None:
     assert "style=" not in svg
     assert "<script" not in svg
     assert 'aria-label="&lt;b&gt;&amp;"' in svg  # the title is escaped
+
+
+def test_each_bar_that_counts_links_to_its_list_and_says_what_it_lists() -> None:
+    def link(start: datetime, series: str) -> str:
+        return f"/x?at={start:%H%M}&s={series}&q=<&>"
+
+    svg = str(overview_chart.bar_chart(_minutes((2, 0, 1)), 600, "%H:%M", UTC, "t", link, "minute"))
+    links = re.findall(r'<a href="([^"]+)" class="bar-link" tabindex="-1" aria-label="([^"]+)">', svg)
+    escaped = "&amp;q=&lt;&amp;&gt;"
+    assert links == [
+        (
+            f"/x?at=1500&amp;s=started{escaped}",
+            "15:00: 2 started: list the executions started in this minute",
+        ),
+        (
+            f"/x?at=1500&amp;s=failed{escaped}",
+            "15:00: 1 failed: list the executions that failed in this minute",
+        ),
+    ]
+    # each link's zone is its third of the slot, full height, and holds its bar
+    zones = re.findall(
+        r'<rect class="zone" x="([\d.]+)" y="0" width="([\d.]+)" height="150"/><rect class="bar', svg
+    )
+    assert zones == [("30.0", "266.4"), ("483.6", "266.4")]
+    assert "bar-link" not in str(overview_chart.bar_chart(_minutes((2, 0, 1)), 600, "%H:%M", UTC, "t"))

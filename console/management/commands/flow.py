@@ -22,11 +22,12 @@ from django.core.management.base import CommandError, CommandParser
 from django.db import connections
 from pydantic import ValidationError
 
-from console import activity, runtime, tokens, waits
+from console import activity, refusals, runtime, tokens, waits
 from console.cli import FLOW_VERBS
 from console.management.commands import _activity, _bulk, _output, _purge
 from console.management.commands._common import checked_settings, engine_logging
 from console.management.commands._schema import require_schema
+from console.views import list_query, parked
 from engine import errors, ids, render
 from engine.engine import ExecutionDetail, FlowEngine
 from store import spi
@@ -103,7 +104,9 @@ def _report_text(report: Any) -> str:
 
 def _ls_arguments(ls: CommandParser) -> None:
     ls.add_argument("--workflow", "-w", help="only this workflow")
-    ls.add_argument("--status", "-s", help="a filter: " + ", ".join(spi.ExecutionFilter.WIRE_WORDS))
+    ls.add_argument(
+        "--status", "-s", help="a filter: " + ", ".join([*spi.ExecutionFilter.WIRE_WORDS, list_query.PARKED])
+    )
     ls.add_argument("--limit", "-n", type=int, default=25, help="at most this many (default 25)")
     ls.add_argument("--offset", type=int, default=0, help="skip this many")
     ls.add_argument("--prefix", help="only ids starting with this")
@@ -115,6 +118,18 @@ def _ls_arguments(ls: CommandParser) -> None:
         help="only executions keeping TERM, e.g. 'field:order.customer=ada' (a recorded value at a JSON "
         "path; repeat to narrow further)",
     )
+    ls.add_argument("--sort", default="created", help="newest first by: " + ", ".join(list_query.SORTS))
+    for name, what in _LS_INSTANTS.items():
+        ls.add_argument(f"--{name.replace('_', '-')}", default="", metavar="WHEN", help=what)
+
+
+_WHEN = "ISO 8601 (2026-12-01T15:30; UTC without an offset) or an age (15m, 2h, 7d)"
+_LS_INSTANTS = {
+    "created_after": f"only executions created at or after WHEN: {_WHEN}",
+    "created_before": "only executions created before WHEN",
+    "updated_after": "only executions last changed (an ended one: ended) at or after WHEN",
+    "updated_before": "only executions last changed before WHEN",
+}
 
 
 def _show_arguments(show: CommandParser) -> None:
@@ -292,15 +307,12 @@ class Command(_output.SafeOutputCommand):
     async def do_ls(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         if o["limit"] < 1:
             raise usage(f"--limit must be at least 1 (got {o['limit']})")
+        query = _ls_query(o)
         if o["workflow"]:
             await engine.workflows.describe(o["workflow"])
-        page = await engine.executions.search(
-            o["workflow"],
-            o["status"],
-            limit=o["limit"],
-            offset=o["offset"],
-            id_prefix=o["prefix"],
-            where=o["where"],
+        served = parked.served_hashes(await engine.workflows.list())
+        page = await query.search(
+            engine, served, o["limit"], o["offset"], prefix=o["prefix"], where=o["where"]
         )
         rows = [
             (
@@ -509,6 +521,16 @@ class Command(_output.SafeOutputCommand):
 
     def token(self, o: Mapping[str, Any]) -> None:
         tokens.run(o, self.emit)
+
+
+def _ls_query(o: Mapping[str, Any]) -> list_query.Query:
+    """`ls`'s options as the console list's query (one reading of its words: sort, parked, windows)."""
+    words = {"status": o["status"], "workflow": o["workflow"], "sort": o["sort"]}
+    words |= {name: o[name] for name in _LS_INSTANTS}
+    try:
+        return list_query.Query.of({k: v or "" for k, v in words.items()})
+    except refusals.Refused as refused:
+        raise usage(f"--{refused.what.replace('_', '-')}: {refused.problem}") from None
 
 
 def _refuse_undecodable(options: Mapping[str, Any]) -> None:
