@@ -25,7 +25,8 @@ def _admin_login(page: Any, console: Console) -> Any:
 
 
 def test_the_admin_runs_its_scripts_and_styles_under_the_policy(
-    console_live: Console, strict_page: Any  # noqa: F811
+    console_live: Console,
+    strict_page: Any,  # noqa: F811
 ) -> None:
     eid = f"admin-{uuid.uuid4().hex[:8]}"
     reply = console_live.operator.post("/workflows/counter/executions", {"executionId": eid, "inputs": {}})
