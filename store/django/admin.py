@@ -43,7 +43,10 @@ class CappedPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        return min(self.object_list[: CAP + 1].count(), CAP + 1)
+        rows = self.object_list
+        if isinstance(rows, QuerySet):
+            rows = rows.order_by()  # which rows are counted does not matter, only how many (at most CAP + 1)
+        return min(rows[: CAP + 1].count(), CAP + 1)
 
     @cached_property
     def num_pages(self) -> int:
@@ -113,6 +116,9 @@ class WorkflowFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> Sequence[tuple[str, str]]:
         ids = models.Workflow.objects.using(store_alias()).order_by("id").values_list("id", flat=True)
         return [(i, i) for i in ids]
+
+    def has_output(self) -> bool:
+        return True  # applied even with no workflow registered (else Django would drop the filter)
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
