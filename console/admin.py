@@ -1,7 +1,7 @@
 """The Django admin's page of API tokens: list them, make one (its secret shown once), revoke them.
 
-As `flow token` does (`console.tokens`): only a token's digest is stored, its secret is shown in the
-message of the page that made it and never again, and a revoked token is kept (refused by the API from
+As `flow token` does (`console.tokens`): only a token's digest is stored, its secret is shown on the page
+answering the form that made it and never again, and a revoked token is kept (refused by the API from
 its next request on) rather than deleted. Making tokens needs the `console.add_apitoken` permission,
 revoking `console.change_apitoken` (a superuser holds both); every staff member may look. Each change is
 in the admin's own log (who, when, what).
@@ -16,6 +16,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -105,10 +106,24 @@ class ApiTokenAdmin(admin.ModelAdmin):
         secret = new_secret()
         obj.key_hash = token_digest(secret)
         super().save_model(request, obj, form, change)
-        messages.warning(
-            request,
-            f"The token's secret, shown this once: {secret} (send it as `Authorization: Bearer <token>`)",
-        )
+        request._flowdeck_token_secret = secret  # type: ignore[attr-defined]  # for response_add, this request only
+
+    def response_add(self, request: HttpRequest, obj: ApiToken, post_url_continue: str | None = None) -> Any:
+        """The secret on the answer itself, never in a message (Django keeps those in a cookie) nor behind
+        a redirect; and never cached."""
+        secret = getattr(request, "_flowdeck_token_secret", None)
+        if secret is None:
+            return super().response_add(request, obj, post_url_continue)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Token made",
+            "token": obj,
+            "secret": secret,
+            "list_url": reverse("admin:console_apitoken_changelist"),
+        }
+        response = TemplateResponse(request, "admin/console/apitoken/made.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
 
     @admin.display(description="state")
     def state(self, token: ApiToken) -> str:
