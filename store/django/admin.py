@@ -97,8 +97,8 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
     ) -> tuple[QuerySet[Any], bool]:
-        """An id or the start of one, case-sensitive: the text primary key's pattern index answers it on
-        PostgreSQL (an `icontains`, Django's default, reads every row)."""
+        """An id or the start of one (case-sensitive on PostgreSQL, whose text primary key's pattern index
+        answers it; an `icontains`, Django's default, would read every row)."""
         term = search_term.strip()
         if not term:
             return queryset, False
@@ -154,7 +154,7 @@ class ExecutionAdmin(ReadOnlyAdmin):
     ordering = ("-created", "-serial")
     sortable_by = ("created",)
     search_fields = ("id",)
-    search_help_text = "An execution id, or the start of one (case-sensitive)."
+    search_help_text = "An execution id, or the start of one."
     readonly_fields = ("console", "events")
     fieldsets = (
         (None, {"fields": ("id", "flow_id", "hash", "console", "events")}),
@@ -204,9 +204,16 @@ class EventAdmin(ReadOnlyAdmin):
     ordering = ("-id",)
     sortable_by = ()
     search_fields = ("execution__id",)
-    search_help_text = "An execution id, or the start of one (case-sensitive): that execution's events."
+    search_help_text = "An execution id: that execution's events, in its order."
     fields = ("id", "execution_id", "seq", "kind", "flow_id", "timestamp", "data", "console")
     readonly_fields = ("execution_id", "console")
+
+    def get_ordering(self, request: HttpRequest) -> Sequence[str]:
+        """One execution's events in its order, read from the events' unique (execution, seq) index; all
+        events newest first, by the primary key. (By id within one execution, the planner might walk the
+        whole table's key backwards looking for that execution's rows.)"""
+        one = request.GET.get("execution__id__exact") or request.GET.get("q", "").strip()
+        return ("execution", "seq") if one else ("-id",)
 
     @admin.display(description="console")
     def console(self, row: models.Event) -> str:

@@ -120,7 +120,9 @@ async def test_an_execution_is_shown_read_only_and_links_to_its_events_and_conso
     assert events_link in page
     events = await _page(staff, events_link)
     kinds = re.findall(r'<td class="field-kind">([^<]*)</td>', events)
-    assert sorted(kinds) == ["Created", "Failed"]
+    assert kinds == ["Created", "Failed"]  # in the execution's order
+    searched = await _page(staff, "/admin/flowstore/event/?q=bad-1")
+    assert re.findall(r'<td class="field-kind">([^<]*)</td>', searched) == ["Created", "Failed"]
     only = await _page(staff, events_link + "&kind=Failed")
     assert re.findall(r'<td class="field-kind">([^<]*)</td>', only) == ["Failed"]
 
