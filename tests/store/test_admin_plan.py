@@ -24,6 +24,14 @@ __all__ = ["database_access", "postgres_alias", "seeded"]
 STAFF = SimpleNamespace(is_active=True, is_staff=True, is_superuser=False, has_perm=lambda *_: False)
 
 
+def _changelist(settings: Any, alias: str, model: type[Any], query: dict[str, str]) -> Any:
+    """The admin's change list of `model` as a staff member asks for it with `query`, on `alias`."""
+    settings.FLOWDECK_DATABASE_ALIAS = alias
+    request = RequestFactory().get(f"/admin/flowstore/{model._meta.model_name}/", query)
+    request.user = STAFF
+    return admin.site._registry[model].get_changelist_instance(request)
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize(
     "query", [{}, {"workflow": "wf1"}, {"status": "failed"}, {"workflow": "wf2", "status": "stopped"}]
@@ -31,10 +39,7 @@ STAFF = SimpleNamespace(is_active=True, is_staff=True, is_superuser=False, has_p
 def test_the_executions_list_pages_and_counts_through_an_index(
     seeded: str, database_access: None, settings: Any, query: dict[str, str]
 ) -> None:
-    settings.FLOWDECK_DATABASE_ALIAS = seeded
-    request = RequestFactory().get("/admin/flowstore/execution/", query)
-    request.user = STAFF
-    changelist = admin.site._registry[models.Execution].get_changelist_instance(request)
+    changelist = _changelist(settings, seeded, models.Execution, query)
     page = changelist.result_list.explain()
     counted = changelist.queryset.order_by()[: store_admin.CAP + 1].explain()
     print(page, counted, sep="\n")
@@ -72,10 +77,7 @@ def with_events(seeded: str, django_db_blocker: Any) -> Iterator[str]:
 def test_one_execution_s_events_read_its_index(
     with_events: str, database_access: None, settings: Any, query: dict[str, str]
 ) -> None:
-    settings.FLOWDECK_DATABASE_ALIAS = with_events
-    request = RequestFactory().get("/admin/flowstore/event/", query)
-    request.user = STAFF
-    changelist = admin.site._registry[models.Event].get_changelist_instance(request)
+    changelist = _changelist(settings, with_events, models.Event, query)
     plan = changelist.result_list.explain()
     print(plan)
     assert "fs_event_unique_seq" in plan, plan
