@@ -9,7 +9,7 @@ as ninja's `SessionAuth` does: a browser sending cookies on its own must not be 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -29,6 +29,8 @@ __all__ = [
     "PermissionDenied",
     "SessionCookie",
     "actor_of",
+    "callers_only",
+    "callers_only_async",
     "require_operator",
     "require_permission",
     "require_runner",
@@ -127,6 +129,13 @@ def _token_user(request: HttpRequest) -> Any:
     return found.user if found is not None else None
 
 
+def _unauthenticated() -> HttpResponse:
+    body = {"error": "authentication required: a session or a bearer token", "code": "unauthenticated"}
+    response = JsonResponse({**body, "detail": None}, status=401)
+    response["WWW-Authenticate"] = 'Bearer realm="flowdeck"'
+    return response
+
+
 def callers_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Guard a plain view (the OpenAPI document, the docs page) as the API is guarded: a session or a
     bearer token, else 401 in the API's error shape."""
@@ -135,10 +144,22 @@ def callers_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
     def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if (plausible_session(request) and request.user.is_authenticated) or _token_user(request) is not None:
             return view(request, *args, **kwargs)
-        body = {"error": "authentication required: a session or a bearer token", "code": "unauthenticated"}
-        response = JsonResponse({**body, "detail": None}, status=401)
-        response["WWW-Authenticate"] = 'Bearer realm="flowdeck"'
-        return response
+        return _unauthenticated()
+
+    return guarded
+
+
+def callers_only_async(
+    view: Callable[..., Awaitable[HttpResponse]],
+) -> Callable[..., Awaitable[HttpResponse]]:
+    """`callers_only` for an async view (the metrics)."""
+
+    @functools.wraps(view)
+    async def guarded(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        session = plausible_session(request) and (await request.auser()).is_authenticated
+        if session or await sync_to_async(_token_user)(request) is not None:
+            return await view(request, *args, **kwargs)
+        return _unauthenticated()
 
     return guarded
 

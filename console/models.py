@@ -36,6 +36,7 @@ __all__ = [
     "Operations",
     "SavedView",
     "create_token",
+    "new_secret",
     "token_digest",
 ]
 
@@ -106,9 +107,14 @@ class Operations(models.Model):
 def create_token(user: models.Model, name: str, expires: datetime | None = None) -> str:
     """Make a token for `user` named `name` (refused from `expires` on, if given); answers the plaintext,
     which is never stored or shown again."""
-    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = new_secret()
     ApiToken.objects.create(user=user, name=name, key_hash=token_digest(token), expires=expires)
     return token
+
+
+def new_secret() -> str:
+    """A fresh token's plaintext (store only its `token_digest`)."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
 class Activity(models.Model):

@@ -24,6 +24,7 @@ ALLOWED_HOSTS = os.environ.get("FLOWDECK_ALLOWED_HOSTS", "127.0.0.1,localhost,te
 INSTALLED_APPS = [
     "daphne",
     "console.accounts",  # before django.contrib.auth: its createsuperuser validates a given password too
+    "django.contrib.admin",  # read-only pages of the store's rows, and the API tokens (under /admin/)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -1,13 +1,16 @@
-"""URL routes of the Flowdeck console: the REST API under `/api/`; pages are added below it."""
+"""URL routes of the Flowdeck console: the REST API under `/api/`, the Django admin under `/admin/`; pages
+are added below them."""
 
 from __future__ import annotations
 
+from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
 
 from console.api import api
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("api/", api.urls),
+    path("admin/", admin.site.urls),  # staff only: console/admin.py, store/django/admin.py
     path("", include("console.views.urls")),
 ]
 

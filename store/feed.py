@@ -8,7 +8,10 @@ again (`gaps`) for a while.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 __all__ = ["BATCH", "FeedEvent"]
 
@@ -17,10 +20,14 @@ BATCH = 1000  # the events one read answers at most, unless asked for fewer
 
 @dataclass(frozen=True)
 class FeedEvent:
-    """One stored event as the feed names it: its id, its execution and workflow, its seq and kind."""
+    """One stored event as the feed names it: its id, its execution and workflow, its seq and kind; and
+    when it happened and its payload (`Event.timestamp`, `Event.data`), which a reader folding the feed
+    into numbers (the metrics, `console.metrics`) reads."""
 
     id: int
     execution_id: str
     workflow_id: str
     seq: int
     kind: str
+    timestamp: datetime | None = field(default=None, compare=False)
+    data: Mapping[str, Any] = field(default_factory=dict, compare=False)

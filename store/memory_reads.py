@@ -39,7 +39,9 @@ def _purged(data: MemoryData, event_id: int) -> bool:
 def _feed_event(data: MemoryData, event_id: int) -> tuple[spi.Event, feed.FeedEvent]:
     execution_id, seq = data.feed[event_id - 1]
     event = data.events[execution_id][seq - 1]
-    return event, feed.FeedEvent(event_id, execution_id, event.flow_id, seq, str(event.kind))
+    return event, feed.FeedEvent(
+        event_id, execution_id, event.flow_id, seq, str(event.kind), event.timestamp, dict(event.data)
+    )
 
 
 def events_after(

@@ -12,6 +12,7 @@ from console.views import (
     converters,
     execution,
     executions,
+    metrics,
     node,
     overview,
     parked,
@@ -89,6 +90,7 @@ urlpatterns: list[URLPattern] = [
     path(
         "parked/<str:workflow_id>/<str:digest>/cancel/", workflows.parked_cancel, name="console-parked-cancel"
     ),
+    path("metrics", metrics.metrics_page, name="console-metrics"),
     path("health/", workflows.health, name="console-health"),
     path("health/executors/", workflows.health_executors, name="console-health-executors"),
     path("account/", account.account, name="console-account"),

@@ -64,6 +64,10 @@ class ConsoleReadCases(StoreCase):
         ]
         ids = [e.id for e in found]
         assert ids == sorted(set(ids))
+        history = (await fx.store.get_history("e1")).events
+        assert [(e.timestamp, dict(e.data)) for e in found if e.execution_id == "e1"] == [
+            (h.timestamp, dict(h.data)) for h in history
+        ]
         assert ids[0] > base
         assert await fx.store.latest_event_id() == ids[-1]
         assert list(await fx.store.events_after(ids[-1])) == []

@@ -5,11 +5,12 @@ Each read is a work function for `DjangoStore._run`, on one transaction's `Tx`."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from store import feed
-from store.django import queries
+from store.django import queries, rows
 
 if TYPE_CHECKING:
     from store.django.store import Tx
@@ -41,7 +42,10 @@ def events_after(
     found = tx.all(
         queries.EVENTS_AFTER, params, gaps=gap_sql, scope=_scope(execution_id, workflow_id, params)
     )
-    return [feed.FeedEvent(int(r[0]), r[1], r[2], int(r[3]), r[4]) for r in found]
+    return [
+        feed.FeedEvent(int(r[0]), r[1], r[2], int(r[3]), r[4], rows.to_datetime(r[5]), json.loads(r[6]))
+        for r in found
+    ]
 
 
 def latest_event_id(tx: Tx) -> int:

@@ -113,6 +113,9 @@ class Execution(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return self.id
+
 
 class Wait(models.Model):
     """A wait row: what the execution waits for at a durable path (`at` a deadline, or a field)."""
@@ -185,6 +188,9 @@ class Event(models.Model):
         db_table = "flowstore_event"
         constraints = [models.UniqueConstraint(fields=["execution", "seq"], name="fs_event_unique_seq")]
 
+    def __str__(self) -> str:
+        return f"{self.execution_id} #{self.seq} {self.kind}"
+
 
 class Workflow(models.Model):
     """A workflow id and its latest registered version."""
@@ -195,6 +201,9 @@ class Workflow(models.Model):
 
     class Meta:
         db_table = "flowstore_workflow"
+
+    def __str__(self) -> str:
+        return self.id
 
 
 class WorkflowVersion(models.Model):

@@ -547,7 +547,7 @@ EVENTS_AFTER = Query(
     """The console's live feed: events above id `after`, plus the ids in `{gaps}` (ids skipped by an earlier
     read whose transactions may still commit: ids are taken at insert, not at commit), narrowed by `{scope}`
     (an execution or a workflow), oldest first.""",
-    "SELECT id, execution_id, flow_id, seq, kind FROM flowstore_event"
+    "SELECT id, execution_id, flow_id, seq, kind, timestamp, data FROM flowstore_event"
     " WHERE (id > %(after)s{gaps}){scope} ORDER BY id LIMIT %(limit)s",
 )
 

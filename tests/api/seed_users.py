@@ -2,8 +2,8 @@
 
 An operator (`olga`: `console.operate_executions` and `console.run_executions`, as the migration grants
 existing operators), a runner (`rita`: `console.run_executions` only), an operator without the run
-permission (`otto`) and a viewer (`victor`: no permission, read-only), each with a token; and sessions of
-the operator, the runner and the viewer, as cookie values.
+permission (`otto`) and a viewer (`victor`: no permission, read-only), each with a token; a superuser
+(`ada`, for the admin); and sessions of the operator, the runner and the viewer, as cookie values.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def seed() -> dict[str, str]:
     viewer = users.objects.create_user("victor", password="x")
     operate_only = users.objects.create_user("otto", password="x")
     operate_only.user_permissions.add(Permission.objects.get(codename="operate_executions"))
+    users.objects.create_superuser("ada", password="x")  # staff: the Django admin's pages
 
     def session_of(user: object) -> str:
         session = SessionStore()
