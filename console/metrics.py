@@ -123,7 +123,7 @@ class Fold:
         while folded < MAX_EVENTS:
             now = time.monotonic()
             self.gaps = {g: until for g, until in self.gaps.items() if until > now}
-            found = await store.events_after(self.cursor, gaps=sorted(self.gaps))
+            found = await store.events_after(self.cursor, gaps=sorted(self.gaps), with_data=True)
             for event in found:
                 self._advance(event.id, now)
                 self.fold(event)

@@ -466,6 +466,7 @@ class MemoryStore(spi.FlowStore):
         execution_id: str | None = None,
         workflow_id: str | None = None,
         limit: int = feed.BATCH,
+        with_data: bool = False,  # the events in memory carry theirs anyway
     ) -> Sequence[feed.FeedEvent]:
         with self._lock:
             return memory_reads.events_after(self.data, after, gaps, execution_id, workflow_id, limit)

@@ -477,11 +477,14 @@ class FlowStore(abc.ABC):
         execution_id: str | None = None,
         workflow_id: str | None = None,
         limit: int = feed.BATCH,
+        with_data: bool = False,
     ) -> Sequence[feed.FeedEvent]:
         """Every event whose id is above `after` or in `gaps` (ids a reader skipped that may still
         commit), of one execution when `execution_id` is given (else of one workflow when `workflow_id`
         is), by id, at most `limit`. Ids grow in append order across the whole store; on one execution
-        they follow its seq."""
+        they follow its seq. With `with_data`, each also carries its timestamp and payload (a reader
+        folding the feed into numbers); without, a store may leave them out (the live pages need
+        neither, and a payload can be large)."""
 
     @abc.abstractmethod
     async def latest_event_id(self) -> int:

@@ -56,7 +56,7 @@ class ConsoleReadCases(StoreCase):
         handle = await fx.claim("e1")
         assert await handle.append_event(fx.step_started("e1", "a")) == spi.WriteOutcome.APPLIED
 
-        found = list(await fx.store.events_after(base))
+        found = list(await fx.store.events_after(base, with_data=True))
         assert [(e.execution_id, e.workflow_id, e.seq, e.kind) for e in found] == [
             ("e1", WF1, 1, "Created"),
             ("e2", WF2, 1, "Created"),

@@ -35,13 +35,15 @@ def events_after(
     execution_id: str | None,
     workflow_id: str | None,
     limit: int,
+    with_data: bool = False,
 ) -> list[feed.FeedEvent]:
     params: dict[str, Any] = {"after": after, "limit": limit}
     gap_ids = sorted({int(g) for g in gaps})  # ints only: safe to write into the text
     gap_sql = f" OR id IN ({', '.join(str(g) for g in gap_ids)})" if gap_ids else ""
-    found = tx.all(
-        queries.EVENTS_AFTER, params, gaps=gap_sql, scope=_scope(execution_id, workflow_id, params)
-    )
+    query = queries.EVENTS_AFTER_WITH_DATA if with_data else queries.EVENTS_AFTER
+    found = tx.all(query, params, gaps=gap_sql, scope=_scope(execution_id, workflow_id, params))
+    if not with_data:  # the live feed's reads: no payload read, none decoded
+        return [feed.FeedEvent(int(r[0]), r[1], r[2], int(r[3]), r[4]) for r in found]
     return [
         feed.FeedEvent(int(r[0]), r[1], r[2], int(r[3]), r[4], rows.to_datetime(r[5]), json.loads(r[6]))
         for r in found

@@ -547,6 +547,14 @@ EVENTS_AFTER = Query(
     """The console's live feed: events above id `after`, plus the ids in `{gaps}` (ids skipped by an earlier
     read whose transactions may still commit: ids are taken at insert, not at commit), narrowed by `{scope}`
     (an execution or a workflow), oldest first.""",
+    "SELECT id, execution_id, flow_id, seq, kind FROM flowstore_event"
+    " WHERE (id > %(after)s{gaps}){scope} ORDER BY id LIMIT %(limit)s",
+)
+
+EVENTS_AFTER_WITH_DATA = Query(
+    "events_after_with_data",
+    """`events_after`'s read with each event's time and payload: for a reader folding the feed into numbers
+    (the metrics), not for the live pages, which need neither.""",
     "SELECT id, execution_id, flow_id, seq, kind, timestamp, data FROM flowstore_event"
     " WHERE (id > %(after)s{gaps}){scope} ORDER BY id LIMIT %(limit)s",
 )

@@ -524,8 +524,9 @@ class DjangoStore(spi.FlowStore):
         execution_id: str | None = None,
         workflow_id: str | None = None,
         limit: int = feed.BATCH,
+        with_data: bool = False,
     ) -> Sequence[feed.FeedEvent]:
-        scope = {"execution_id": execution_id, "workflow_id": workflow_id}
+        scope = {"execution_id": execution_id, "workflow_id": workflow_id, "with_data": with_data}
         work = functools.partial(django_feed.events_after, after=after, gaps=gaps, limit=limit, **scope)
         return await self._run("events_after", work)
 

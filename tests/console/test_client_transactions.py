@@ -32,7 +32,7 @@ from tests.console.client_support import (  # noqa: F401  (fixtures)
     sqlite_alias,
     workers_fixture,
 )
-from tests.store.django_support import POSTGRES_URL
+from tests.store.django_support import database_url
 
 ORDER = {"id": "o-1", "cents": 250}
 T = TypeVar("T")
@@ -57,7 +57,7 @@ def _committed(alias: str, sql: str, *params: str) -> int:
     if settings.DATABASES[alias]["ENGINE"].endswith("sqlite3"):
         with sqlite3.connect(settings.DATABASES[alias]["NAME"]) as conn:
             return int(conn.execute(sql.replace("%s", "?"), params).fetchone()[0])
-    with psycopg.connect(POSTGRES_URL) as conn:
+    with psycopg.connect(database_url(alias)) as conn:
         row = conn.execute(sql, params).fetchone()
         assert row is not None
         return int(row[0])
@@ -89,7 +89,7 @@ def notifications(alias: str) -> Iterator[psycopg.Connection | None]:
     if not alias.endswith("postgres"):
         yield None
         return
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+    with psycopg.connect(database_url(alias), autocommit=True) as conn:
         conn.execute(queries.LISTEN_WAKE.text("postgresql"))
         yield conn
 

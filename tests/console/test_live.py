@@ -17,14 +17,13 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.db import connections
 
 from console import live
 from console.consumers import LiveConsumer
 from tests.console.live_messages import next_event
 from tests.store.django_support import (  # noqa: F401  (fixtures)
-    POSTGRES_URL,
     database_access,
+    database_url,
     postgres_alias,
     sqlite_alias,
 )
@@ -74,12 +73,6 @@ class Writer:
         self.process.stdout.close()
 
 
-def _url(alias: str) -> str:
-    if connections[alias].vendor == "postgresql":
-        return POSTGRES_URL
-    return f"sqlite:///{connections[alias].settings_dict['NAME']}"
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def alias(request: pytest.FixtureRequest, database_access: None, settings: Any) -> Iterator[str]:  # noqa: F811
     name = str(request.getfixturevalue(f"{request.param}_alias"))
@@ -91,7 +84,7 @@ def alias(request: pytest.FixtureRequest, database_access: None, settings: Any) 
 
 @pytest.fixture
 def writer(alias: str) -> Iterator[Writer]:
-    w = Writer(_url(alias))
+    w = Writer(database_url(alias))
     yield w
     w.close()
 

@@ -47,7 +47,9 @@ def test_the_readme_quick_start_points_into_the_docs() -> None:
 
 
 @pytest.mark.parametrize(
-    "block", [b for b in all_blocks() if b.language == "python" and b.excerpt_of is None], ids=lambda b: b.where
+    "block",
+    [b for b in all_blocks() if b.language == "python" and b.excerpt_of is None],
+    ids=lambda b: b.where,
 )
 def test_python_examples_are_formatted(block: Block) -> None:
     """ruff's format at 98 columns, so no example scrolls sideways on the site (an excerpt keeps its

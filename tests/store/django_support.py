@@ -89,6 +89,16 @@ def sqlite_config(path: Path) -> dict[str, Any]:
     return project_settings._database(f"sqlite:///{path}")
 
 
+def database_url(alias: str) -> str:
+    """The URL of the database `alias` names now, for another process or a connection of its own. Not
+    always POSTGRES_URL: an alias added before pytest-django sets up its test databases is renamed to
+    `test_…` with the rest."""
+    config = connections[alias].settings_dict
+    if connections[alias].vendor == "postgresql":
+        return f"{POSTGRES_SERVER}/{config['NAME']}"
+    return f"sqlite:///{config['NAME']}"
+
+
 def postgres_config(url: str = POSTGRES_URL) -> dict[str, Any]:
     return project_settings._database(url)
 
