@@ -30,15 +30,14 @@ from typing import Any, TypeVar
 from django.db import connections, transaction
 from django.db.models import F
 
-from store import counts, feed, heartbeats, node_stats, retention, rules, spi
+from store import counts, feed, heartbeats, retention, rules, spi
 from store.clock import SYSTEM_CLOCK, Clock
-from store.django import counts as django_counts
 from store.django import feed as django_feed
 from store.django import heartbeats as django_heartbeats
 from store.django import models, queries, rows, search
-from store.django import node_stats as django_node_stats
 from store.django import purge as django_purge
 from store.django.claimed import DjangoClaimed
+from store.django.console_reads import ConsoleReads
 from store.django.errors import translated
 from store.django.postgres import PostgresWrites
 from store.django.search import FEW_TO_SORT, counted, executions_matching
@@ -55,7 +54,7 @@ __all__ = ["FEW_TO_SORT", "SQLITE_WATCH_INTERVAL", "DjangoStore", "counted", "ex
 T = TypeVar("T")
 
 
-class DjangoStore(spi.FlowStore):
+class DjangoStore(ConsoleReads, spi.FlowStore):
     """A `FlowStore` on the Django database alias `using`.
 
     `pool_size` is the number of threads (hence connections) serving it on PostgreSQL (default 8); SQLite
@@ -543,54 +542,6 @@ class DjangoStore(spi.FlowStore):
     async def record_heartbeat(self, beat: heartbeats.Heartbeat) -> None:
         work = functools.partial(django_heartbeats.record, beat=beat, now=self.now())
         await self._run("record_heartbeat", work)
-
-    async def list_heartbeats(self, fresh_within: timedelta) -> Sequence[heartbeats.RecordedHeartbeat]:
-        since = self.now() - fresh_within
-        return await self._run("list_heartbeats", functools.partial(django_heartbeats.listed, since=since))
-
-    async def count_by_status(self, workflow_id: str | None = None) -> Sequence[counts.StatusCount]:
-        work = functools.partial(django_counts.by_status, workflow_id=workflow_id)
-        return await self._run("count_by_status", work)
-
-    async def count_by_version(self, workflow_id: str) -> Sequence[counts.VersionCount]:
-        work = functools.partial(django_counts.by_version, workflow_id=workflow_id)
-        return await self._run("count_by_version", work)
-
-    async def failure_kinds(self) -> Sequence[str]:
-        return await self._run("failure_kinds", django_counts.failure_kinds)
-
-    async def claims_by_executor(self) -> Sequence[counts.ExecutorClaims]:
-        work = functools.partial(django_counts.claims_by_executor, now=self.now())
-        return await self._run("claims_by_executor", work)
-
-    async def recent_claimers(self, within: timedelta, scan: int = 5000) -> Sequence[counts.RecentClaimer]:
-        work = functools.partial(django_counts.recent_claimers, since=self.now() - within, scan=scan)
-        return await self._run("recent_claimers", work)
-
-    async def count_by_code(self) -> Sequence[counts.CodeCount]:
-        return await self._run("count_by_code", django_counts.by_code)
-
-    async def activity(self, since: datetime, width: timedelta) -> Sequence[counts.ActivityBucket]:
-        work = functools.partial(django_counts.activity, since=since, width=width, now=self.now())
-        return await self._run("activity", work)
-
-    async def waiting_longest(self, limit: int, retrying: bool = False) -> counts.WaitingPage:
-        work = functools.partial(django_counts.waiting_longest, limit=limit, retrying=retrying)
-        return await self._run("waiting_longest", work)
-
-    # ---- what a workflow page reads of each node (store/django/node_stats.py)
-
-    async def nodes_now(
-        self, workflow_id: str, scan: int = node_stats.SCAN
-    ) -> Sequence[node_stats.NodeCount]:
-        work = functools.partial(django_node_stats.nodes_now, workflow_id=workflow_id, scan=scan)
-        return await self._run("nodes_now", work)
-
-    async def node_stats(
-        self, workflow_id: str, recent: int = node_stats.RECENT
-    ) -> Sequence[node_stats.NodeStats]:
-        work = functools.partial(django_node_stats.node_stats_of, workflow_id=workflow_id, recent=recent)
-        return await self._run("node_stats", work)
 
     # ---- retention (store/django/purge.py): one short transaction per call
 

@@ -4,23 +4,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Order',
+            name="Order",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('customer', models.CharField(max_length=200)),
-                ('item', models.CharField(max_length=200)),
-                ('quantity', models.PositiveIntegerField()),
-                ('status', models.CharField(default='placed', max_length=20)),
-                ('tracking', models.CharField(blank=True, default='', max_length=64)),
-                ('created', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("customer", models.CharField(max_length=200)),
+                ("item", models.CharField(max_length=200)),
+                ("quantity", models.PositiveIntegerField()),
+                ("status", models.CharField(default="placed", max_length=20)),
+                ("tracking", models.CharField(blank=True, default="", max_length=64)),
+                ("created", models.DateTimeField(auto_now_add=True)),
             ],
         ),
     ]
