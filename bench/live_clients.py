@@ -51,10 +51,15 @@ class Client:
             async for message in socket:
                 now = time.time() * 1000
                 doc = json.loads(message)
-                if doc.get("type") == "events":  # one read of the feed: its events in one message
+                if doc.get("type") == "events":  # the replay at connect: each event
                     for event in doc["events"]:
                         self.ids.append(int(event["id"]))
                         self.times.append(now)
+                elif doc.get("type") == "changes":  # the list's message: the ids changed, in runs
+                    for first, last in doc["ids"]:
+                        for event_id in range(int(first), int(last) + 1):
+                            self.ids.append(event_id)
+                            self.times.append(now)
             self.lost = f"closed by the server ({socket.close_code})"
         except ConnectionClosed as closed:
             self.lost = f"closed ({closed})"

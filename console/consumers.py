@@ -65,7 +65,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             if missed:
                 self.replayed = {event.id for event in missed}
                 self.replayed_up_to = max(self.replayed)
-                await self.send_json(live.batch_json(missed))  # no progress follows: the page fetches it
+                # as the live batches say them; no progress follows (the page fetches it)
+                many = self.execution_id is None
+                await self.send_json(live.changes_json(missed) if many else live.batch_json(missed))
         self.pump = asyncio.ensure_future(self._forward())
 
     async def _forward(self) -> None:
@@ -92,8 +94,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             return
         fresh = [event for event in batch.events if event.id not in self.replayed]
         if fresh:
-            progress_follows = self.execution_id is not None
-            await self.send_json(live.batch_json(fresh, progress_follows=progress_follows))
+            await self.send_json(batch.message(fresh))
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":

@@ -108,23 +108,40 @@ def in_scope(scope: Scope, event: LiveEvent) -> bool:
 
 @dataclass(frozen=True)
 class LiveBatch:
-    """The events a page wants of one read (of the reads since its last batch, for a page of many
-    executions), and the message saying them
-    (`{"type": "events", "events": [...]}`), encoded once for every page of the same scope. The events of
-    a page of one execution say `progress_follows`: the execution's progress comes after them."""
+    """The events a page wants of one read, and the message saying them, encoded once for every page of
+    the same scope. A page of one execution hears each event (`{"type": "events", "events": [...]}`,
+    each saying `progress_follows`: the execution's progress comes after them). A page of many executions
+    (the list, a workflow's page) only refreshes when it hears of a change, so it hears the reads since its
+    last batch as their ids, in runs (`{"type": "changes", "ids": [[first, last], ...], "last": N}`): a
+    busy engine's thousands of events a second cost it a few bytes, not a JSON object each."""
 
     events: tuple[LiveEvent, ...]
     text: str
     lowest: int  # the smallest id: a page compares it once, not each event
+    summary: bool = False
 
     @classmethod
-    def of(cls, events: Sequence[LiveEvent], *, progress_follows: bool = False) -> LiveBatch:
-        text = json.dumps(batch_json(events, progress_follows=progress_follows))
-        return cls(tuple(events), text, min(event.id for event in events))
+    def of(cls, events: Sequence[LiveEvent], *, summary: bool = False) -> LiveBatch:
+        said = changes_json(events) if summary else batch_json(events, progress_follows=True)
+        return cls(tuple(events), json.dumps(said), min(event.id for event in events), summary)
 
     @property
     def ids(self) -> list[int]:
         return [event.id for event in self.events]
+
+    def message(self, events: Sequence[LiveEvent]) -> dict[str, Any]:
+        """The message saying `events` (some of this batch's) the way this batch says its own."""
+        return changes_json(events) if self.summary else batch_json(events, progress_follows=True)
+
+
+def changes_json(events: Iterable[LiveEvent]) -> dict[str, Any]:
+    runs: list[list[int]] = []
+    for event_id in sorted(event.id for event in events):
+        if runs and event_id == runs[-1][1] + 1:
+            runs[-1][1] = event_id
+        else:
+            runs.append([event_id, event_id])
+    return {"type": "changes", "ids": runs, "last": runs[-1][1] if runs else 0}
 
 
 def batch_json(events: Iterable[LiveEvent], *, progress_follows: bool = False) -> dict[str, Any]:
@@ -308,7 +325,7 @@ class Feed:
             if execution_id is None:
                 self._held.setdefault(scope, []).extend(wanted)
                 continue
-            batch = LiveBatch.of(wanted, progress_follows=True)
+            batch = LiveBatch.of(wanted)
             deliveries += [(page, batch) for page in pages]
             newest = max(event.id for event in wanted)
             self._pending[execution_id] = max(newest, self._pending.get(execution_id, 0))
@@ -329,7 +346,7 @@ class Feed:
                 continue
             if now - self._sent.get(scope, -MANY_SECONDS) < MANY_SECONDS:
                 continue
-            batch = LiveBatch.of(self._held.pop(scope))
+            batch = LiveBatch.of(self._held.pop(scope), summary=True)
             self._sent[scope] = now
             deliveries += [(page, batch) for page in pages_of[scope]]
         _deliver(deliveries)

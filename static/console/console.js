@@ -97,6 +97,14 @@
       socket.onmessage = (message) => {
         const said = JSON.parse(message.data);
         if (said.type === "progress") { progressListeners.forEach((fn) => fn(said)); return; }
+        if (said.type === "changes") { // a page of many executions: which ids changed, not each event
+          after = Math.max(after, said.last);
+          document.body.dataset.liveLast = String(after);
+          const event = { type: "event", id: said.last, changes: said.ids };
+          listeners.forEach((fn) => fn(event));
+          document.dispatchEvent(new CustomEvent("flowdeck:live", { detail: event }));
+          return;
+        }
         if (said.type !== "events") return;
         said.events.forEach((event) => { // one read of the server's feed: its events, oldest first
           after = Math.max(after, event.id);

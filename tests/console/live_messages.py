@@ -7,7 +7,7 @@ from typing import Any
 
 from channels.testing import WebsocketCommunicator
 
-__all__ = ["next_event", "next_message"]
+__all__ = ["covers", "next_event", "next_message"]
 
 _held: dict[int, list[dict[str, Any]]] = {}  # a socket's events heard in a batch, not handed out yet
 
@@ -28,3 +28,8 @@ async def next_message(socket: WebsocketCommunicator, kind: str, timeout: float 
 
 async def next_event(socket: WebsocketCommunicator, timeout: float = 5) -> dict[str, Any]:
     return await next_message(socket, "event", timeout)
+
+
+def covers(changes: dict[str, Any], event_id: int) -> bool:
+    """Whether a page of many executions' `changes` message names the event."""
+    return any(first <= event_id <= last for first, last in changes["ids"])

@@ -55,13 +55,20 @@ async def test_pages_of_one_scope_share_one_batch_and_each_scope_hears_its_own()
     heard = [await _queued(page) for page in lists]
     (batch,) = heard[0]
     assert all(items == [batch] and items[0] is batch for items in heard)  # one encoding for every list
-    assert (batch.ids, json.loads(batch.text)) == ([1, 2, 3, 4], live.batch_json(found))
+    assert batch.ids == [1, 2, 3, 4]
+    assert json.loads(batch.text) == {"type": "changes", "ids": [[1, 4]], "last": 4}  # runs of ids, no more
     (mine,) = await _queued(of_a)
     assert mine.ids == [1, 3]
     assert all(e["progress_follows"] for e in json.loads(mine.text)["events"])  # its progress follows
     assert feed._pending == {"a": 3}
     (billing,) = await _queued(of_billing)
     assert billing.ids == [4]
+    assert json.loads(billing.text) == {"type": "changes", "ids": [[4, 4]], "last": 4}
+
+
+def test_changes_name_their_ids_in_runs() -> None:
+    events = [_event(n, "a") for n in (7, 3, 4, 5, 9, 10)]
+    assert live.changes_json(events) == {"type": "changes", "ids": [[3, 5], [7, 7], [9, 10]], "last": 10}
 
 
 async def test_a_page_of_many_executions_hears_at_most_one_batch_per_interval() -> None:

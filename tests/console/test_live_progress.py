@@ -17,7 +17,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from console import discovery, live, runtime
-from tests.console.live_messages import next_message
+from tests.console.live_messages import covers, next_message
 from tests.console.test_live import Writer, alias, socket_of, writer  # noqa: F401  (fixtures)
 from tests.store.django_support import (  # noqa: F401  (fixtures)
     database_access,
@@ -89,8 +89,9 @@ async def test_one_progress_is_built_for_every_page_of_the_execution(
     assert {h["seq"] for h in heard} == {1}
     assert all(h["progress"] == heard[0]["progress"] for h in heard)
     assert feed.progress_built == built + 1
-    event = await next_message(other, "event")
-    assert (event["execution_id"], "progress_follows" in event) == (eid, False)
+    changes = await next_message(other, "changes")  # its ids, not each event: it refreshes, no more
+    (created, *_) = await live.events_after(0, execution_id=eid)
+    assert covers(changes, created.id)
     assert await other.receive_nothing(timeout=0.3)  # no progress to a page of many executions
 
 
