@@ -74,11 +74,9 @@ def test_clients_summary_counts_misses_duplicates_and_latency() -> None:
     commits = {1: 1000.0, 2: 1000.0, 3: 1010.0}
     whole, partial = live_clients.Client(), live_clients.Client()
     for event_id, at in ((1, 1005.0), (2, 1020.0), (3, 1030.0)):
-        whole.ids.append(event_id)
-        whole.times.append(at)
+        whole.note(event_id, event_id, at)
     for event_id, at in ((1, 1001.5), (1, 1001.5)):  # event 1 twice, 2 and 3 never
-        partial.ids.append(event_id)
-        partial.times.append(at)
+        partial.note(event_id, event_id, at)
     found = live_clients.summary([whole, partial], commits)
     assert (found["received_min"], found["received_max"]) == (1, 3)
     assert (found["missed"], found["duplicates"], found["clients_missing_events"]) == (2, 1, 1)
