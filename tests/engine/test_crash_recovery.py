@@ -27,7 +27,7 @@ from store import spi
 from store.clock import ManualClock, settle
 from store.django.store import DjangoStore
 from tests.engine.engine_support import LEASE, advance, kinds, make_engine, until, waiting_for
-from tests.store.django_support import POSTGRES_URL
+from tests.store.django_support import postgres_url
 
 ORDER = seed.sample_order()
 ROOT = Path(__file__).resolve().parents[2]
@@ -273,7 +273,7 @@ async def test_a_killed_process_is_taken_over_at_the_node_in_flight(
     store.reset()
     env = {
         **os.environ,
-        "DATABASE_URL": POSTGRES_URL,
+        "DATABASE_URL": postgres_url(),
         "DJANGO_SETTINGS_MODULE": "console.settings",
         "PYTHONPATH": str(ROOT),
         "FLOWDECK_LEDGER": str(ledger),

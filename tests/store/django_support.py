@@ -99,6 +99,13 @@ def database_url(alias: str) -> str:
     return f"sqlite:///{config['NAME']}"
 
 
+def postgres_url() -> str:
+    """The URL of the store suite's PostgreSQL database as the alias names it now (see `database_url`)."""
+    if POSTGRES_ALIAS in connections.databases:
+        return database_url(POSTGRES_ALIAS)
+    return POSTGRES_URL
+
+
 def postgres_config(url: str = POSTGRES_URL) -> dict[str, Any]:
     return project_settings._database(url)
 

@@ -20,13 +20,13 @@ from store import spi
 from store.clock import ManualClock, SystemClock
 from store.django.store import DjangoStore, counted, executions_matching
 from tests.store.django_support import (
-    POSTGRES_URL,
     add_alias,
     backend_alias,
     database_access,
     migrate,
     postgres_alias,
     postgres_config,
+    postgres_url,
     sqlite_alias,
     sqlite_config,
 )
@@ -452,7 +452,7 @@ async def test_a_refusal_that_locked_a_ready_row_wakes_the_poll_that_skipped_it(
         await handle.record_wait("x", spi.WakeOnField("x"), _event("e1", spi.EventKind.INPUT_WAITING))
         await handle.finish(spi.Suspended(frozenset({"x"})))
         assert await writing.request_cancel("e1", "first") == spi.Accepted()
-        with psycopg.connect(POSTGRES_URL, autocommit=False) as holder:
+        with psycopg.connect(postgres_url(), autocommit=False) as holder:
             holder.execute("SELECT 1 FROM flowstore_execution WHERE id = 'e1' FOR UPDATE")
             poll = asyncio.ensure_future(waiting.claim_ready(SERVED, "ex", LEASE, 1, timedelta(seconds=30)))
             await asyncio.sleep(0.3)  # real time: the poll asks, skips the locked row and blocks
@@ -483,7 +483,7 @@ async def test_a_delivery_that_waited_out_another_write_claims_nothing(
         await handle.record_wait("go", spi.WakeOnField("go"), _event("e1", spi.EventKind.INPUT_WAITING))
         await handle.finish(spi.Suspended(frozenset({"go"})))
         received = _event("e1", spi.EventKind.INPUT_RECEIVED)
-        with psycopg.connect(POSTGRES_URL, autocommit=False) as holder:
+        with psycopg.connect(postgres_url(), autocommit=False) as holder:
             holder.execute("UPDATE flowstore_execution SET updated = updated WHERE id = 'e1'")
             delivery = asyncio.ensure_future(
                 store.signal_and_claim(

@@ -18,7 +18,7 @@ from store.clock import ManualClock
 from store.django.group_commit import GroupCommit
 from store.django.postgres import PostgresWrites
 from store.django.store import DjangoStore
-from tests.store.django_support import POSTGRES_URL, database_access, postgres_alias
+from tests.store.django_support import database_access, postgres_alias, postgres_url
 
 __all__ = ["database_access", "postgres_alias"]
 
@@ -138,21 +138,21 @@ async def test_in_one_batch_a_lost_claim_and_a_refused_gate_change_only_themselv
 
 @pytest.fixture
 def probe_table(postgres_alias: str, database_access: None) -> Iterator[str]:
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+    with psycopg.connect(postgres_url(), autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS group_commit_probe")
         conn.execute("CREATE TABLE group_commit_probe (id int PRIMARY KEY)")
     yield "group_commit_probe"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+    with psycopg.connect(postgres_url(), autocommit=True) as conn:
         conn.execute("DROP TABLE group_commit_probe")
 
 
 def _probe_ids() -> list[int]:
-    with psycopg.connect(POSTGRES_URL) as conn:
+    with psycopg.connect(postgres_url()) as conn:
         return [row[0] for row in conn.execute("SELECT id FROM group_commit_probe ORDER BY id")]
 
 
 def _params() -> dict[str, Any]:
-    return {"conninfo": POSTGRES_URL, "application_name": "flowdeck-writer-test"}
+    return {"conninfo": postgres_url(), "application_name": "flowdeck-writer-test"}
 
 
 INSERT = "INSERT INTO group_commit_probe (id) VALUES (%(id)s) RETURNING id"
@@ -187,7 +187,7 @@ async def test_a_lost_connection_fails_its_write_as_retryable_and_the_next_recon
     writer = GroupCommit(_params(), connections=1)
     try:
         assert await writer.run("first", INSERT, {"id": 1}) == (1,)
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        with psycopg.connect(postgres_url(), autocommit=True) as admin:
             killed = admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE application_name = 'flowdeck-writer-test'"

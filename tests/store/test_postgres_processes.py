@@ -17,7 +17,7 @@ from store import spi
 from store.clock import SystemClock
 from store.django.store import DjangoStore
 from tests.store import process_workers
-from tests.store.django_support import POSTGRES_URL, database_access, postgres_alias
+from tests.store.django_support import database_access, postgres_alias, postgres_url
 
 __all__ = ["database_access", "postgres_alias"]
 
@@ -61,7 +61,7 @@ async def test_two_processes_racing_over_200_ready_rows_claim_each_exactly_once(
         await store.create_execution_if_absent(eid, WF1, "", spi.Running(), _event(eid))
     start, results = SPAWN.Event(), SPAWN.Queue()
     children = [
-        SPAWN.Process(target=process_workers.race_claims, args=(POSTGRES_URL, name, start, results))
+        SPAWN.Process(target=process_workers.race_claims, args=(postgres_url(), name, start, results))
         for name in ("p1", "p2")
     ]
     for child in children:
@@ -83,7 +83,9 @@ async def test_two_processes_racing_over_200_ready_rows_claim_each_exactly_once(
 async def test_a_lapsed_lease_is_reclaimed_by_the_other_process(store: DjangoStore) -> None:
     await store.create_execution_if_absent("e1", WF1, "", spi.Running(), _event("e1"))
     start, results = SPAWN.Event(), SPAWN.Queue()
-    child = SPAWN.Process(target=process_workers.claim_once, args=(POSTGRES_URL, "p2", 30, 5, results, start))
+    child = SPAWN.Process(
+        target=process_workers.claim_once, args=(postgres_url(), "p2", 30, 5, results, start)
+    )
     child.start()
     assert await _in_thread(results.get, True, 60) == ("p2", "polling")
     # this process claims under a 1.5 s lease and never renews or finishes (it "died" mid-flight); the
@@ -113,7 +115,7 @@ async def test_a_signal_in_one_process_wakes_a_poll_blocked_in_another(store: Dj
     )
     assert await handle.finish(spi.Suspended(frozenset({"x"}))) is spi.StatusOutcome.APPLIED
     results = SPAWN.Queue()
-    child = SPAWN.Process(target=process_workers.claim_once, args=(POSTGRES_URL, "p1", 30, 30, results))
+    child = SPAWN.Process(target=process_workers.claim_once, args=(postgres_url(), "p1", 30, 30, results))
     child.start()
     name, said = await _in_thread(results.get, True, 60)
     assert (name, said) == ("p1", "polling")
