@@ -176,7 +176,7 @@ def activity(tx: Tx, since: datetime, width: timedelta, now: datetime) -> list[c
         .annotate(n=Count("*"))
         .values_list("b", "n")
     )
-    ended = ended_counts(executions, since, bucket("updated"))
+    ended = ended_counts(executions, since, bucket("ended"))
     for b, count in started:
         if 0 <= b < n:
             tally[b][0] += count
@@ -189,10 +189,10 @@ def activity(tx: Tx, since: datetime, width: timedelta, now: datetime) -> list[c
 def ended_counts(
     executions: QuerySet[models.Execution], since: datetime, bucket: RawSQL
 ) -> QuerySet[models.Execution, tuple[Any, ...]]:
-    """Completions and failures since `since` per bucket of their `updated` (on no index, by design: see
-    models.Execution.Meta)."""
+    """Completions and failures since `since` per bucket of their ending (`ended`, set once by the
+    database as an execution ends: see models.Execution.ended and migration 0009)."""
     return (
-        executions.filter(status_kind__in=(models.COMPLETED, models.FAILED), updated__gte=since)
+        executions.filter(status_kind__in=(models.COMPLETED, models.FAILED), ended__gte=since)
         .annotate(b=bucket)
         .values("status_kind", "b")
         .annotate(n=Count("*"))

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from django.db import connections
 from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
 
 from store import spi
-from store.django import counts, search
+from store.django import counts, models, search
 from store.django.store import DjangoStore
 from tests.store.django_support import database_access, postgres_alias
 
@@ -65,6 +66,14 @@ def _plan(query: QuerySet[Any, Any]) -> str:
     plan = query.explain()
     print(plan)
     return plan
+
+
+@pytest.mark.postgres
+def test_the_day_s_endings_read_a_range_of_their_index(seeded: str, database_access: None) -> None:
+    bucket = RawSQL(counts._BUCKET["postgresql"].format(column='"flowstore_execution"."ended"'), (0, 60))
+    plan = _plan(counts.ended_counts(models.Execution.objects.using(seeded), SINCE, bucket))
+    assert "Index Only Scan using fs_exec_ended" in plan, plan
+    assert "Seq Scan" not in plan, plan
 
 
 @pytest.mark.postgres
