@@ -18,7 +18,7 @@ from django.urls import path
 from console import refusals
 from console import urls as console_urls
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.urls(__name__)]
+pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.urls(__name__)]
 
 seen: dict[str, int] = {}
 
