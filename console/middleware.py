@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.handlers.exception import response_for_exception
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.utils.deprecation import MiddlewareMixin
 from django.utils.log import log_response
 
@@ -106,8 +106,7 @@ def _refused(request: HttpRequest, refusal: refusals.Refused) -> HttpResponse:
 
 
 class ErrorPageInRequestThread(MiddlewareMixin):
-    """An exception from a view (an async view's `Http404` included) becomes its error page on the
-    request's own thread.
+    """An async view's `Http404` becomes its error page on the request's own thread.
 
     Left to Django, an async view's exception is turned into its page on a thread of its own
     (`sync_to_async(..., thread_sensitive=False)`), and the page's database reads (the session, the user)
@@ -116,5 +115,7 @@ class ErrorPageInRequestThread(MiddlewareMixin):
     closes what it opened; the page is the same one (`response_for_exception`, the project's handlers).
     """
 
-    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse:
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, Http404):  # the rest draw no page that reads the session
+            return None
         return response_for_exception(request, exception)
