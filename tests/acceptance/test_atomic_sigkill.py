@@ -92,17 +92,24 @@ class Forker:
         self.err.close()
 
 
-def kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-
-
-def alive(pid: int) -> bool:
+def _parent_of(pid: int) -> int | None:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state, past the command's name
+
+
+def kill(pid: int, parent: int) -> None:
+    """SIGKILL `pid` if it is still one of `parent`'s children. The kernel reaps the workers at once
+    (the forker ignores SIGCHLD) and hands their pids out again: a pid alone may name anything by now."""
+    if _parent_of(pid) == parent:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def alive(pid: int, parent: int) -> bool:
+    return _parent_of(pid) == parent
 
 
 def kill_loop(forker: Forker, pids: list[int]) -> tuple[int, int]:
@@ -122,17 +129,17 @@ def kill_loop(forker: Forker, pids: list[int]) -> tuple[int, int]:
             if due is None:
                 if forker.serving(pid):
                     slots[pid] = now + rng.uniform(*DELAY)
-                elif not alive(pid):
+                elif not alive(pid, forker.process.pid):
                     pytest.fail(f"worker {pid} died on its own:\n{forker.explain(pid)}")
             elif now >= due:
                 held = query("SELECT count(*) FROM flowstore_execution WHERE executor LIKE %s", f"%-{pid}-%")
-                kill(pid)
+                kill(pid, forker.process.pid)
                 kills += 1
                 kills_mid_flight += bool(held[0][0])
                 del slots[pid]
         time.sleep(0.01)
     for pid in slots:
-        kill(pid)
+        kill(pid, forker.process.pid)
     return kills, kills_mid_flight
 
 
@@ -196,9 +203,9 @@ def test_atomic_steps_leave_one_row_per_node_through_a_hundred_kills(tmp_path: P
         )
         assert kills >= 100, f"only {kills} kills before the work ran out: raise EXECUTIONS"
     finally:
-        for pid in pids:
-            kill(pid)
         if forker is not None:
+            for pid in pids:
+                kill(pid, forker.process.pid)
             forker.close()
         with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
