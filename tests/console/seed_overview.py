@@ -76,6 +76,9 @@ async def seed_execution(
     assert await handle.finish(ending) == spi.StatusOutcome.APPLIED
 
 
+DAY = timedelta(days=2)  # the seed's claims, on a clock a day behind, outlive the real now
+
+
 async def seed_day() -> None:
     """A day of executions of `counter`, heavier in the last hour, every kind of ending among them."""
     from console.conf import flowdeck_settings
@@ -96,7 +99,7 @@ async def seed_day() -> None:
                 shuffle.choice(("PaymentDeclined", "TimeoutError", "KeyError")) if how == "failed" else None
             )
             await seed_execution(
-                store, f"ovw-{n:04d}", how, code, took=timedelta(seconds=40), advance=clock.advance
+                store, f"ovw-{n:04d}", how, code, took=timedelta(seconds=40), advance=clock.advance, lease=DAY
             )
             n += 1
             gap = shuffle.randint(20, 90) if recent else shuffle.randint(300, 1500)
@@ -106,7 +109,9 @@ async def seed_day() -> None:
              ("waiting", None), ("retrying", None))
         ):  # fmt: skip
             await clock.advance(5)
-            await seed_execution(store, f"ovw-open-{i}", how, code, retry_at=real_now + timedelta(hours=1))
+            await seed_execution(
+                store, f"ovw-open-{i}", how, code, retry_at=real_now + timedelta(hours=1), lease=DAY
+            )
     finally:
         store.close()
 
