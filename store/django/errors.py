@@ -22,6 +22,9 @@ except ImportError:  # pragma: no cover
     psycopg = None  # type: ignore[assignment]
 
 
+SQLITE_LOCKED = 6  # the primary result code; extended codes carry it in their low byte
+
+
 def is_retryable(error: BaseException) -> bool:
     """Transient: the same operation can succeed when tried again."""
     cause = error.__cause__ or error
@@ -32,6 +35,16 @@ def is_retryable(error: BaseException) -> bool:
         text = str(cause).lower()
         return "locked" in text or "busy" in text or "unable to open" in text or "disk i/o" in text
     return isinstance(error, db.OperationalError | db.InterfaceError)
+
+
+def is_shared_cache_lock(error: BaseException) -> bool:
+    """SQLITE_LOCKED: another connection to the same shared-cache (in-memory) database holds the table.
+    SQLite's busy timeout does not wait for this one, so the store waits for it itself."""
+    while error is not None:
+        if isinstance(error, sqlite3.OperationalError):
+            return (getattr(error, "sqlite_errorcode", 0) & 0xFF) == SQLITE_LOCKED
+        error = error.__cause__  # type: ignore[assignment]
+    return False
 
 
 @contextlib.contextmanager

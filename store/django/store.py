@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import functools
 import threading
+import time
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +39,7 @@ from store.django import models, queries, rows, search
 from store.django import purge as django_purge
 from store.django.claimed import DjangoClaimed
 from store.django.console_reads import ConsoleReads
-from store.django.errors import translated
+from store.django.errors import is_shared_cache_lock, translated
 from store.django.postgres import PostgresWrites
 from store.django.search import FEW_TO_SORT, counted, executions_matching
 from store.django.sqlite import WATCH_INTERVAL as SQLITE_WATCH_INTERVAL
@@ -52,6 +53,10 @@ from store.wake_hub import Asked, WakeHub, poll, wait_for_change
 __all__ = ["FEW_TO_SORT", "SQLITE_WATCH_INTERVAL", "DjangoStore", "counted", "executions_matching"]
 
 T = TypeVar("T")
+
+# How long, in all, an operation waits out another connection's lock on a shared-cache SQLite database
+# (the in-memory one tests use), which SQLite's own busy timeout does not cover.
+LOCKED_PATIENCE = 5.0
 
 
 class DjangoStore(ConsoleReads, spi.FlowStore):
@@ -112,6 +117,23 @@ class DjangoStore(ConsoleReads, spi.FlowStore):
         return await work
 
     def _in_transaction(self, operation: str, work: Callable[[Tx], T]) -> T:
+        """`work` as one transaction; on SQLite one that met a shared-cache lock (rolled back, so nothing
+        of it landed) is run again after a pause, up to `LOCKED_PATIENCE` seconds in all."""
+        waited = 0.0
+        pause = 0.001
+        while True:
+            try:
+                return self._once(operation, work)
+            except spi.FlowStoreError as error:
+                if waited >= LOCKED_PATIENCE or connections[self.using].in_atomic_block:
+                    raise
+                if not is_shared_cache_lock(error):
+                    raise
+            time.sleep(pause)
+            waited += pause
+            pause = min(pause * 2, 0.05)
+
+    def _once(self, operation: str, work: Callable[[Tx], T]) -> T:
         with translated(operation, self.using), transaction.atomic(using=self.using):
             connection = connections[self.using]
             with connection.cursor() as cursor:

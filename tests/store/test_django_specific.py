@@ -242,6 +242,38 @@ async def test_a_locked_sqlite_database_is_a_retryable_store_error(impatient_sql
         await store.aclose()
 
 
+@pytest.fixture
+def shared_cache_sqlite(database_access: None) -> Iterator[str]:
+    """A migrated in-memory shared-cache SQLite database (what Django's test runner gives SQLite), kept
+    alive by the connection the fixture yields the URI of."""
+    uri = "file:fd_shared_cache?mode=memory&cache=shared"
+    keeper = sqlite3.connect(uri, uri=True)
+    add_alias("fd_sqlite_shared", {**sqlite_config(Path("unused")), "NAME": uri})
+    migrate("fd_sqlite_shared")
+    try:
+        yield uri
+    finally:
+        connections["fd_sqlite_shared"].close()
+        keeper.close()
+
+
+async def test_a_shared_cache_lock_is_waited_out_not_reported(shared_cache_sqlite: str) -> None:
+    # SQLite's busy timeout does not wait for a shared-cache lock (SQLITE_LOCKED): the store must, or a
+    # request thread's write meeting a worker's `finish` abandons the attempt until its lease lapses.
+    store = DjangoStore("fd_sqlite_shared", ManualClock())
+    holder = sqlite3.connect(shared_cache_sqlite, uri=True, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        asyncio.get_running_loop().call_later(0.2, holder.execute, "ROLLBACK")
+        started = time.monotonic()
+        answer = await store.signal("e1", "x", spi.FieldData.of(1, "int"), _event("e1"))
+        assert answer == spi.AlreadyTerminal(spi.Cancelled())
+        assert time.monotonic() - started >= 0.15  # it waited for the holder, it did not skip the lock
+    finally:
+        holder.close()
+        await store.aclose()
+
+
 async def test_an_unreachable_postgres_is_a_retryable_store_error(database_access: None) -> None:
     add_alias("fd_postgres_nowhere", postgres_config("postgresql://postgres@127.0.0.1:1/flowdeck_nowhere"))
     store = DjangoStore("fd_postgres_nowhere", ManualClock(), listen=False, pool_size=2)
