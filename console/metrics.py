@@ -11,8 +11,8 @@ Workers are other processes, often on other hosts, so nothing is counted where t
   process's first scrape on, like any Prometheus counter of a process; a restart is a counter reset.
   Ids skipped by one read (taken at insert, seen at commit) are asked for again, as the live feed does.
 - **The store's state, read at each scrape** (`read_state`): executions per workflow and status
-  (`count_by_status`, an index-only count), and every fresh heartbeat (workers alive, store and poll
-  failures per executor).
+  (`count_by_status`, on the Django store a read of the status tally its triggers keep), and every fresh
+  heartbeat (workers alive, store and poll failures per executor).
 
 Nothing here scans the executions or orders by an unindexed column, so a scrape costs the same at a
 million executions as at ten. The README's "Metrics" section lists every metric and example alerts.

@@ -13,7 +13,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from store import counts
-from store.django import models
+from store.django import models, status_tally
 
 if TYPE_CHECKING:
     from store.django.store import Tx
@@ -34,14 +34,6 @@ __all__ = [
 # would send an index-only scan back to the table for every row (tests/store/test_overview_plan.py).
 
 
-def status_counts(db: str, workflow_id: str | None) -> QuerySet[models.Execution, dict[str, Any]]:
-    """Executions per workflow per status kind, from fs_exec_flow_kind."""
-    executions = models.Execution.objects.using(db)
-    if workflow_id is not None:
-        executions = executions.filter(flow_id=workflow_id)
-    return executions.values("flow_id", "status_kind").annotate(n=Count("*"))
-
-
 def code_counts(db: str, word: str, column: str) -> QuerySet[models.Execution, tuple[Any, ...]]:
     """Per workflow, the `word` rows (failed/stopped) per `column` (failure_kind/stop_code), from their
     partial index (fs_exec_failed_flow_kind / fs_exec_stopped_flow_code)."""
@@ -55,8 +47,8 @@ def code_counts(db: str, word: str, column: str) -> QuerySet[models.Execution, t
 
 
 def by_status(tx: Tx, workflow_id: str | None) -> list[counts.StatusCount]:
-    found = status_counts(tx.connection.alias, workflow_id)
-    tallies = [counts.StatusCount(r["flow_id"], r["status_kind"], r["n"]) for r in found]
+    found = status_tally.sums(tx, workflow_id)
+    tallies = [counts.StatusCount(flow_id, kind, n) for flow_id, kind, n in found if n]
     return sorted(tallies, key=lambda c: (c.workflow_id, c.status))
 
 

@@ -517,16 +517,49 @@ LISTEN_WAKE = Query(
     postgresql=f"LISTEN {WAKE_CHANNEL}",
 )
 
+# ------------------------------------------------------------------------------------- status tally
+
+STATUS_TALLY = Query(
+    "status_tally",
+    "Executions per workflow per status kind (the overview, /metrics, the list's totals): the sum of the"
+    " deltas the triggers of migration 0010 write, with how many delta rows each sum read. {where} is"
+    " empty or narrows to a workflow and a kind (store/django/status_tally.py).",
+    "SELECT flow_id, status_kind, SUM(n), COUNT(*) FROM flowstore_status_tally {where}"
+    " GROUP BY flow_id, status_kind",
+)
+
+COMPACT_STATUS_TALLY = Query(
+    "compact_status_tally",
+    "Fold the tally's deltas into one row per (workflow, kind), dropping the sums that came to zero. On"
+    " PostgreSQL one statement, so one snapshot: a delta committed meanwhile is neither summed nor deleted."
+    " SQLite's transaction holds the write lock, so its two statements see the same rows.",
+    "INSERT INTO flowstore_status_tally (flow_id, status_kind, n)"
+    " SELECT flow_id, status_kind, SUM(n) FROM flowstore_status_tally WHERE id <= %(last)s"
+    " GROUP BY flow_id, status_kind HAVING SUM(n) <> 0;"
+    " DELETE FROM flowstore_status_tally WHERE id <= %(last)s",
+    postgresql="""
+    WITH gone AS (DELETE FROM flowstore_status_tally RETURNING flow_id, status_kind, n)
+    INSERT INTO flowstore_status_tally (flow_id, status_kind, n)
+    SELECT flow_id, status_kind, SUM(n) FROM gone GROUP BY flow_id, status_kind HAVING SUM(n) <> 0
+    """,
+)
+
+LAST_TALLY_ID = Query(
+    "last_tally_id",
+    "SQLite's compaction: the newest delta it folds.",
+    "SELECT COALESCE(MAX(id), 0) FROM flowstore_status_tally",
+)
+
 TRUNCATE_ALL = Query(
     "truncate_all",
     "Tests: empty every flowstore table (the token source keeps counting).",
     "DELETE FROM flowstore_event; DELETE FROM flowstore_wait; DELETE FROM flowstore_field;"
     " DELETE FROM flowstore_progress; DELETE FROM flowstore_execution;"
     " DELETE FROM flowstore_workflow_version; DELETE FROM flowstore_workflow;"
-    " DELETE FROM flowstore_heartbeat",
+    " DELETE FROM flowstore_heartbeat; DELETE FROM flowstore_status_tally",
     postgresql="""
     TRUNCATE flowstore_event, flowstore_wait, flowstore_field, flowstore_progress, flowstore_execution,
-        flowstore_workflow_version, flowstore_workflow, flowstore_heartbeat
+        flowstore_workflow_version, flowstore_workflow, flowstore_heartbeat, flowstore_status_tally
     """,
 )
 

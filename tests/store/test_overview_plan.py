@@ -1,5 +1,6 @@
 """On PostgreSQL, the overview's counts are index-only scans of the indexes migration 0008 made for them
-(store.django.counts spells the queries; this holds their filters and the indexes' conditions together)."""
+(store.django.counts spells the queries; this holds their filters and the indexes' conditions together),
+and the counts by status those of the rows (they read the status tally, tests/store/test_status_tally.py)."""
 
 from __future__ import annotations
 
@@ -73,13 +74,6 @@ def test_the_day_s_endings_read_a_range_of_their_index(seeded: str, database_acc
     bucket = RawSQL(counts._BUCKET["postgresql"].format(column='"flowstore_execution"."ended"'), (0, 60))
     plan = _plan(counts.ended_counts(models.Execution.objects.using(seeded), SINCE, bucket))
     assert "Index Only Scan using fs_exec_ended" in plan, plan
-    assert "Seq Scan" not in plan, plan
-
-
-@pytest.mark.postgres
-def test_counts_by_status_read_only_their_index(seeded: str, database_access: None) -> None:
-    plan = _plan(counts.status_counts(seeded, None))
-    assert "Index Only Scan using fs_exec_flow_kind " in plan, plan
     assert "Seq Scan" not in plan, plan
 
 

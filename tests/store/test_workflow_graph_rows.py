@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime
 
 from asgiref.sync import sync_to_async
+from django.db import connections
 
 from engine import graph_document, schema
 from store.django import models
@@ -19,12 +20,22 @@ __all__ = ["backend_alias", "database_access", "postgres_alias", "sqlite_alias"]
 
 def _old_row(alias: str, info: dict[str, object]) -> None:
     now = datetime(2025, 1, 1, tzinfo=UTC)
-    workflow = models.Workflow.objects.using(alias).create(
-        id=info["id"], latest_hash=info["structural_hash"], updated=now
-    )
-    models.WorkflowVersion.objects.using(alias).create(
-        workflow=workflow, hash=info["structural_hash"], info=json.dumps(info), registered=now
-    )
+    try:
+        workflow = models.Workflow.objects.using(alias).create(
+            id=info["id"], latest_hash=info["structural_hash"], updated=now
+        )
+        models.WorkflowVersion.objects.using(alias).create(
+            workflow=workflow, hash=info["structural_hash"], info=json.dumps(info), registered=now
+        )
+    finally:
+        connections[alias].close()  # sync_to_async's thread outlives the test; its connection must not
+
+
+def _stored_info(alias: str, workflow_id: str) -> str:
+    try:
+        return models.WorkflowVersion.objects.using(alias).get(workflow_id=workflow_id).info
+    finally:
+        connections[alias].close()
 
 
 async def test_a_row_from_before_graphs_reads_with_no_graph(backend_alias: str) -> None:
@@ -47,7 +58,5 @@ async def test_a_registration_keeps_the_graph_document_in_the_row(backend_alias:
         await store.put_workflow(schema.workflow_info("kinds", every_kind))
     finally:
         store.close()
-    row = await sync_to_async(
-        lambda: models.WorkflowVersion.objects.using(backend_alias).get(workflow_id="kinds").info
-    )()
+    row = await sync_to_async(_stored_info)(backend_alias, "kinds")
     assert json.loads(row)["graph"] == graph_document.document_of(every_kind)
