@@ -38,6 +38,13 @@ class Result:
         return f"$ manage.py {' '.join(self.args)}\nrc={self.returncode}\n{self.stdout}\n{self.stderr}"
 
 
+def ctrl_c_reaches_it() -> None:
+    """A child's Ctrl-C as at a terminal: SIGINT back to its default. A suite started in the background
+    by a non-interactive shell (`cmd &`) inherits SIGINT ignored, and so would every command it runs:
+    the tests that press Ctrl-C would then wait for an end that never comes."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def environment(database_url: str, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
@@ -95,7 +102,13 @@ class Background:
         self._out: IO[str] = self.out_path.open("w")
         self._err: IO[str] = self.err_path.open("w")
         self.process = subprocess.Popen(
-            list(argv), cwd=ROOT, env=env, stdout=self._out, stderr=self._err, text=True
+            list(argv),
+            cwd=ROOT,
+            env=env,
+            stdout=self._out,
+            stderr=self._err,
+            text=True,
+            preexec_fn=ctrl_c_reaches_it,
         )
 
     @classmethod

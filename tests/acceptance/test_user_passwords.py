@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.acceptance.support import MANAGE, PYTHON, ROOT, environment, manage, ok
+from tests.acceptance.support import MANAGE, PYTHON, ROOT, ctrl_c_reaches_it, environment, manage, ok
 
 pytestmark = pytest.mark.slow
 
@@ -36,6 +36,7 @@ class Terminal:
             stdout=slave,
             stderr=slave,
             start_new_session=True,
+            preexec_fn=ctrl_c_reaches_it,
         )
         os.close(slave)
         self.seen = ""

@@ -1,5 +1,5 @@
 """Executions for the list's browser test (`python -m tests.console.seed_list`, on the database
-`DATABASE_URL` names): two days of `counter` executions a triager meets (failures of several kinds with
+`DATABASE_URL` names): three days of `counter` executions a triager meets (failures of several kinds with
 long messages, stops, waits, retries, a cancel asked, a parked one), each written at its own past time by
 a store on a manual clock, so the durations and the relative times are those of a real day."""
 
@@ -18,9 +18,15 @@ LONG = (
     "card declined by the issuer: insufficient funds on the account ending 4242; the customer was told "
     "and may retry with another card"
 )
-# The seed's claims outlive the real now: the store's clock is two days back, and a live worker would
+# The seed's claims outlive the real now: the store's clock is three days back, and a live worker would
 # otherwise take an execution over between its start and its ending.
-LEASE = timedelta(days=3)
+LEASE = timedelta(days=4)
+# Where the seed's timeline starts, and the least step between its executions: the parked one 72 h ago,
+# the planned ones at least 6 h apart after it, so the tenth and the two after it less than 12 h ago. The
+# calendar day holding "36 h ago" (which ends by 12 h ago) thus always lies between the parked one and
+# the newest two, whatever the time of day (tests/console/test_browser_list.py filters on it).
+SPAN = timedelta(days=3)
+STEP = timedelta(hours=6)
 # (id, how, code, took): the newest last
 PLAN = (
     ("order-0001", "completed", None, 42),
@@ -47,12 +53,12 @@ async def seed() -> None:
     from store.django.store import DjangoStore
 
     real_now = datetime.now(UTC).replace(microsecond=0)
-    clock = ManualClock(real_now - timedelta(days=2))
+    clock = ManualClock(real_now - SPAN)
     store = DjangoStore(using=flowdeck_settings().database_alias, clock=clock, listen=False)
     try:
         await _parked(store, "order-0000-parked")
         for eid, how, code, took in PLAN:
-            await clock.advance(4 * 3600)
+            await clock.advance(STEP)
             await seed_execution(
                 store, eid, how, code, took=timedelta(seconds=took), advance=clock.advance, lease=LEASE,
                 retry_at=real_now + timedelta(hours=1),  # not due while the test looks
