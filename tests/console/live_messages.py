@@ -9,12 +9,14 @@ from channels.testing import WebsocketCommunicator
 
 __all__ = ["covers", "next_event", "next_message"]
 
-_held: dict[int, list[dict[str, Any]]] = {}  # a socket's events heard in a batch, not handed out yet
+# A socket's events heard in a batch, not handed out yet: kept on the socket itself. Keyed by `id(socket)`
+# they outlived it, and a later test's socket at the same address was handed an earlier test's events.
+HELD = "_flowdeck_held_events"
 
 
 async def next_message(socket: WebsocketCommunicator, kind: str, timeout: float = 5) -> dict[str, Any]:
     """The next message of `kind` ("event" for one event out of a batch, "progress"), skipping others."""
-    held = _held.setdefault(id(socket), [])
+    held: list[dict[str, Any]] = socket.__dict__.setdefault(HELD, [])
     while True:
         if kind == "event" and held:
             return held.pop(0)
