@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import pytest
 from django.db import connections
 
 from store import counts, spi
@@ -90,9 +91,15 @@ def _event(eid: str) -> spi.Event:
     return spi.Event(spi.EventKind.CREATED, "tally-wf", eid, T0, {})
 
 
-async def test_the_counts_follow_every_kind_of_write(backend_alias: str) -> None:
+@pytest.fixture
+async def store(backend_alias: str) -> AsyncIterator[DjangoStore]:
+    opened = DjangoStore(backend_alias, ManualClock(T0), listen=False)
+    yield opened
+    await opened.aclose()
+
+
+async def test_the_counts_follow_every_kind_of_write(backend_alias: str, store: DjangoStore) -> None:
     alias = backend_alias
-    store = DjangoStore(alias, ManualClock(T0), listen=False)
     try:
         for i in range(6):
             created = await store.create_execution_if_absent(
@@ -125,12 +132,10 @@ async def test_the_counts_follow_every_kind_of_write(backend_alias: str) -> None
         assert await store.count_by_status("tally-wf") == []
     finally:
         await _db(alias, _forget, "tally-wf", "tally-bulk")
-        await store.aclose()
 
 
-async def test_many_deltas_fold_into_one_row_per_sum(backend_alias: str) -> None:
+async def test_many_deltas_fold_into_one_row_per_sum(backend_alias: str, store: DjangoStore) -> None:
     alias = backend_alias
-    store = DjangoStore(alias, ManualClock(T0), listen=False)
     try:
         await _db(alias, _bulk, f"fold-{alias}-", 20, "running")
         for round_ in range(status_tally.COMPACT_AFTER // 10 + 2):
@@ -144,25 +149,19 @@ async def test_many_deltas_fold_into_one_row_per_sum(backend_alias: str) -> None
         assert before > status_tally.COMPACT_AFTER  # 20 rows x 2 deltas per round
         found = await store.count_by_status()
         assert found == await _db(alias, _truth)
-        assert await _db(alias, _tally_rows) == len(
-            found
-        )  # one row per (workflow, kind) left; the zeros dropped
+        # one row per (workflow, kind) left; the zeros dropped
+        assert await _db(alias, _tally_rows) == len(found)
         assert await store.count_by_status() == found
     finally:
         await _db(alias, _forget, "tally-bulk")
-        await store.aclose()
 
 
-async def test_a_reset_empties_the_tally_with_the_executions(backend_alias: str) -> None:
+async def test_a_reset_empties_the_tally_with_the_executions(backend_alias: str, store: DjangoStore) -> None:
     alias = backend_alias
-    store = DjangoStore(alias, ManualClock(T0), listen=False)
-    try:
-        await _db(alias, _bulk, f"reset-{alias}-", 5, "failed")
-        await asyncio.to_thread(store.reset)
-        assert await store.count_by_status() == await _db(alias, _truth) == []
-        assert await _db(alias, _tally_rows) == 0
-    finally:
-        await store.aclose()
+    await _db(alias, _bulk, f"reset-{alias}-", 5, "failed")
+    await asyncio.to_thread(store.reset)
+    assert await store.count_by_status() == await _db(alias, _truth) == []
+    assert await _db(alias, _tally_rows) == 0
 
 
 async def test_folds_running_beside_writers_lose_no_delta(postgres_alias: str, database_access: None) -> None:
@@ -206,10 +205,11 @@ async def test_folds_running_beside_writers_lose_no_delta(postgres_alias: str, d
         await store.aclose()
 
 
-async def test_the_list_s_totals_of_whole_kinds_are_the_tally_s(backend_alias: str) -> None:
+async def test_the_list_s_totals_of_whole_kinds_are_the_tally_s(
+    backend_alias: str, store: DjangoStore
+) -> None:
     alias = backend_alias
     arm = spi.ExecutionFilter
-    store = DjangoStore(alias, ManualClock(T0), listen=False)
     try:
         await _db(alias, _bulk, f"list-{alias}-a", 7, "failed")
         await _db(alias, _bulk, f"list-{alias}-b", 3, "stopped")
@@ -237,4 +237,3 @@ async def test_the_list_s_totals_of_whole_kinds_are_the_tally_s(backend_alias: s
         assert (await store.list_executions("tally-bulk", arm.Stopped("F0001"), limit=0)).total == 0
     finally:
         await _db(alias, _forget, "tally-bulk")
-        await store.aclose()
