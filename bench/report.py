@@ -10,6 +10,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+# Issue 16's targets.
+W1_TIMES_DBOS = 20
+W2_OF_DBOS = 0.2
+CPU_US_PER_NODE = 150
+W4_OF_LOOP = 100  # %
+W1_OF_L3 = 60  # %
+
 WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12")
 
 
@@ -66,7 +73,7 @@ def _latency_row(workload: str, measure: str, f: Any, d: Any, max_ratio: float |
     def show(run: Any) -> str:
         return failed(run) or f"{run['ms']['p50']:.1f} / {run['ms']['p95']:.1f}"
 
-    target = "≤ ⅓ of DBOS (p50 and p95)" if max_ratio else ""
+    target = f"≤ {max_ratio:g} of DBOS (p50 and p95)" if max_ratio else ""
     if failed(f) or failed(d):
         return Row(workload, measure, show(f), show(d), "", target, None)
     r50 = f["ms"]["p50"] / d["ms"]["p50"]
@@ -87,10 +94,11 @@ def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
     f2w, d2w = get(runs, "W2/flowdeck"), get(runs, "W2/dbos")
     return [
         *_w1_rows(runs),
-        _latency_row("W2", "run here: ms per execution p50 / p95", f2w, d2w, 1 / 3),
+        _latency_row("W2", "run here: ms per execution p50 / p95", f2w, d2w, W2_OF_DBOS),
         _queued_row("W2", "queued (informational): ms per execution p50 / p95", f2w, d2w),
         _w3_row(f1, d1),
         _w4_row(f1, d1, limits),
+        _l3_row(f1, limits),
         _w5_row(get(runs, "W5/flowdeck"), get(runs, "W5/dbos")),
         _w6_row(get(runs, "W6/flowdeck")),
         _w7_row(get(runs, "W7/flowdeck")),
@@ -109,8 +117,28 @@ def _w1_rows(runs: Mapping[str, Any]) -> list[Row]:
         workers = run.get("workers", "?") if run else "?"
         shape = f"{run.get('executions', '?')}×{run.get('steps', '?')}" if run else ""
         label = f"{shape} nodes/s, {workers} workers in {procs} process{'es' if procs > 1 else ''}"
-        out.append(_rate_row("W1", label, run, d1 if procs == 1 else d2, 5))
+        out.append(_rate_row("W1", label, run, d1 if procs == 1 else d2, W1_TIMES_DBOS))
+    out.append(_cpu_row(get(runs, "W1/flowdeck/1p"), d1))
     return out
+
+
+def _cpu_row(f1: Any, d1: Any) -> Row:
+    """W1's CPU per node: the worker processes' user + system seconds over the nodes recorded, and the
+    database server's beside it (both on this machine's cores)."""
+
+    def show(run: Any) -> str:
+        if failed(run) or run.get("cpu_us_per_node") is None:
+            return failed(run) or "not measured"
+        return f"{num(run['cpu_us_per_node'])} (database {num(run.get('database_cpu_us_per_node'))})"
+
+    measure = "W1 CPU per node, µs: worker processes (database server)"
+    target = f"≤ {CPU_US_PER_NODE} µs"
+    if show(f1) == "not measured" or failed(f1):
+        return Row("W1", measure, show(f1), show(d1), "", target, None)
+    ratio = ""
+    if not failed(d1) and d1.get("cpu_us_per_node"):
+        ratio = f"{f1['cpu_us_per_node'] / d1['cpu_us_per_node']:.2f}×"
+    return Row("W1", measure, show(f1), show(d1), ratio, target, f1["cpu_us_per_node"] <= CPU_US_PER_NODE)
 
 
 def _w3_row(f1: Any, d1: Any) -> Row:
@@ -151,8 +179,28 @@ def _w4_row(f1: Any, d1: Any, limits: Mapping[str, Any]) -> Row:
         f"{of_pgbench:.1f} %; {of_loop:.1f} %",
         dbos,
         "",
-        "≥ 40 % of psycopg loop",
-        of_loop >= 40,
+        f"≥ {W4_OF_LOOP} % of psycopg loop",
+        of_loop >= W4_OF_LOOP,
+    )
+
+
+def _l3_row(f1: Any, limits: Mapping[str, Any]) -> Row:
+    """W1 against L3: the same statements for the same executions, sent by a bare loop with no engine."""
+    l3 = limits.get("L3")
+    measure = "W1 ÷ L3 (the engine's statements, no engine)"
+    target = f"≥ {W1_OF_L3} % of L3"
+    if failed(f1) or failed(l3):
+        return Row("W4", measure, failed(f1) or failed(l3) or "", target=target)
+    assert l3 is not None
+    of_l3 = f1["nodes_per_s"] / l3["per_second"] * 100
+    return Row(
+        "W4",
+        f"W1 ÷ L3 ({num(l3['per_second'])} nodes/s)",
+        f"{of_l3:.1f} %",
+        "n/a",
+        "",
+        target,
+        of_l3 >= W1_OF_L3,
     )
 
 
@@ -371,9 +419,16 @@ def search_table(runs: Mapping[str, Any]) -> str:
 
 
 def limits_table(limits: Mapping[str, Any]) -> str:
-    lines = [["limit", "clients", "commits/s"]]
+    """pgbench and the psycopg loop in commits/s; L3 in nodes/s, with its CPU per node (its own process's,
+    and the database server's)."""
+    lines = [["limit", "clients", "per second", "CPU per node, µs (database)"]]
     for name, limit in limits.items():
-        lines.append([name, str(limit.get("clients", "")), failed(limit) or num(limit.get("per_second"))])
+        rate = failed(limit) or num(limit.get("per_second"))
+        unit = "nodes" if name == "L3" else "commits"
+        cpu = ""
+        if not failed(limit) and limit.get("cpu_us_per_node") is not None:
+            cpu = f"{num(limit['cpu_us_per_node'])} ({num(limit.get('database_cpu_us_per_node'))})"
+        lines.append([name, str(limit.get("clients", "")), rate if failed(limit) else f"{rate} {unit}", cpu])
     return table(lines)
 
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import flowdeck_env, pg, protocol, purge_load, search_load, stats
+from bench import cpu, flowdeck_env, pg, protocol, purge_load, search_load, statement_loop, stats
 from bench.worker import add_engine_arguments
 
 # ---------------------------------------------------------------------------------------- plumbing
@@ -171,22 +171,26 @@ def go(child: Any) -> None:
     child.stdin.flush()
 
 
-def _run_w1_workers(ns: argparse.Namespace, workflow_id: str) -> tuple[float, float, int]:
+def _run_w1_workers(ns: argparse.Namespace, workflow_id: str) -> tuple[float, float, int, float, float]:
     """Start the worker processes, tell them to go, wait until every execution completed; answers when
-    they went, when the last completed, and how many completion polls the bench made meanwhile."""
+    they went, when the last completed, how many completion polls the bench made meanwhile, and the CPU
+    seconds the worker processes and the database server spent in between (user + system)."""
     children = start_workers(ns, ns.procs, max(1, ns.workers // ns.procs), wait_go=True)
     profilers = (
         [profile(child.pid, f"{ns.profile}.{i}") for i, child in enumerate(children)] if ns.profile else []
     )
     probe = Probe(ns.backend, ns.database)
+    pids = [child.pid for child in children]
     try:
+        cpu_before, database_before = cpu.total_seconds(pids), cpu.database_seconds()
         began = time.perf_counter()
         for child in children:
             go(child)
         ended = probe.wait_until(
             "W1", lambda: probe.completed(workflow_id), ns.executions, timeout=ns.timeout, every=0.02
         )
-        return began, ended, probe.queries
+        spent = cpu.total_seconds(pids) - cpu_before
+        return began, ended, probe.queries, spent, cpu.database_spent(database_before)
     finally:
         probe.close()
         stop_all(children)
@@ -214,7 +218,7 @@ def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
         # Analysis runs only: the server logs every statement of new sessions on this database.
         with pg.connect() as conn:
             conn.execute(f"alter database {ns.database} set log_statement = 'all'")
-    began, ended, polls = _run_w1_workers(ns, workflow_id)
+    began, ended, polls, cpu_seconds, database_cpu = _run_w1_workers(ns, workflow_id)
     elapsed = ended - began
     nodes = ns.executions * ns.steps
     result: dict[str, Any] = {
@@ -229,6 +233,9 @@ def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
         "start_seconds": start_seconds,
         "nodes": nodes,
         "nodes_per_s": nodes / elapsed,
+        "cpu_seconds": cpu_seconds,
+        "cpu_us_per_node": cpu_seconds / nodes * 1e6,
+        "database_cpu_us_per_node": database_cpu / nodes * 1e6 if postgres else None,
     }
     if postgres:
         starter_commits = before - before_start
@@ -243,6 +250,37 @@ def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
             "commits_per_node_with_starts": (engine_commits + starter_commits) / nodes,
         }
     return result
+
+
+def cmd_l3(ns: argparse.Namespace) -> dict[str, Any]:
+    """L3: W1's executions created as W1 creates them, then run by `bench.statement_loop` (no engine)."""
+    from django.db import connections
+
+    from store.django.wakeups import listener_params
+
+    flowdeck_env.fresh_database("postgres", ns.database)
+    workflow_id = f"chain{ns.steps}"
+    asyncio.run(start_chains(workflow_id, ns.steps, ns.executions))
+    with connections["default"].cursor() as cursor:
+        cursor.execute("select latest_hash from flowstore_workflow where id = %s", [workflow_id])
+        (hash_,) = cursor.fetchone()
+    connect = {"application_name": "flowdeck-writer", **listener_params(connections["default"])}
+    connections.close_all()
+    slots = ns.workers * ns.batch_size
+    ceiling = statement_loop.run(connect, workflow_id, hash_, ns.executions, ns.steps, slots)
+    probe = Probe("postgres", ns.database)
+    try:
+        completed = probe.completed(workflow_id)
+    finally:
+        probe.close()
+    if completed != ns.executions:
+        raise RuntimeError(f"L3 completed {completed} of {ns.executions} executions")
+    return {
+        "name": "L3",
+        "clients": slots,
+        "executions": ns.executions,
+        "steps": ns.steps,
+    } | ceiling.as_dict()
 
 
 async def until(check: Any, timeout: float, every: float = 0.001) -> None:
@@ -471,6 +509,7 @@ def cmd_w13(ns: argparse.Namespace) -> dict[str, Any]:
 COMMANDS = {
     "setup": cmd_setup,
     "w1": cmd_w1,
+    "l3": cmd_l3,
     "w2": cmd_w2,
     "w5": cmd_w5,
     "w6": cmd_w6,

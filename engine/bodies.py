@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from engine import forks
+from engine.body_threads import run_in_thread
 from engine.errors import FlowDomainError, FlowRetry, FlowStepTimeout
 from engine.nodes import Body, Knobs
 from engine.outcomes import PASS_THROUGH, Parked, StopFor, describe
@@ -36,7 +37,7 @@ async def call(body: Body, *args: Any) -> Any:
     if body.is_async:
         result = body.fn(*args)
     else:
-        result = await asyncio.to_thread(body.fn, *args)
+        result = await run_in_thread(body.fn, *args)
     if inspect.isawaitable(result):  # a plain lambda handing back a coroutine
         result = await result
     return result

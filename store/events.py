@@ -127,7 +127,12 @@ class Event:
         )
 
     def data_json(self) -> str:
-        return json.dumps(dict(self.data), separators=(",", ":"), sort_keys=True)
+        data = self.data
+        return _encode(data if type(data) is dict else dict(data))
+
+
+# one encoder for every payload: json.dumps with options builds a new one per call
+_encode = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench import pg, protocol, stats
+from bench import cpu, pg, protocol, stats
 
 QUEUE = "bench"
 APP_VERSION = "bench"
@@ -219,14 +219,15 @@ def w1(backend: str, executions: int, steps: int, workers: int, procs: int) -> d
             protocol.wait_ready(child)
         before = pg.settled_xact_commit(pg.DBOS_DB) if postgres else 0
         completion = Completion(backend)
+        pids = [child.pid for child in children]
+        cpu_before, database_before = cpu.total_seconds(pids), cpu.database_seconds()
         began = time.perf_counter()
-        for child in children:
-            assert child.stdin is not None
-            child.stdin.write("go\n")
-            child.stdin.flush()
+        _go(children)
         while completion.done() < executions:
             time.sleep(0.02)
         elapsed = time.perf_counter() - began
+        cpu_seconds = cpu.total_seconds(pids) - cpu_before
+        database_cpu = cpu.database_spent(database_before) if postgres else None
         polls = completion.polls
         completion.close()
     finally:
@@ -244,6 +245,9 @@ def w1(backend: str, executions: int, steps: int, workers: int, procs: int) -> d
         "start_seconds": start_seconds,
         "nodes": nodes,
         "nodes_per_s": nodes / elapsed,
+        "cpu_seconds": cpu_seconds,
+        "cpu_us_per_node": cpu_seconds / nodes * 1e6,
+        "database_cpu_us_per_node": database_cpu / nodes * 1e6 if database_cpu is not None else None,
         "queue_poll_seconds": QUEUE_POLL_SECONDS,
     }
     if postgres:
@@ -256,6 +260,13 @@ def w1(backend: str, executions: int, steps: int, workers: int, procs: int) -> d
             "commits_per_node": (commits - polls) / nodes,
         }
     return result
+
+
+def _go(children: list[Any]) -> None:
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
 
 
 def w2(backend: str, executions: int, steps: int) -> dict[str, Any]:

@@ -288,10 +288,15 @@ class GroupCommit:
     ) -> list[tuple[_Write, Any]]:
         """One transaction for the whole batch, sent in pipeline mode: one round trip, one commit.
 
+        The connection is in autocommit, so PostgreSQL runs everything up to the pipeline's Sync (sent as
+        it ends) as one implicit transaction: committed at the Sync, or rolled back whole at the first
+        error, which skips the rest (the batch is then retried one by one, see `_deliver`). No BEGIN and
+        COMMIT commands: fewer messages, and no psycopg transaction block around them.
+
         Neighbours with the same text (most writes of a busy worker share a shape) go as one
         `executemany`: one prepared statement, one result set per write, much less client work."""
         sent: list[tuple[list[_Write], psycopg.AsyncCursor[Any]]] = []
-        async with conn.pipeline(), conn.transaction():
+        async with conn.pipeline():
             for run in _runs(batch):
                 cursor = conn.cursor()
                 if len(run) == 1:

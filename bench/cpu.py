@@ -1,0 +1,45 @@
+"""CPU seconds of processes, read from /proc: what W1's "CPU per node" divides by the nodes recorded."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+__all__ = ["database_seconds", "database_spent", "process_seconds", "total_seconds"]
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_seconds(pid: int) -> float:
+    """User + system CPU seconds of every thread of `pid` so far (/proc/PID/stat's utime and stime)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        # the command name may hold spaces and parentheses: the fields start after its closing one
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def total_seconds(pids: Iterable[int]) -> float:
+    return sum(process_seconds(pid) for pid in pids)
+
+
+def database_seconds() -> dict[int, float]:
+    """CPU seconds so far of every PostgreSQL server process on this machine, by pid (the server runs
+    here: the bench's database is on 127.0.0.1)."""
+    found: dict[int, float] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/comm") as comm:
+                if comm.read().strip() != "postgres":
+                    continue
+            found[int(entry.name)] = process_seconds(int(entry.name))
+        except OSError:  # ended while we looked
+            continue
+    return found
+
+
+def database_spent(before: dict[int, float]) -> float:
+    """The server's CPU seconds since `before` (a process started since counts from zero; one that ended
+    meanwhile is not counted: the workers' own sessions are still open when this is read)."""
+    return sum(now - before.get(pid, 0.0) for pid, now in database_seconds().items())

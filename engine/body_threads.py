@@ -1,0 +1,90 @@
+"""The threads that run sync bodies, so that a body that blocks never blocks the event loop.
+
+`asyncio.to_thread` did this before, through the loop's default `ThreadPoolExecutor`: per call a work
+item, the executor's condition and semaphore, a concurrent future wrapped into an asyncio future and the
+two chained by callbacks. For a body that takes microseconds that plumbing was the larger part of the
+hop (bench/PROFILE.md, issue 16). Here a call puts one tuple on a `SimpleQueue` and a thread answers the
+asyncio future directly with `call_soon_threadsafe`: the one wake-up of the loop a hop cannot avoid.
+
+The same promises as `to_thread`: the body runs in a copy of the caller's context (context variables
+reach it), outside the loop's thread (so Django's ORM may be used from it), and a caller that stops
+waiting (a timeout, a cancelled attempt) abandons the thread to finish on its own; its answer is then
+dropped. Threads are started when no thread is idle, up to `MAX_THREADS`, and stay for the process's life;
+they are daemons, so a body blocked forever does not hold the process open at exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["MAX_THREADS", "run_in_thread"]
+
+MAX_THREADS = 64
+"""Bodies blocked at once beyond this wait for a thread (the engine's default slots are 32)."""
+
+_Job = tuple[
+    asyncio.AbstractEventLoop, asyncio.Future[Any], contextvars.Context, Callable[..., Any], tuple[Any, ...]
+]
+
+_jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+_lock = threading.Lock()
+_started = 0  # threads
+_idle = 0  # threads waiting for a job
+_queued = 0  # jobs no thread has taken yet
+
+
+def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+    """`fn(*args)` on a body thread; the future answers its result or its exception."""
+    global _queued, _started
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+    with _lock:
+        _queued += 1
+        # every queued job has an idle thread to take it, or a new one is started for it
+        start = _queued > _idle and _started < MAX_THREADS
+        if start:
+            _started += 1
+            name = f"flowdeck:body:{_started}"
+    _jobs.put((loop, future, contextvars.copy_context(), fn, args))
+    if start:
+        threading.Thread(target=_serve, name=name, daemon=True).start()
+    return future
+
+
+def _serve() -> None:
+    global _idle, _queued
+    while True:
+        with _lock:
+            _idle += 1
+        loop, future, context, fn, args = _jobs.get()
+        with _lock:
+            _idle -= 1
+            _queued -= 1
+        try:
+            result = context.run(fn, *args)
+        except BaseException as error:  # handed to the awaiting task, as to_thread does
+            _answer(loop, _fail, future, error)
+        else:
+            _answer(loop, _succeed, future, result)
+        del loop, future, context, fn, args
+
+
+def _answer(loop: asyncio.AbstractEventLoop, how: Callable[..., None], *args: Any) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop closed while the body ran: nobody waits any more
+        loop.call_soon_threadsafe(how, *args)
+
+
+def _succeed(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)

@@ -1,0 +1,90 @@
+"""Sync bodies run on the engine's body threads (`engine.body_threads`): off the loop, in the caller's
+context, concurrently when they block, and a caller that stops waiting leaves the thread to finish."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+
+import pytest
+
+from engine import body_threads
+from engine.flow import Flow
+from engine.local import run_local
+
+REQUEST = contextvars.ContextVar("REQUEST", default="none")
+
+
+def test_a_sync_body_runs_off_the_loop_thread_and_its_result_comes_back() -> None:
+    async def main() -> tuple[str, str]:
+        loop_thread = threading.current_thread().name
+        body_thread = await body_threads.run_in_thread(lambda: threading.current_thread().name)
+        return loop_thread, body_thread
+
+    loop_thread, body_thread = asyncio.run(main())
+    assert body_thread != loop_thread
+    assert body_thread.startswith("flowdeck:body:")
+
+
+def test_the_body_sees_the_callers_context_variables() -> None:
+    async def main() -> str:
+        REQUEST.set("order-7")
+        return await body_threads.run_in_thread(REQUEST.get)
+
+    assert asyncio.run(main()) == "order-7"
+
+
+def test_an_exception_in_the_body_reaches_the_caller_as_it_was() -> None:
+    class Declined(Exception):
+        pass
+
+    def body() -> None:
+        raise Declined("card declined")
+
+    async def main() -> None:
+        await body_threads.run_in_thread(body)
+
+    with pytest.raises(Declined, match="card declined"):
+        asyncio.run(main())
+
+
+def test_blocking_bodies_run_at_the_same_time_not_one_after_another() -> None:
+    # Twelve bodies that each wait for all twelve: they finish only if twelve threads run them at once.
+    together = threading.Barrier(12, timeout=10)
+
+    async def main() -> list[int]:
+        return await asyncio.gather(*(body_threads.run_in_thread(together.wait) for _ in range(12)))
+
+    assert sorted(asyncio.run(main())) == list(range(12))
+
+
+def test_a_caller_that_stops_waiting_leaves_the_body_to_finish_and_the_threads_serve_on() -> None:
+    release, finished = threading.Event(), threading.Event()
+
+    def slow() -> str:
+        release.wait(10)
+        finished.set()
+        return "late"
+
+    async def main() -> str:
+        waiting = asyncio.ensure_future(body_threads.run_in_thread(slow))
+        await asyncio.sleep(0.01)
+        waiting.cancel()
+        release.set()
+        assert await asyncio.to_thread(finished.wait, 10)
+        return await body_threads.run_in_thread(lambda: "next")
+
+    assert asyncio.run(main()) == "next"
+
+
+def test_a_flows_sync_steps_run_on_body_threads() -> None:
+    seen: list[str] = []
+    flow = (
+        Flow.init("threads")
+        .step("one", lambda ctx: seen.append(threading.current_thread().name))
+        .output("two", lambda ctx: threading.current_thread().name, type=str)
+    )
+    result = asyncio.run(run_local(flow))
+    assert seen[0].startswith("flowdeck:body:")
+    assert result.two.startswith("flowdeck:body:")
