@@ -29,6 +29,8 @@ from bench import cpu as bench_cpu
 
 __all__ = ["Ceiling", "run"]
 
+_encode = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+
 
 @dataclass(frozen=True)
 class Ceiling:
@@ -84,7 +86,7 @@ class _Statements:
             params[f"ev{i}f"] = self.flow_id
             params[f"ev{i}k"] = kind
             params[f"ev{i}t"] = datetime.now(UTC)
-            params[f"ev{i}d"] = json.dumps(data, separators=(",", ":"))
+            params[f"ev{i}d"] = _encode(data)
         return params
 
 

@@ -185,9 +185,16 @@ class ProgressMark(models.Model):
 
 
 class Event(models.Model):
-    """One history entry; `seq` is its 1-based position in its execution's history."""
+    """One history entry; `seq` is its 1-based position in its execution's history.
 
-    execution = models.ForeignKey(Execution, on_delete=models.CASCADE, related_name="events", db_index=False)
+    No foreign-key constraint in the database (migration 0011): every statement that inserts events finds
+    and locks their execution's row in the same statement (the claim CTE, a start, a delivery), and a
+    purge deletes the ledger with its executions. The constraint re-checked each event row at commit, a
+    fifth of the database's work per node in W1 (bench/PROFILE.md)."""
+
+    execution = models.ForeignKey(
+        Execution, on_delete=models.CASCADE, related_name="events", db_index=False, db_constraint=False
+    )
     seq = models.IntegerField()
     flow_id = models.CharField(max_length=255, help_text="as the event was written")
     kind = models.CharField(max_length=32)
