@@ -15,6 +15,7 @@ import sys
 from datetime import timedelta
 
 from bench import flowdeck_env, pg, protocol
+from engine import event_loop
 
 
 def engine_options(args: argparse.Namespace) -> dict[str, object]:
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
         profiler = Profiler(interval=0.0005, async_mode="disabled")
         profiler.start()
         try:
-            asyncio.run(serve(args))
+            event_loop.run(serve(args))
         finally:
             profiler.stop()
             with open(args.profile, "w") as out:
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
             with open(args.profile + ".txt", "w") as out:
                 out.write(profiler.output_text(unicode=False, color=False, show_all=False))
     else:
-        asyncio.run(serve(args))
+        event_loop.run(serve(args))  # the loop `runworkers` runs on
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ asyncio future directly with `call_soon_threadsafe`: the one wake-up of the loop
 The same promises as `to_thread`: the body runs in a copy of the caller's context (context variables
 reach it), outside the loop's thread (so Django's ORM may be used from it), and a caller that stops
 waiting (a timeout, a cancelled attempt) abandons the thread to finish on its own; its answer is then
-dropped. Threads are started when no thread is idle, up to `MAX_THREADS`, and stay for the process's life;
-they are daemons, so a body blocked forever does not hold the process open at exit.
+dropped. Threads are started when no thread is idle, up to a bound (`limit`; `runworkers` sets it to its
+attempt slots, since each thread that uses the ORM keeps a database connection of its own), and stay for
+the process's life; they are daemons, so a body blocked forever does not hold the process open at exit.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_THREADS", "run_in_thread"]
+__all__ = ["limit", "run_in_thread"]
 
-MAX_THREADS = 64
-"""Bodies blocked at once beyond this wait for a thread (the engine's default slots are 32)."""
+_bound = 32
+"""Bodies blocked at once beyond this wait for a thread (the engine's default attempt slots are 32)."""
 
 _Job = tuple[
     asyncio.AbstractEventLoop, asyncio.Future[Any], contextvars.Context, Callable[..., Any], tuple[Any, ...]
@@ -39,6 +40,12 @@ _idle = 0  # threads waiting for a job
 _queued = 0  # jobs no thread has taken yet
 
 
+def limit(threads: int) -> None:
+    """Run sync bodies on at most `threads` threads from now on (threads already started stay)."""
+    global _bound
+    _bound = max(1, threads)
+
+
 def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     """`fn(*args)` on a body thread; the future answers its result or its exception."""
     global _queued, _started
@@ -47,7 +54,7 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     with _lock:
         _queued += 1
         # every queued job has an idle thread to take it, or a new one is started for it
-        start = _queued > _idle and _started < MAX_THREADS
+        start = _queued > _idle and _started < _bound
         if start:
             _started += 1
             name = f"flowdeck:body:{_started}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -88,3 +90,38 @@ def test_a_flows_sync_steps_run_on_body_threads() -> None:
     result = asyncio.run(run_local(flow))
     assert seen[0].startswith("flowdeck:body:")
     assert result.two.startswith("flowdeck:body:")
+
+
+BOUND_SCRIPT = """
+import asyncio, threading
+from engine import body_threads
+
+body_threads.limit(2)
+running, most, gate, release = 0, 0, threading.Lock(), threading.Event()
+
+def body():
+    global running, most
+    with gate:
+        running += 1
+        most = max(most, running)
+    release.wait(10)
+    with gate:
+        running -= 1
+
+async def main():
+    started = [body_threads.run_in_thread(body) for _ in range(5)]
+    await asyncio.sleep(0.2)
+    print("while held:", most)
+    release.set()
+    await asyncio.gather(*started)
+    print("threads:", body_threads._started)
+
+asyncio.run(main())
+"""
+
+
+def test_the_bound_holds_extra_bodies_until_a_thread_is_free() -> None:
+    # A fresh process, so no thread of another test serves: five bodies, room for two.
+    done = subprocess.run([sys.executable, "-c", BOUND_SCRIPT], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["while held: 2", "threads: 2"]

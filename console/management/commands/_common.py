@@ -11,7 +11,6 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, TextIO
 
@@ -23,6 +22,7 @@ from console import runtime
 from console.conf import FlowdeckSettings, flowdeck_settings
 from console.discovery import registered_flows
 from console.management.commands import _output
+from engine import body_threads
 from engine.engine import FlowEngine
 from engine.errors import FlowConfigError
 from store import spi
@@ -164,9 +164,7 @@ def _store(slots: int) -> spi.FlowStore:
 
 def bounded_body_threads(slots: int) -> None:
     """Run sync bodies on at most `slots` threads (each keeps a database connection of its own)."""
-    asyncio.get_running_loop().set_default_executor(
-        ThreadPoolExecutor(max_workers=max(1, slots), thread_name_prefix="flowdeck-body")
-    )
+    body_threads.limit(slots)
 
 
 def build_engine(options: Mapping[str, Any], *, poll_timeout: timedelta | None = None) -> FlowEngine:

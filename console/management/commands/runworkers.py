@@ -26,7 +26,7 @@ from console.management.commands._common import (
     flows_to_serve,
     stop_on_signals,
 )
-from engine import maintenance
+from engine import event_loop, maintenance
 from engine.engine import FlowEngine
 from store.spi import FlowStoreError
 
@@ -69,7 +69,7 @@ class Command(BaseCommand):
         engine = build_engine(options)
         with engine_logging(options["verbosity"], self.stderr._out):
             try:
-                asyncio.run(self.serve(engine, flows))
+                event_loop.run(self.serve(engine, flows))
             except FlowStoreError as error:
                 raise CommandError(
                     f"the database could not be used ({error}); is it reachable and migrated "
