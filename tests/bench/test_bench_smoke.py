@@ -59,4 +59,11 @@ def test_bench_runs_every_workload_in_quick_mode_on_tiny_sizes(tmp_path: Path) -
         line.split("|")[1].strip() for line in run.stdout.splitlines() if line.startswith("| W")
     }
     assert set(report.WORKLOADS) <= table_workloads
+    # issue 16's figures: CPU per node for both systems, and L3 in the limits table and against W1
+    assert {"pgbench", "psycopg_loop", "L3"} <= set(doc["limits"])
+    cpu_row = next(row for row in doc["rows"] if "CPU per node" in row["measure"])
+    assert "database" in cpu_row["flowdeck"]
+    assert "database" in cpu_row["dbos"]
+    assert any(row["measure"].startswith("W1 ÷ L3") for row in doc["rows"])
+    assert any(line.startswith("| L3 ") for line in run.stdout.splitlines())
     assert doc["meta"]["mode"] == "tiny"
