@@ -17,7 +17,6 @@ the process's life; they are daemons, so a body blocked forever does not hold th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import queue
 import threading
@@ -34,10 +33,11 @@ _Job = tuple[
 ]
 
 _jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+# Counted on the loops' threads only (a body thread just takes jobs and posts answers), so the lock is
+# never contended with a body thread: jobs handed out and not yet answered, and threads started.
 _lock = threading.Lock()
-_started = 0  # threads
-_idle = 0  # threads waiting for a job
-_queued = 0  # jobs no thread has taken yet
+_outstanding = 0
+_started = 0
 
 
 def limit(threads: int) -> None:
@@ -48,13 +48,13 @@ def limit(threads: int) -> None:
 
 def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
     """`fn(*args)` on a body thread; the future answers its result or its exception."""
-    global _queued, _started
+    global _outstanding, _started
     loop = asyncio.get_running_loop()
     future = loop.create_future()
     with _lock:
-        _queued += 1
-        # every queued job has an idle thread to take it, or a new one is started for it
-        start = _queued > _idle and _started < _bound
+        _outstanding += 1
+        # a thread for every job not yet answered (each runs one at a time), up to the bound
+        start = _outstanding > _started and _started < _bound
         if start:
             _started += 1
             name = f"flowdeck:body:{_started}"
@@ -65,14 +65,8 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
 
 
 def _serve() -> None:
-    global _idle, _queued
     while True:
-        with _lock:
-            _idle += 1
         loop, future, context, fn, args = _jobs.get()
-        with _lock:
-            _idle -= 1
-            _queued -= 1
         try:
             result = context.run(fn, *args)
         except BaseException as error:  # handed to the awaiting task, as to_thread does
@@ -83,15 +77,25 @@ def _serve() -> None:
 
 
 def _answer(loop: asyncio.AbstractEventLoop, how: Callable[..., None], *args: Any) -> None:
-    with contextlib.suppress(RuntimeError):  # the loop closed while the body ran: nobody waits any more
+    try:
         loop.call_soon_threadsafe(how, *args)
+    except RuntimeError:  # the loop closed while the body ran: nobody waits any more
+        _answered()
+
+
+def _answered() -> None:
+    global _outstanding
+    with _lock:
+        _outstanding -= 1
 
 
 def _succeed(future: asyncio.Future[Any], result: Any) -> None:
+    _answered()
     if not future.done():
         future.set_result(result)
 
 
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
+    _answered()
     if not future.done():
         future.set_exception(error)

@@ -11,6 +11,7 @@ ending the transactional path must judge), the operation falls back to its trans
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -242,10 +243,16 @@ class PostgresWrites:
         gate or `unless_cancelled` refused (nothing written); True: applied. Whenever the claim held, the
         cancel flag is refreshed from the row."""
         store = self._store
-        now = store.clock.now()
-        values: dict[str, Any] = {**handle._key(now), "origin": store.origin, **(params or {})}
-        for i, (flow_id, kind, timestamp, data) in enumerate(rows.event_values(events)):
-            values.update({f"ev{i}f": flow_id, f"ev{i}k": kind, f"ev{i}t": timestamp, f"ev{i}d": data})
+        values = handle._key(store.clock.now())
+        values["origin"] = store.origin
+        if params:
+            values.update(params)
+        for i, event in enumerate(events):
+            flow_key, kind_key, time_key, data_key = _event_keys(i)
+            values[flow_key] = event.flow_id
+            values[kind_key] = event.kind.value
+            values[time_key] = event.timestamp
+            values[data_key] = event.data_json()
         sql = queries.claimed_write(events=len(events), **shape)
         found = await self._statement(operation, sql, values)
         if found is None:
@@ -366,6 +373,12 @@ class PostgresWrites:
         writer = self.writers.pop(asyncio.get_running_loop(), None)
         if writer is not None:
             await writer.aclose()
+
+
+@functools.cache
+def _event_keys(i: int) -> tuple[str, str, str, str]:
+    """The parameter names of a write's event `i` (`queries.claimed_write`), built once."""
+    return f"ev{i}f", f"ev{i}k", f"ev{i}t", f"ev{i}d"
 
 
 def _connection(store: DjangoStore) -> Any:
