@@ -12,7 +12,8 @@ store objects. Per execution of `steps` steps, as the statement census of W1 sho
 - `steps - 1` writes of a StepCompleted and the next StepStarted;
 - the finish: the last StepCompleted, ExecutionReleased and Completed, with the status columns.
 
-Its CPU per node is this process's user + system seconds over the timed window, divided by the nodes.
+Its CPU per node is this process's user + system seconds over the timed window, divided by the nodes. It
+runs on the event loop `runworkers` runs on (`engine.event_loop`: uvloop where installed).
 """
 
 from __future__ import annotations
@@ -160,5 +161,8 @@ def run(
     connect: dict[str, Any], flow_id: str, hash_: str, executions: int, steps: int, slots: int
 ) -> Ceiling:
     """Run every execution of the `steps`-long chain `flow_id` (created, none claimed) to Completed."""
+    from engine import event_loop
+
     sql = _Statements(flow_id, hash_, executor="l3-bare-loop")
-    return asyncio.run(_loop(connect, sql, executions, steps, slots))
+    # the loop the workers run on (uvloop where installed), so the ceiling is not lower than W1's own
+    return event_loop.run(_loop(connect, sql, executions, steps, slots))
