@@ -11,13 +11,15 @@ reach it), outside the loop's thread (so Django's ORM may be used from it), and 
 waiting (a timeout, a cancelled attempt) abandons the thread to finish on its own; its answer is then
 dropped. Threads are started when no thread is idle, up to a bound (`limit`; `runworkers` sets it to its
 attempt slots, since each thread that uses the ORM keeps a database connection of its own), and stay for
-the process's life; they are daemons, so a body blocked forever does not hold the process open at exit.
+the process's life; they are daemons, so a body blocked forever does not hold the process open at exit. A
+forked child inherits none of them and starts its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -38,6 +40,16 @@ _jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
 _lock = threading.Lock()
 _outstanding = 0
 _started = 0
+
+
+def _after_fork_in_child() -> None:
+    """A forked child inherits the counts but none of the threads (nor a sane lock): it starts afresh."""
+    global _jobs, _lock, _outstanding, _started
+    _jobs, _lock = queue.SimpleQueue(), threading.Lock()
+    _outstanding = _started = 0
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def limit(threads: int) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import subprocess
 import sys
 import threading
+import warnings
 
 import pytest
 
@@ -125,3 +127,21 @@ def test_the_bound_holds_extra_bodies_until_a_thread_is_free() -> None:
     done = subprocess.run([sys.executable, "-c", BOUND_SCRIPT], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["while held: 2", "threads: 2"]
+
+
+def test_a_forked_child_starts_its_own_body_threads() -> None:
+    # The parent's threads do not survive a fork; a child that ran bodies on them would wait forever.
+    async def body(answer: str) -> str:
+        return await asyncio.wait_for(body_threads.run_in_thread(lambda: answer), 10)
+
+    assert asyncio.run(body("parent")) == "parent"
+    with warnings.catch_warnings():  # Python 3.12+ warns that forking a process with threads may deadlock
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: a body must run, on a thread of its own
+        try:
+            os._exit(0 if asyncio.run(body("child")) == "child" else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
