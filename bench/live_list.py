@@ -141,7 +141,7 @@ def _w1(ns: argparse.Namespace, workers: list[Any], workflow_id: str) -> float:
     try:
         began = time.perf_counter()
         for child in workers:
-            workloads.go(child)
+            protocol.go(child)
         completed = lambda: probe.completed(workflow_id)  # noqa: E731
         ended = probe.wait_until("W1", completed, ns.executions, timeout=ns.timeout, every=0.02)
         return ended - began

@@ -84,6 +84,13 @@ def spawn_worker(
     )
 
 
+def go(proc: subprocess.Popen[str]) -> None:
+    """Tell a worker that waits for it (W1's `--wait-go`) to begin."""
+    assert proc.stdin is not None
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+
+
 def wait_ready(proc: subprocess.Popen[str], timeout: float = 120) -> str:
     """The detail of the worker's ready line; a worker that is not ready within `timeout` is killed
     (TimeoutError), one that exits first is a RuntimeError."""

@@ -19,8 +19,7 @@ runs on the event loop `runworkers` runs on (`engine.event_loop`: uvloop where i
 from __future__ import annotations
 
 import asyncio
-import json
-import resource
+import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,8 +28,6 @@ from typing import Any
 from bench import cpu as bench_cpu
 
 __all__ = ["Ceiling", "run"]
-
-_encode = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 
 
 @dataclass(frozen=True)
@@ -55,18 +52,16 @@ class Ceiling:
         }
 
 
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 class _Statements:
     """The SQL texts and fixed parameters of W1's statements, built once."""
 
     def __init__(self, flow_id: str, hash_: str, executor: str) -> None:
         from store import spi
         from store.django import queries, rows
+        from store.events import encode_data
 
+        self.encode = encode_data
+        self.names = queries.event_param_names
         self.flow_id = flow_id
         self.executor = executor
         self.claim_params: dict[str, Any] = {"executor": executor}
@@ -84,10 +79,11 @@ class _Statements:
         now = datetime.now(UTC)
         params: dict[str, Any] = {"id": execution_id, "token": token, "now": now, "origin": self.origin}
         for i, (kind, data) in enumerate(events):
-            params[f"ev{i}f"] = self.flow_id
-            params[f"ev{i}k"] = kind
-            params[f"ev{i}t"] = datetime.now(UTC)
-            params[f"ev{i}d"] = _encode(data)
+            flow_key, kind_key, time_key, data_key = self.names(i)
+            params[flow_key] = self.flow_id
+            params[kind_key] = kind
+            params[time_key] = datetime.now(UTC)
+            params[data_key] = self.encode(data)
         return params
 
 
@@ -128,7 +124,8 @@ async def _loop(
         finished += 1
         room.set()
 
-    began, cpu, database = time.perf_counter(), _cpu_seconds(), bench_cpu.database_seconds()
+    pid = os.getpid()
+    began, cpu, database = time.perf_counter(), bench_cpu.process_seconds(pid), bench_cpu.database_seconds()
     claimed = 0
     while finished < executions:
         free = min(slots - len(running), executions - claimed)
@@ -150,7 +147,7 @@ async def _loop(
             task = asyncio.ensure_future(_execution(writer, sql, row, steps))
             running.add(task)
             task.add_done_callback(ended)
-    seconds, cpu_seconds = time.perf_counter() - began, _cpu_seconds() - cpu
+    seconds, cpu_seconds = time.perf_counter() - began, bench_cpu.process_seconds(pid) - cpu
     database_cpu = bench_cpu.database_spent(database)
     transactions, writes = writer.transactions, writer.writes
     await writer.aclose()

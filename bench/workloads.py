@@ -165,12 +165,6 @@ async def start_chains(workflow_id: str, steps: int, count: int) -> float:
     return seconds
 
 
-def go(child: Any) -> None:
-    assert child.stdin is not None
-    child.stdin.write("go\n")
-    child.stdin.flush()
-
-
 def _run_w1_workers(ns: argparse.Namespace, workflow_id: str) -> tuple[float, float, int, float, float]:
     """Start the worker processes, tell them to go, wait until every execution completed; answers when
     they went, when the last completed, how many completion polls the bench made meanwhile, and the CPU
@@ -185,7 +179,7 @@ def _run_w1_workers(ns: argparse.Namespace, workflow_id: str) -> tuple[float, fl
         cpu_before, database_before = cpu.total_seconds(pids), cpu.database_seconds()
         began = time.perf_counter()
         for child in children:
-            go(child)
+            protocol.go(child)
         ended = probe.wait_until(
             "W1", lambda: probe.completed(workflow_id), ns.executions, timeout=ns.timeout, every=0.02
         )
@@ -437,7 +431,7 @@ def cmd_w6(ns: argparse.Namespace) -> dict[str, Any]:
         holding = "select count(*) from flowstore_execution where flow_id = 'hold' and executor = %s"
         executor = victim.ready["executor_id"]
         probe.wait_until("W6 claims", lambda: probe.scalar(holding, executor), ns.claims, ns.timeout)
-        go(rescuer)
+        protocol.go(rescuer)
         time.sleep(0.5)  # the rescuer is polling and finds nothing: every claim is live
         killed = time.perf_counter()
         os.kill(victim.pid, signal.SIGKILL)

@@ -128,11 +128,11 @@ class Event:
 
     def data_json(self) -> str:
         data = self.data
-        return _encode(data if type(data) is dict else dict(data))
+        return encode_data(data if type(data) is dict else dict(data))
 
 
-# one encoder for every payload: json.dumps with options builds a new one per call
-_encode = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+encode_data = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+"""An event's payload as stored; one encoder for all (json.dumps with options builds one per call)."""
 
 
 @dataclass(frozen=True)

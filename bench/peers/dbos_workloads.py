@@ -222,7 +222,8 @@ def w1(backend: str, executions: int, steps: int, workers: int, procs: int) -> d
         pids = [child.pid for child in children]
         cpu_before, database_before = cpu.total_seconds(pids), cpu.database_seconds()
         began = time.perf_counter()
-        _go(children)
+        for child in children:
+            protocol.go(child)
         while completion.done() < executions:
             time.sleep(0.02)
         elapsed = time.perf_counter() - began
@@ -260,13 +261,6 @@ def w1(backend: str, executions: int, steps: int, workers: int, procs: int) -> d
             "commits_per_node": (commits - polls) / nodes,
         }
     return result
-
-
-def _go(children: list[Any]) -> None:
-    for child in children:
-        assert child.stdin is not None
-        child.stdin.write("go\n")
-        child.stdin.flush()
 
 
 def w2(backend: str, executions: int, steps: int) -> dict[str, Any]:

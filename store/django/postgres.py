@@ -11,7 +11,6 @@ ending the transactional path must judge), the operation falls back to its trans
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -248,7 +247,7 @@ class PostgresWrites:
         if params:
             values.update(params)
         for i, event in enumerate(events):
-            flow_key, kind_key, time_key, data_key = _event_keys(i)
+            flow_key, kind_key, time_key, data_key = queries.event_param_names(i)
             values[flow_key] = event.flow_id
             values[kind_key] = event.kind.value
             values[time_key] = event.timestamp
@@ -373,12 +372,6 @@ class PostgresWrites:
         writer = self.writers.pop(asyncio.get_running_loop(), None)
         if writer is not None:
             await writer.aclose()
-
-
-@functools.cache
-def _event_keys(i: int) -> tuple[str, str, str, str]:
-    """The parameter names of a write's event `i` (`queries.claimed_write`), built once."""
-    return f"ev{i}f", f"ev{i}k", f"ev{i}t", f"ev{i}d"
 
 
 def _connection(store: DjangoStore) -> Any:

@@ -647,6 +647,12 @@ __all__ = [name for name, value in globals().items() if isinstance(value, Query)
 # ------------------------------------------------------------------ PostgreSQL: one-statement writes
 
 
+@functools.cache
+def event_param_names(i: int) -> tuple[str, str, str, str]:
+    """The parameter names of a claimed write's event `i`: flow id, kind, timestamp, data (built once)."""
+    return f"ev{i}f", f"ev{i}k", f"ev{i}t", f"ev{i}d"
+
+
 @functools.cache  # one text per shape: built once, and psycopg's prepared-statement cache keys on it
 def claimed_write(
     *,
