@@ -15,7 +15,7 @@ import sys
 from datetime import timedelta
 
 from bench import flowdeck_env, pg, protocol
-from engine import event_loop
+from engine import event_loop, heap
 
 
 def engine_options(args: argparse.Namespace) -> dict[str, object]:
@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--wait-go", action="store_true", help="enter the engine only after a line on stdin")
     args = parser.parse_args(argv)
     flowdeck_env.start_django(args.backend, args.database)
+    heap.freeze_startup_heap()  # as `runworkers` does
     if args.profile:
         from pyinstrument import Profiler
 

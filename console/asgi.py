@@ -23,6 +23,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from console.security import StaticFilesWithHeaders  # noqa: E402
+from engine import heap  # noqa: E402
 
 __all__ = ["application", "websocket_urlpatterns"]
 
@@ -45,3 +46,4 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+heap.freeze_startup_heap()  # the server imports this module once, before it serves

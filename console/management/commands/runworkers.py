@@ -26,7 +26,7 @@ from console.management.commands._common import (
     flows_to_serve,
     stop_on_signals,
 )
-from engine import event_loop, maintenance
+from engine import event_loop, heap, maintenance
 from engine.engine import FlowEngine
 from store.spi import FlowStoreError
 
@@ -67,6 +67,7 @@ class Command(BaseCommand):
         checked_settings()
         flows = flows_to_serve(options.get("flows"))
         engine = build_engine(options)
+        heap.freeze_startup_heap()
         with engine_logging(options["verbosity"], self.stderr._out):
             try:
                 event_loop.run(self.serve(engine, flows))

@@ -20,6 +20,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 from django.urls import path  # noqa: E402
 
 from console.routing import websocket_urlpatterns  # noqa: E402
+from engine import heap  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -29,3 +30,4 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+heap.freeze_startup_heap()  # the live feed's full collections then walk only what came later
