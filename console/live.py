@@ -22,6 +22,10 @@ read, the watcher builds the execution's JSON diagram once, however many pages w
 per `PROGRESS_SECONDS` (a burst's newest state wins; what comes meanwhile is built at the next turn), and
 hands it to each of them; their events say it follows, so no page fetches it.
 
+A read answers at most `BATCH` events; one that came back full is followed by the next at once, so a feed
+behind an engine committing more than `BATCH` events per `POLL_SECONDS` catches up before it sends, instead
+of falling further behind.
+
 Ids are taken at insert and visible at commit, so a read can see id 12 before id 11 commits. Ids skipped
 over are kept as gaps and asked for again for `GAP_SECONDS` (then given up as rolled back).
 """
@@ -37,7 +41,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from console import live_progress, runtime
 from console.live_progress import FlowOf, LiveProgress
@@ -58,19 +62,24 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-POLL_SECONDS = 0.1
+POLL_SECONDS = 0.15  # an idle feed's reads, and a busy one's with pages of many executions only: as
+# often as those pages may hear (MANY_SECONDS); a read between two of their batches would only be held
 FAST_POLL_SECONDS = 0.02
 ACTIVE_SECONDS = 2.0
 PROGRESS_SECONDS = 0.05
-MANY_SECONDS = 0.1  # a page of many executions hears at most one batch this often (its list refreshes
-# at most every 150 ms anyway); a page of one execution hears each read at once
+MANY_SECONDS = 0.15  # a page of many executions hears at most one batch this often: its list refreshes at
+# most every 150 ms (console.js), so hearing more often would cost the server and buy the page nothing;
+# a page of one execution hears each read at once
 GAP_SECONDS = 10.0
 BATCH = store_feed.BATCH
+CATCH_UP_READS = 10  # full reads in a row before the watcher sends what it has (10,000 events)
 
 
-@dataclass(frozen=True)
-class LiveEvent:
-    """What a page hears: which execution changed, and how (the event's id, seq and kind)."""
+class LiveEvent(NamedTuple):
+    """What a page hears: which execution changed, and how (the event's id, seq and kind). A tuple of
+    strings and numbers: a busy engine's thousands a second cost the web process little to make, and the
+    garbage collector stops tracking them at its first pass, so they never swell the full passes that stop
+    the whole process (W12)."""
 
     id: int
     execution_id: str
@@ -211,6 +220,7 @@ class Feed:
         self.progress_built = 0  # progress documents built, however many pages each went to
         self._gaps: dict[int, float] = {}
         self._last_event = -ACTIVE_SECONDS  # monotonic time of the newest event read
+        self._behind = False  # the last read was a full one: more are committed than it could answer
         self._pending: dict[str, int] = {}  # execution → the newest event id its progress must reflect
         self._built: dict[str, float] = {}  # execution → when its progress was last built (monotonic)
         self._held: dict[Scope, list[LiveEvent]] = {}  # a many-execution scope's events not sent yet
@@ -296,9 +306,18 @@ class Feed:
         self._ready.set()
 
     async def _step(self) -> None:
+        """Read what is new and offer it; a read that came back full is followed by the next at once, up
+        to `CATCH_UP_READS`, so that what is due goes out whole rather than its newest part a batch later."""
+        for _ in range(CATCH_UP_READS):
+            await self._read()
+            if not self._behind:
+                return
+
+    async def _read(self) -> None:
         now = self._monotonic()
         self._gaps = {g: until for g, until in self._gaps.items() if until > now}
         found = [LiveEvent.of(e) for e in await self.store.events_after(self.cursor, gaps=sorted(self._gaps))]
+        self._behind = len(found) >= BATCH
         for event in found:
             if event.id in self._gaps:
                 del self._gaps[event.id]
@@ -352,6 +371,8 @@ class Feed:
         _deliver(deliveries)
 
     def _wait_seconds(self) -> float:
+        if self._behind:  # an engine committing more than BATCH events per wait: read on at once
+            return 0.0
         now = self._monotonic()
         with self._lock:
             watching_one = any(page.progress_of is not None for page in self._subscribers)

@@ -10,6 +10,8 @@ import json
 from typing import Any
 
 from console import live
+from store import spi
+from store.memory import MemoryStore
 
 
 class Clock:
@@ -112,3 +114,46 @@ async def test_only_a_page_of_one_execution_makes_a_busy_feed_read_fast() -> Non
     assert feed._wait_seconds() == live.FAST_POLL_SECONDS
     clock.now += live.ACTIVE_SECONDS  # quiet again
     assert feed._wait_seconds() == live.POLL_SECONDS
+
+
+async def _store_with(executions: int) -> MemoryStore:
+    """The memory store with `executions` executions started: one Created event each in the feed."""
+    store = MemoryStore()
+    for n in range(executions):
+        created = spi.Event(spi.EventKind.CREATED, "orders", f"order-{n}", store.now(), {})
+        assert await store.create_execution_if_absent(f"order-{n}", "orders", "", spi.Running(), created)
+    return store
+
+
+class _Counted:
+    """The store, its feed reads counted."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store, self.reads = store, 0
+
+    async def events_after(self, after: int, **scope: Any) -> Any:
+        self.reads += 1
+        return await self.store.events_after(after, **scope)
+
+
+async def test_a_full_read_is_followed_by_the_next_before_the_batch_goes() -> None:
+    clock = Clock()
+    feed, (listing,) = _feed_with(clock, (None, None))
+    feed.store = counted = _Counted(await _store_with(live.BATCH + 10))  # type: ignore[assignment]
+    await feed._step()
+    feed._flush_held()
+    assert (counted.reads, feed.cursor) == (2, live.BATCH + 10)
+    (batch,) = await _queued(listing)
+    assert json.loads(batch.text)["ids"] == [[1, live.BATCH + 10]]  # all of it at once, none a batch later
+    assert feed._wait_seconds() == live.POLL_SECONDS  # caught up: the usual wait
+
+
+async def test_a_feed_further_behind_sends_what_it_read_and_reads_on_at_once() -> None:
+    clock = Clock()
+    feed, _ = _feed_with(clock, (None, None))
+    behind = live.BATCH * (live.CATCH_UP_READS + 1)
+    feed.store = counted = _Counted(await _store_with(behind))  # type: ignore[assignment]
+    await feed._step()
+    assert (counted.reads, feed.cursor) == (live.CATCH_UP_READS, live.BATCH * live.CATCH_UP_READS)
+    feed._flush_held()
+    assert feed._wait_seconds() == 0.0  # more are committed than it read: no wait before the next
