@@ -4,12 +4,16 @@
 W1 as the main bench runs it (the `chainN` flow, every execution created first, one `bench.worker`
 process with `workers` workers told to go at once, timed from "go" to the last completion) on a PostgreSQL
 database of its own (`flowdeck_bench_w12`, migrated with the whole console), in rounds alternating
-without and with clients: without, with, without, with, … so that a noisy machine shows in both.
+without and with clients: without, with, without, with, … so that a noisy machine shows in both. Each
+round records the CPU each party used while W1 ran (the workers, daphne, the clients, the database
+server): a round where every party got less than usual is the machine stalling, not the console.
 
 A round with clients also runs daphne serving the console (a fresh one each round: its one live feed
 starts with the first page) and `bench.live_clients`, one process holding `clients` websocket
 connections opened as the list opens its own (`/ws/live/?after=N`, no filter: every event), logged in
-with a session cookie. They connect after the executions are created and before the workers go; then
+with a session cookie, at the lowest priority (they stand in for browsers on other machines: they take
+only what the machine leaves idle, and a late client makes its latency longer, never shorter). They
+connect after the executions are created and before the workers go; then
 every event of the W1 run is pushed to every client. Once the workers are done the clients are given
 `--drain-timeout` seconds to hear the rest, and report each event's commit → receive latency (the commit
 time is the event's timestamp, stamped by the worker just before the write that commits it; the receive
@@ -40,10 +44,11 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from bench import flowdeck_env, live_page, pg, protocol, stats, workloads
+from bench import cpu, flowdeck_env, live_page, pg, protocol, stats, workloads
 from bench.worker import add_engine_arguments
 
 DATABASE = f"flowdeck_bench_w12{pg.SUFFIX}"
+CLIENTS_NICE = 19
 SETTLE_SECONDS = 0.5  # after the clients connected: the feed's watcher has read its starting point
 CONNECT_SECONDS = 120.0
 
@@ -119,7 +124,7 @@ def _clients(ns: argparse.Namespace, port: int, session: str, after: int) -> tup
     args = ["--port", port, "--session", session, "--database", DATABASE, "--count", ns.clients]
     args += ["--after", after, "--drain-timeout", ns.drain_timeout, "--timeout", _clients_deadline(ns)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bench.live_clients", *map(str, args)],
+        ["nice", "-n", str(CLIENTS_NICE), sys.executable, "-m", "bench.live_clients", *map(str, args)],
         cwd=protocol.ROOT,
         env=protocol.child_env(),
         stdin=subprocess.PIPE,
@@ -135,18 +140,28 @@ def _latest_event_id() -> int:
     return int(row[0]) if row else 0
 
 
-def _w1(ns: argparse.Namespace, workers: list[Any], workflow_id: str) -> float:
-    """Tell the workers to go; answers the seconds until every execution completed."""
+def _w1(
+    ns: argparse.Namespace, workers: list[Any], workflow_id: str, others: dict[str, int]
+) -> tuple[float, dict[str, float]]:
+    """Tell the workers to go; answers the seconds until every execution completed, and the CPU
+    seconds each party spent meanwhile (the workers, the database server, and `others` by name)."""
     probe = workloads.Probe("postgres", DATABASE)
+    parties = {"workers": [child.pid for child in workers]} | {name: [pid] for name, pid in others.items()}
     try:
+        before, database_before = _cpu(parties), cpu.database_seconds()
         began = time.perf_counter()
         for child in workers:
             protocol.go(child)
         completed = lambda: probe.completed(workflow_id)  # noqa: E731
         ended = probe.wait_until("W1", completed, ns.executions, timeout=ns.timeout, every=0.02)
-        return ended - began
+        spent = {name: seconds - before[name] for name, seconds in _cpu(parties).items()}
+        return ended - began, spent | {"database": cpu.database_spent(database_before)}
     finally:
         probe.close()
+
+
+def _cpu(parties: dict[str, list[int]]) -> dict[str, float]:
+    return {name: cpu.total_seconds(pids) for name, pids in parties.items()}
 
 
 def _round(ns: argparse.Namespace, session: str | None, work: Path, number: int) -> dict[str, Any]:
@@ -169,10 +184,14 @@ def _round(ns: argparse.Namespace, session: str | None, work: Path, number: int)
             ready = listeners[1].wait_for(protocol.READY, CONNECT_SECONDS, "W12 clients")
             connect_s = json.loads(ready)["connect_s"]
             time.sleep(SETTLE_SECONDS)
-        seconds = _w1(ns, workers, workflow_id)
+        others = {}
+        if server is not None and listeners is not None:
+            others = {"web": server.pid, "clients": listeners[0].pid}
+        seconds, spent = _w1(ns, workers, workflow_id, others)
         workloads.stop_all(workers)
         found: dict[str, Any] = {"clients": ns.clients if listeners else 0, "seconds": seconds}
         found["nodes_per_s"] = ns.executions * ns.steps / seconds
+        found["cpu_cores"] = {name: round(used / seconds, 3) for name, used in spent.items()}
         if listeners is not None:
             proc, lines = listeners
             assert proc.stdin is not None
@@ -245,6 +264,7 @@ def cmd_w12(ns: argparse.Namespace) -> dict[str, Any]:
 def json_brief(found: dict[str, Any]) -> str:
     delivery = found.get("delivery")
     text = f"{found['clients']} clients, {found['nodes_per_s']:,.0f} nodes/s"
+    text += ", cores " + " ".join(f"{name} {used:.2f}" for name, used in found["cpu_cores"].items())
     if delivery:
         text += f", p95 {delivery['ms']['p95']:g} ms, {delivery['missed']} missed"
     return text

@@ -367,9 +367,8 @@ def rounds_table(runs: Mapping[str, Any]) -> str:
     f12 = runs.get("W12/flowdeck")
     if not f12 or failed(f12):
         return ""
-    lines = [
-        ["W12 round", "clients", "W1 nodes/s", "commit → client ms p50 / p95 / max", "missed", "drain s"]
-    ]
+    header = ["W12 round", "clients", "W1 nodes/s", "commit → client ms p50 / p95 / max", "missed", "drain s"]
+    lines = [[*header, "cores: workers / console / clients / database"]]
     for n, found in enumerate(f12["rounds"], 1):
         delivery = found.get("delivery")
         cells = ["", "", ""]
@@ -381,7 +380,10 @@ def rounds_table(runs: Mapping[str, Any]) -> str:
                 str(delivery["missed"]),
                 drain,
             ]
-        lines.append([str(n), str(found["clients"]), num(found["nodes_per_s"]), *cells])
+        cores = found.get("cpu_cores", {})  # each party's CPU seconds per second of W1
+        parties = ("workers", "web", "clients", "database")
+        used = " / ".join(f"{cores[k]:.2f}" if k in cores else "-" for k in parties)
+        lines.append([str(n), str(found["clients"]), num(found["nodes_per_s"]), *cells, used])
     return table(lines)
 
 

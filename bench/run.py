@@ -44,9 +44,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w10_gap": 1.0,
         "w11_rows": 1_000_000,
         "w11_reps": 20,
-        "w12_executions": 500,
+        "w12_executions": 2000,  # a round of seconds: at 500, a fast machine ran W1 in about one
         "w12_clients": 100,
-        "w12_rounds": 3,
+        "w12_rounds": 5,
     },
     "quick": {
         "clients": 8,
@@ -67,7 +67,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "w10_gap": 0.3,
         "w11_rows": 20_000,
         "w11_reps": 20,
-        "w12_executions": 100,
+        "w12_executions": 200,
         "w12_clients": 100,
         "w12_rounds": 2,
     },

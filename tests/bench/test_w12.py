@@ -136,6 +136,13 @@ def test_w12_runs_end_to_end_and_every_client_hears_every_event(tmp_path: Path) 
     w12 = doc["runs"]["W12/flowdeck"]
     assert "error" not in w12, w12
     assert [r["clients"] for r in w12["rounds"]] == [0, 3]  # without, then with: alternated
+    # each party's CPU while W1 ran: the console and its clients only in the round that has them
+    assert [set(r["cpu_cores"]) for r in w12["rounds"]] == [
+        {"workers", "database"},
+        {"workers", "web", "clients", "database"},
+    ]
+    assert all(used >= 0 for r in w12["rounds"] for used in r["cpu_cores"].values())
+    assert w12["rounds"][0]["cpu_cores"]["workers"] > 0  # the workers ran W1
     delivery = w12["rounds"][1]["delivery"]
     # 6 executions × 3 steps: every node's StepStarted and StepCompleted, and each execution's own events
     assert delivery["committed"] >= 6 * 3 * 2
