@@ -184,7 +184,7 @@ def _round(ns: argparse.Namespace, session: str | None, work: Path, number: int)
             ready = listeners[1].wait_for(protocol.READY, CONNECT_SECONDS, "W12 clients")
             connect_s = json.loads(ready)["connect_s"]
             time.sleep(SETTLE_SECONDS)
-        others = {}
+        others: dict[str, int] = {}
         if server is not None and listeners is not None:
             others = {"web": server.pid, "clients": listeners[0].pid}
         seconds, spent = _w1(ns, workers, workflow_id, others)
