@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-__all__ = ["database_seconds", "database_spent", "process_seconds", "total_seconds"]
+__all__ = ["Meter", "database_seconds", "database_spent", "process_seconds", "total_seconds"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -43,3 +43,21 @@ def database_spent(before: dict[int, float]) -> float:
     """The server's CPU seconds since `before` (a process started since counts from zero; one that ended
     meanwhile is not counted: the workers' own sessions are still open when this is read)."""
     return sum(now - before.get(pid, 0.0) for pid, now in database_seconds().items())
+
+
+class Meter:
+    """The CPU seconds spent since it was made, by named groups of processes and by the database server
+    (`spent()["database"]`): a timed window's accounting, read before and after."""
+
+    def __init__(self, parties: Mapping[str, Iterable[int]]) -> None:
+        self._pids = {name: list(pids) for name, pids in parties.items()}
+        self._before = self._now()
+        self._database = database_seconds()
+
+    def _now(self) -> dict[str, float]:
+        return {name: total_seconds(pids) for name, pids in self._pids.items()}
+
+    def spent(self) -> dict[str, float]:
+        now = self._now()
+        by_party = {name: now[name] - self._before[name] for name in now}
+        return by_party | {"database": database_spent(self._database)}

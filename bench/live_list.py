@@ -148,20 +148,15 @@ def _w1(
     probe = workloads.Probe("postgres", DATABASE)
     parties = {"workers": [child.pid for child in workers]} | {name: [pid] for name, pid in others.items()}
     try:
-        before, database_before = _cpu(parties), cpu.database_seconds()
+        meter = cpu.Meter(parties)
         began = time.perf_counter()
         for child in workers:
             protocol.go(child)
         completed = lambda: probe.completed(workflow_id)  # noqa: E731
         ended = probe.wait_until("W1", completed, ns.executions, timeout=ns.timeout, every=0.02)
-        spent = {name: seconds - before[name] for name, seconds in _cpu(parties).items()}
-        return ended - began, spent | {"database": cpu.database_spent(database_before)}
+        return ended - began, meter.spent()
     finally:
         probe.close()
-
-
-def _cpu(parties: dict[str, list[int]]) -> dict[str, float]:
-    return {name: cpu.total_seconds(pids) for name, pids in parties.items()}
 
 
 def _round(ns: argparse.Namespace, session: str | None, work: Path, number: int) -> dict[str, Any]:

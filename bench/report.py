@@ -319,6 +319,7 @@ def _w11_rows(f11: Any) -> list[Row]:
 
 W12_P95_MS = 250  # commit → client, every client's every event
 W12_MIN_RATIO = 0.9  # W1's nodes/s with the clients attached ÷ without
+W12_PARTIES = ("workers", "web", "clients", "database")  # the rounds table's `cores`, in its order
 
 
 def _w12_rows(f12: Any) -> list[Row]:
@@ -381,8 +382,7 @@ def rounds_table(runs: Mapping[str, Any]) -> str:
                 drain,
             ]
         cores = found.get("cpu_cores", {})  # each party's CPU seconds per second of W1
-        parties = ("workers", "web", "clients", "database")
-        used = " / ".join(f"{cores[k]:.2f}" if k in cores else "-" for k in parties)
+        used = " / ".join(f"{cores[k]:.2f}" if k in cores else "-" for k in W12_PARTIES)
         lines.append([str(n), str(found["clients"]), num(found["nodes_per_s"]), *cells, used])
     return table(lines)
 

@@ -124,8 +124,7 @@ async def _loop(
         finished += 1
         room.set()
 
-    pid = os.getpid()
-    began, cpu, database = time.perf_counter(), bench_cpu.process_seconds(pid), bench_cpu.database_seconds()
+    began, meter = time.perf_counter(), bench_cpu.Meter({"loop": [os.getpid()]})
     claimed = 0
     while finished < executions:
         free = min(slots - len(running), executions - claimed)
@@ -147,8 +146,8 @@ async def _loop(
             task = asyncio.ensure_future(_execution(writer, sql, row, steps))
             running.add(task)
             task.add_done_callback(ended)
-    seconds, cpu_seconds = time.perf_counter() - began, bench_cpu.process_seconds(pid) - cpu
-    database_cpu = bench_cpu.database_spent(database)
+    seconds, spent = time.perf_counter() - began, meter.spent()
+    cpu_seconds, database_cpu = spent["loop"], spent["database"]
     transactions, writes = writer.transactions, writer.writes
     await writer.aclose()
     return Ceiling(executions * steps, seconds, cpu_seconds, database_cpu, transactions, writes)

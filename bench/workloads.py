@@ -176,15 +176,15 @@ def _run_w1_workers(ns: argparse.Namespace, workflow_id: str) -> tuple[float, fl
     probe = Probe(ns.backend, ns.database)
     pids = [child.pid for child in children]
     try:
-        cpu_before, database_before = cpu.total_seconds(pids), cpu.database_seconds()
+        meter = cpu.Meter({"workers": pids})
         began = time.perf_counter()
         for child in children:
             protocol.go(child)
         ended = probe.wait_until(
             "W1", lambda: probe.completed(workflow_id), ns.executions, timeout=ns.timeout, every=0.02
         )
-        spent = cpu.total_seconds(pids) - cpu_before
-        return began, ended, probe.queries, spent, cpu.database_spent(database_before)
+        spent = meter.spent()
+        return began, ended, probe.queries, spent["workers"], spent["database"]
     finally:
         probe.close()
         stop_all(children)

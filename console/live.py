@@ -309,15 +309,15 @@ class Feed:
         """Read what is new and offer it; a read that came back full is followed by the next at once, up
         to `CATCH_UP_READS`, so that what is due goes out whole rather than its newest part a batch later."""
         for _ in range(CATCH_UP_READS):
-            await self._read()
+            self._behind = await self._read()
             if not self._behind:
                 return
 
-    async def _read(self) -> None:
+    async def _read(self) -> bool:
+        """One read, offered; answers whether it came back full."""
         now = self._monotonic()
         self._gaps = {g: until for g, until in self._gaps.items() if until > now}
         found = [LiveEvent.of(e) for e in await self.store.events_after(self.cursor, gaps=sorted(self._gaps))]
-        self._behind = len(found) >= BATCH
         for event in found:
             if event.id in self._gaps:
                 del self._gaps[event.id]
@@ -331,6 +331,7 @@ class Feed:
             with self._lock:
                 subscribers = list(self._subscribers)
             self._offer(found, subscribers)
+        return len(found) >= BATCH
 
     def _offer(self, found: list[LiveEvent], subscribers: list[Subscription]) -> None:
         """Each scope's share of the read: to a page of one execution at once, encoded once for all its

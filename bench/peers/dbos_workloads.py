@@ -220,15 +220,16 @@ def w1(backend: str, executions: int, steps: int, workers: int, procs: int) -> d
         before = pg.settled_xact_commit(pg.DBOS_DB) if postgres else 0
         completion = Completion(backend)
         pids = [child.pid for child in children]
-        cpu_before, database_before = cpu.total_seconds(pids), cpu.database_seconds()
+        meter = cpu.Meter({"workers": pids})
         began = time.perf_counter()
         for child in children:
             protocol.go(child)
         while completion.done() < executions:
             time.sleep(0.02)
         elapsed = time.perf_counter() - began
-        cpu_seconds = cpu.total_seconds(pids) - cpu_before
-        database_cpu = cpu.database_spent(database_before) if postgres else None
+        spent = meter.spent()
+        cpu_seconds = spent["workers"]
+        database_cpu = spent["database"] if postgres else None
         polls = completion.polls
         completion.close()
     finally:
