@@ -67,7 +67,8 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
                 self.replayed_up_to = max(self.replayed)
                 # as the live batches say them; no progress follows (the page fetches it)
                 many = self.execution_id is None
-                await self.send_json(live.changes_json(missed) if many else live.batch_json(missed))
+                said = live.changes_json(self.replayed) if many else live.batch_json(missed)
+                await self.send_json(said)
         self.pump = asyncio.ensure_future(self._forward())
 
     async def _forward(self) -> None:
@@ -92,9 +93,9 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         if batch.lowest > self.replayed_up_to:
             await self.send(text_data=batch.text)
             return
-        fresh = [event for event in batch.events if event.id not in self.replayed]
-        if fresh:
-            await self.send_json(batch.message(fresh))
+        fresh = batch.message_without(self.replayed)
+        if fresh is not None:
+            await self.send_json(fresh)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":

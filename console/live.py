@@ -22,6 +22,10 @@ read, the watcher builds the execution's JSON diagram once, however many pages w
 per `PROGRESS_SECONDS` (a burst's newest state wins; what comes meanwhile is built at the next turn), and
 hands it to each of them; their events say it follows, so no page fetches it.
 
+While every open page watches everything (the executions list), a read is of the ids alone
+(`FlowStore.event_ids_after`): such pages hear nothing but the ids, so no row's strings are decoded and no
+event object is made for them (W12).
+
 A read answers at most `BATCH` events; one that came back full is followed by the next at once, so a feed
 behind an engine committing more than `BATCH` events per `POLL_SECONDS` catches up before it sends, instead
 of falling further behind.
@@ -38,7 +42,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, NamedTuple
@@ -105,6 +109,8 @@ class LiveEvent(NamedTuple):
 Scope = tuple[str | None, str | None]
 """What a page watches: (execution id, workflow id); (None, None) for everything."""
 
+EVERYTHING: Scope = (None, None)
+
 
 def in_scope(scope: Scope, event: LiveEvent) -> bool:
     execution_id, workflow_id = scope
@@ -124,28 +130,35 @@ class LiveBatch:
     last batch as their ids, in runs (`{"type": "changes", "ids": [[first, last], ...], "last": N}`): a
     busy engine's thousands of events a second cost it a few bytes, not a JSON object each."""
 
-    events: tuple[LiveEvent, ...]
+    ids: tuple[int, ...]
     text: str
     lowest: int  # the smallest id: a page compares it once, not each event
-    summary: bool = False
+    events: tuple[LiveEvent, ...] = ()  # a page of one execution's; a summary names the ids alone
 
     @classmethod
-    def of(cls, events: Sequence[LiveEvent], *, summary: bool = False) -> LiveBatch:
-        said = changes_json(events) if summary else batch_json(events, progress_follows=True)
-        return cls(tuple(events), json.dumps(said), min(event.id for event in events), summary)
+    def of(cls, events: Sequence[LiveEvent]) -> LiveBatch:
+        """A page of one execution's batch: its events."""
+        ids = tuple(event.id for event in events)
+        return cls(ids, json.dumps(batch_json(events, progress_follows=True)), min(ids), tuple(events))
 
-    @property
-    def ids(self) -> list[int]:
-        return [event.id for event in self.events]
+    @classmethod
+    def changes(cls, ids: Sequence[int]) -> LiveBatch:
+        """A page of many executions' batch: the ids of the events since its last."""
+        return cls(tuple(ids), json.dumps(changes_json(ids)), min(ids))
 
-    def message(self, events: Sequence[LiveEvent]) -> dict[str, Any]:
-        """The message saying `events` (some of this batch's) the way this batch says its own."""
-        return changes_json(events) if self.summary else batch_json(events, progress_follows=True)
+    def message_without(self, ids: Collection[int]) -> dict[str, Any] | None:
+        """The message saying this batch's events but `ids`, the way the batch says them; None if none
+        is left."""
+        if self.events:
+            events = [event for event in self.events if event.id not in ids]
+            return batch_json(events, progress_follows=True) if events else None
+        fresh = [event_id for event_id in self.ids if event_id not in ids]
+        return changes_json(fresh) if fresh else None
 
 
-def changes_json(events: Iterable[LiveEvent]) -> dict[str, Any]:
+def changes_json(ids: Iterable[int]) -> dict[str, Any]:
     runs: list[list[int]] = []
-    for event_id in sorted(event.id for event in events):
+    for event_id in sorted(ids):
         if runs and event_id == runs[-1][1] + 1:
             runs[-1][1] = event_id
         else:
@@ -223,7 +236,7 @@ class Feed:
         self._behind = False  # the last read was a full one: more are committed than it could answer
         self._pending: dict[str, int] = {}  # execution → the newest event id its progress must reflect
         self._built: dict[str, float] = {}  # execution → when its progress was last built (monotonic)
-        self._held: dict[Scope, list[LiveEvent]] = {}  # a many-execution scope's events not sent yet
+        self._held: dict[Scope, list[int]] = {}  # a many-execution scope's event ids not sent yet
         self._sent: dict[Scope, float] = {}  # a many-execution scope → when its last batch went (monotonic)
         self._flow_of: FlowOf | None = None
         self._subscribers: set[Subscription] = set()
@@ -314,24 +327,39 @@ class Feed:
                 return
 
     async def _read(self) -> bool:
-        """One read, offered; answers whether it came back full."""
+        """One read, offered; answers whether it came back full. While every page watches everything
+        (the executions list), the read is of the ids alone: those pages hear nothing else (W12)."""
         now = self._monotonic()
         self._gaps = {g: until for g, until in self._gaps.items() if until > now}
-        found = [LiveEvent.of(e) for e in await self.store.events_after(self.cursor, gaps=sorted(self._gaps))]
-        for event in found:
-            if event.id in self._gaps:
-                del self._gaps[event.id]
-            elif event.id > self.cursor:
-                for missing in range(self.cursor + 1, event.id):
-                    if len(self._gaps) < BATCH:
-                        self._gaps[missing] = now + GAP_SECONDS
-                self.cursor = event.id
+        gaps = sorted(self._gaps)
+        with self._lock:
+            ids_alone = all(page.scope == EVERYTHING for page in self._subscribers)
+        if ids_alone:
+            ids = list(await self.store.event_ids_after(self.cursor, gaps=gaps))
+            self._advance(ids, now)
+            if ids:
+                self._held.setdefault(EVERYTHING, []).extend(ids)
+            return len(ids) >= BATCH
+        found = [LiveEvent.of(e) for e in await self.store.events_after(self.cursor, gaps=gaps)]
+        self._advance([event.id for event in found], now)
         if found:
-            self._last_event = now
             with self._lock:
                 subscribers = list(self._subscribers)
             self._offer(found, subscribers)
         return len(found) >= BATCH
+
+    def _advance(self, ids: Sequence[int], now: float) -> None:
+        """Move the cursor over a read's ids, keeping the ids it skipped as gaps."""
+        for event_id in ids:
+            if event_id in self._gaps:
+                del self._gaps[event_id]
+            elif event_id > self.cursor:
+                for missing in range(self.cursor + 1, event_id):
+                    if len(self._gaps) < BATCH:
+                        self._gaps[missing] = now + GAP_SECONDS
+                self.cursor = event_id
+        if ids:
+            self._last_event = now
 
     def _offer(self, found: list[LiveEvent], subscribers: list[Subscription]) -> None:
         """Each scope's share of the read: to a page of one execution at once, encoded once for all its
@@ -343,7 +371,7 @@ class Feed:
                 continue
             execution_id = scope[0]
             if execution_id is None:
-                self._held.setdefault(scope, []).extend(wanted)
+                self._held.setdefault(scope, []).extend(event.id for event in wanted)
                 continue
             batch = LiveBatch.of(wanted)
             deliveries += [(page, batch) for page in pages]
@@ -366,7 +394,7 @@ class Feed:
                 continue
             if now - self._sent.get(scope, -MANY_SECONDS) < MANY_SECONDS:
                 continue
-            batch = LiveBatch.of(self._held.pop(scope), summary=True)
+            batch = LiveBatch.changes(self._held.pop(scope))
             self._sent[scope] = now
             deliveries += [(page, batch) for page in pages_of[scope]]
         _deliver(deliveries)

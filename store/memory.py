@@ -471,6 +471,12 @@ class MemoryStore(spi.FlowStore):
         with self._lock:
             return memory_reads.events_after(self.data, after, gaps, execution_id, workflow_id, limit)
 
+    async def event_ids_after(
+        self, after: int, *, gaps: Collection[int] = (), limit: int = feed.BATCH
+    ) -> Sequence[int]:
+        with self._lock:
+            return memory_reads.event_ids_after(self.data, after, gaps, limit)
+
     async def latest_event_id(self) -> int:
         return len(self.data.feed)
 

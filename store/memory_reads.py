@@ -22,6 +22,7 @@ __all__ = [
     "count_by_code",
     "count_by_status",
     "count_by_version",
+    "event_ids_after",
     "events_after",
     "failure_kinds",
     "list_heartbeats",
@@ -44,6 +45,16 @@ def _feed_event(data: MemoryData, event_id: int) -> tuple[spi.Event, feed.FeedEv
     )
 
 
+def _wanted(data: MemoryData, after: int, gaps: Collection[int]) -> list[int]:
+    """The feed's ids above `after` or in `gaps`, purged ones too, in order."""
+    newest = len(data.feed)
+    return sorted({*(g for g in gaps if 0 < g <= newest), *range(max(after, 0) + 1, newest + 1)})
+
+
+def event_ids_after(data: MemoryData, after: int, gaps: Collection[int], limit: int) -> list[int]:
+    return [event_id for event_id in _wanted(data, after, gaps) if not _purged(data, event_id)][:limit]
+
+
 def events_after(
     data: MemoryData,
     after: int,
@@ -52,10 +63,8 @@ def events_after(
     workflow_id: str | None,
     limit: int,
 ) -> list[feed.FeedEvent]:
-    newest = len(data.feed)
-    wanted = sorted({*(g for g in gaps if 0 < g <= newest), *range(max(after, 0) + 1, newest + 1)})
     found = []
-    for event_id in wanted:
+    for event_id in _wanted(data, after, gaps):
         if len(found) >= limit:
             break
         if _purged(data, event_id):

@@ -482,9 +482,14 @@ class FlowStore(abc.ABC):
         """Every event whose id is above `after` or in `gaps` (ids a reader skipped that may still
         commit), of one execution when `execution_id` is given (else of one workflow when `workflow_id`
         is), by id, at most `limit`. Ids grow in append order across the whole store; on one execution
-        they follow its seq. With `with_data`, each also carries its timestamp and payload (a reader
-        folding the feed into numbers); without, a store may leave them out (the live pages need
-        neither, and a payload can be large)."""
+        they follow its seq. With `with_data`, each also carries its timestamp and payload (for the
+        metrics); without, a store may leave them out (a payload can be large)."""
+
+    @abc.abstractmethod
+    async def event_ids_after(
+        self, after: int, *, gaps: Collection[int] = (), limit: int = feed.BATCH
+    ) -> Sequence[int]:
+        """The ids alone of `events_after(after, gaps=gaps, limit=limit)` (for the console's list pages)."""
 
     @abc.abstractmethod
     async def latest_event_id(self) -> int:
@@ -494,8 +499,7 @@ class FlowStore(abc.ABC):
     async def wait_for_change(self, timeout: timedelta) -> None:
         """Return once a write that could make a row ready lands (the writes that wake `claim_ready`: a
         start, a signal, a cancel, a registration; from another process too where the backend hears of
-        them), or after `timeout` of monotonic time, whichever is first. A reader of `events_after` waits
-        here between reads; other events arrive at its next read."""
+        them), or after `timeout` of monotonic time. A reader of the feed waits here between reads."""
 
     @abc.abstractmethod
     async def record_heartbeat(self, beat: heartbeats.Heartbeat) -> None:

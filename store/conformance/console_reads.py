@@ -97,6 +97,23 @@ class ConsoleReadCases(StoreCase):
         assert list(await fx.store.events_after(second.id, gaps=[first.id, 10**12])) == [first, third]
         assert list(await fx.store.events_after(third.id, gaps=[second.id], workflow_id=WF2)) == []
 
+    async def test_feed_event_ids_after_are_the_ids_of_events_after(self, fx: StoreFixture) -> None:
+        base = await fx.store.latest_event_id()
+        for eid in ("e1", "e2", "e3"):
+            await fx.mk_execution(eid)
+        await fx.mk_execution("e4", WF2)
+        handle = await fx.claim("e1")
+        assert await handle.append_event(fx.step_started("e1", "a")) == spi.WriteOutcome.APPLIED
+        every = [e.id for e in await fx.store.events_after(base)]
+        assert len(every) == 5
+        assert list(await fx.store.event_ids_after(base)) == every
+        assert list(await fx.store.event_ids_after(base, limit=2)) == every[:2]
+        assert list(await fx.store.event_ids_after(every[-1])) == []
+        # gaps are answered again, in id order among the rest; an id nobody took is not
+        skipped = await fx.store.event_ids_after(every[2], gaps=[every[0], every[1], 10**12])
+        assert list(skipped) == [every[0], every[1], every[3], every[4]]
+        assert list(await fx.store.event_ids_after(every[3], gaps=[every[0]], limit=1)) == [every[0]]
+
     async def test_feed_wait_for_change_ends_at_a_write(self, fx: StoreFixture) -> None:
         waiting = asyncio.ensure_future(fx.store.wait_for_change(seconds(60)))
         await fx.blocked()

@@ -15,7 +15,7 @@ from store.django import queries, rows
 if TYPE_CHECKING:
     from store.django.store import Tx
 
-__all__ = ["events_after", "latest_event_id"]
+__all__ = ["event_ids_after", "events_after", "latest_event_id"]
 
 
 def _scope(execution_id: str | None, workflow_id: str | None, params: dict[str, Any]) -> str:
@@ -28,6 +28,16 @@ def _scope(execution_id: str | None, workflow_id: str | None, params: dict[str, 
     return ""
 
 
+def _gap_sql(gaps: Collection[int]) -> str:
+    gap_ids = sorted({int(g) for g in gaps})  # ints only: safe to write into the text
+    return f" OR id IN ({', '.join(str(g) for g in gap_ids)})" if gap_ids else ""
+
+
+def event_ids_after(tx: Tx, after: int, gaps: Collection[int], limit: int) -> list[int]:
+    found = tx.all(queries.EVENT_IDS_AFTER, {"after": after, "limit": limit}, gaps=_gap_sql(gaps))
+    return [int(row[0]) for row in found]
+
+
 def events_after(
     tx: Tx,
     after: int,
@@ -38,10 +48,8 @@ def events_after(
     with_data: bool = False,
 ) -> list[feed.FeedEvent]:
     params: dict[str, Any] = {"after": after, "limit": limit}
-    gap_ids = sorted({int(g) for g in gaps})  # ints only: safe to write into the text
-    gap_sql = f" OR id IN ({', '.join(str(g) for g in gap_ids)})" if gap_ids else ""
     query = queries.EVENTS_AFTER_WITH_DATA if with_data else queries.EVENTS_AFTER
-    found = tx.all(query, params, gaps=gap_sql, scope=_scope(execution_id, workflow_id, params))
+    found = tx.all(query, params, gaps=_gap_sql(gaps), scope=_scope(execution_id, workflow_id, params))
     if not with_data:  # the live feed's reads: no payload read, none decoded
         return [feed.FeedEvent(int(r[0]), r[1], r[2], int(r[3]), r[4]) for r in found]
     return [

@@ -584,6 +584,13 @@ EVENTS_AFTER = Query(
     " WHERE (id > %(after)s{gaps}){scope} ORDER BY id LIMIT %(limit)s",
 )
 
+EVENT_IDS_AFTER = Query(
+    "event_ids_after",
+    """`events_after`'s read of the ids alone, unscoped: what the console's pages of many executions hear
+    (they refresh their rows themselves), without a string decoded or an object made per event.""",
+    "SELECT id FROM flowstore_event WHERE (id > %(after)s{gaps}) ORDER BY id LIMIT %(limit)s",
+)
+
 EVENTS_AFTER_WITH_DATA = Query(
     "events_after_with_data",
     """`events_after`'s read with each event's time and payload: for a reader folding the feed into numbers

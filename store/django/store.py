@@ -551,6 +551,12 @@ class DjangoStore(ConsoleReads, spi.FlowStore):
         work = functools.partial(django_feed.events_after, after=after, gaps=gaps, limit=limit, **scope)
         return await self._run("events_after", work)
 
+    async def event_ids_after(
+        self, after: int, *, gaps: Collection[int] = (), limit: int = feed.BATCH
+    ) -> Sequence[int]:
+        work = functools.partial(django_feed.event_ids_after, after=after, gaps=gaps, limit=limit)
+        return await self._run("event_ids_after", work)
+
     async def latest_event_id(self) -> int:
         return await self._run("latest_event_id", django_feed.latest_event_id)
 
