@@ -30,6 +30,22 @@
     };
   }
 
+  // For a refetch on live changes: runs `fn` (async) at once, never twice at a time; calls meanwhile make one
+  // more run, which starts `ms` after the last began at the earliest and no sooner than the last took. A
+  // busy engine costs a page one fetch per `ms`; a slow server is asked at most half the time, however
+  // many pages are open, instead of being sent the next fetch before it answered the last.
+  function paced(fn, ms) {
+    let busy = false, again = false;
+    return async function run() {
+      if (busy) { again = true; return; }
+      busy = true;
+      const began = performance.now();
+      try { await fn(); } catch (e) { /* the next change tries again */ }
+      const took = performance.now() - began;
+      setTimeout(() => { busy = false; if (again) { again = false; run(); } }, Math.max(ms - took, took));
+    };
+  }
+
   async function fetchText(url) {
     const response = await fetch(url, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } });
     if (!response.ok) {
@@ -165,7 +181,7 @@
 
   function executionsPage() {
     const table = document.getElementById("table");
-    const refresh = throttle(async () => {
+    const refresh = paced(async () => {
       const checked = new Set([...table.querySelectorAll("input[name=ids]:checked")].map((i) => i.value));
       const params = new URLSearchParams(location.search);
       params.set("partial", "rows");
@@ -262,7 +278,7 @@
       }
     }
     // The fragments (panel, history) follow the diagram's paint: their renders queue on the same server.
-    const later = throttle(() => { fragments().forEach(refreshFragment); appendHistory(); }, 100);
+    const later = paced(() => Promise.all([...fragments().map(refreshFragment), appendHistory()]), 100);
     const refresh = throttle(() => {
       // The fetched progress first: the fragments follow its paint, or 150 ms, whichever is sooner.
       Promise.race([redraw(), new Promise((resolve) => setTimeout(resolve, 150))]).then(later, later);
@@ -583,7 +599,7 @@
       draw(button.dataset.format).catch((error) => showError(target, error));
     });
     draw(target.dataset.format).catch((error) => showError(target, error));
-    onLive(throttle(counts, 1000)); // leading edge: the first change shows at once; a busy workflow costs one count a second
+    onLive(paced(counts, 1000)); // leading edge: the first change shows at once; a busy workflow costs one count a second
     startLive({ workflow: document.body.dataset.workflowId });
   }
 

@@ -87,6 +87,41 @@ def test_filter_the_executions_list(console_live: Console, page: Any) -> None:
     page.wait_for_function("document.querySelector('#id-search').value === ''")
 
 
+# The list's row fetches counted in the page, each answered 600 ms late: a server slowed by load.
+SLOW_ROW_FETCHES = """
+window.__rowFetches = { started: [], inFlight: 0, most: 0 };
+const plainFetch = window.fetch.bind(window);
+window.fetch = async (url, options) => {
+  if (!String(url).includes("partial=rows")) return plainFetch(url, options);
+  const seen = window.__rowFetches;
+  seen.started.push(performance.now());
+  seen.most = Math.max(seen.most, ++seen.inFlight);
+  try {
+    const answer = await plainFetch(url, options);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    return answer;
+  } finally {
+    seen.inFlight -= 1;
+  }
+};
+"""
+
+
+def test_a_busy_engine_never_stacks_the_lists_refetches(console_live: Console, page: Any) -> None:
+    page.add_init_script(SLOW_ROW_FETCHES)
+    _login(page, console_live)
+    page.wait_for_function("document.getElementById('live-state').classList.contains('on')")
+    started = [_start(console_live, "counter", {"count": {"n": i + 1}}, "paced") for i in range(40)]
+    # the list catches up with the last one, however late each fetch is answered
+    page.locator(f"tr[data-execution-id='{started[-1]}']").wait_for(timeout=30_000)
+    shot(page, "executions-after-a-stream")
+    seen = page.evaluate("window.__rowFetches")
+    assert seen["most"] == 1, seen  # never a fetch sent before the last was answered
+    gaps = [later - earlier for earlier, later in zip(seen["started"], seen["started"][1:], strict=False)]
+    assert gaps, seen  # the stream of changes made it fetch again
+    assert min(gaps) >= 1150, gaps  # each waits as long as the last took (600 ms and more) after it
+
+
 def test_search_the_executions_list_by_a_recorded_value(console_live: Console, page: Any) -> None:
     customer = f"cust {uuid.uuid4().hex[:6]}"  # a space: the term quotes it
     found = _start(console_live, "fulfilment", {"order": _order(customer=customer)}, "valued")
