@@ -46,7 +46,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "w11_reps": 20,
         "w12_executions": 2000,  # a round of seconds: at 500, a fast machine ran W1 in about one
         "w12_clients": 100,
-        "w12_rounds": 5,
+        "w12_rounds": 10,  # pairs: one round drifts ±15 % with the machine, the mean of 10 a third of that
     },
     "quick": {
         "clients": 8,
