@@ -332,7 +332,7 @@ class Feed:
         now = self._monotonic()
         self._gaps = {g: until for g, until in self._gaps.items() if until > now}
         gaps = sorted(self._gaps)
-        with self._lock:
+        with self._lock:  # a page of one execution joining during this read hears it in its replay (`after`)
             ids_alone = all(page.scope == EVERYTHING for page in self._subscribers)
         if ids_alone:
             ids = list(await self.store.event_ids_after(self.cursor, gaps=gaps))
