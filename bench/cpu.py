@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-__all__ = ["Meter", "database_seconds", "database_spent", "process_seconds", "total_seconds"]
+__all__ = ["Meter"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def process_seconds(pid: int) -> float:
+def _process_seconds(pid: int) -> float:
     """User + system CPU seconds of every thread of `pid` so far (/proc/PID/stat's utime and stime)."""
     with open(f"/proc/{pid}/stat") as stat:
         # the command name may hold spaces and parentheses: the fields start after its closing one
@@ -18,11 +18,7 @@ def process_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
-def total_seconds(pids: Iterable[int]) -> float:
-    return sum(process_seconds(pid) for pid in pids)
-
-
-def database_seconds() -> dict[int, float]:
+def _database_seconds() -> dict[int, float]:
     """CPU seconds so far of every PostgreSQL server process on this machine, by pid (the server runs
     here: the bench's database is on 127.0.0.1)."""
     found: dict[int, float] = {}
@@ -33,16 +29,16 @@ def database_seconds() -> dict[int, float]:
             with open(f"/proc/{entry.name}/comm") as comm:
                 if comm.read().strip() != "postgres":
                     continue
-            found[int(entry.name)] = process_seconds(int(entry.name))
+            found[int(entry.name)] = _process_seconds(int(entry.name))
         except OSError:  # ended while we looked
             continue
     return found
 
 
-def database_spent(before: dict[int, float]) -> float:
+def _database_spent(before: dict[int, float]) -> float:
     """The server's CPU seconds since `before` (a process started since counts from zero; one that ended
     meanwhile is not counted: the workers' own sessions are still open when this is read)."""
-    return sum(now - before.get(pid, 0.0) for pid, now in database_seconds().items())
+    return sum(now - before.get(pid, 0.0) for pid, now in _database_seconds().items())
 
 
 class Meter:
@@ -52,12 +48,12 @@ class Meter:
     def __init__(self, parties: Mapping[str, Iterable[int]]) -> None:
         self._pids = {name: list(pids) for name, pids in parties.items()}
         self._before = self._now()
-        self._database = database_seconds()
+        self._database = _database_seconds()
 
     def _now(self) -> dict[str, float]:
-        return {name: total_seconds(pids) for name, pids in self._pids.items()}
+        return {name: sum(_process_seconds(pid) for pid in pids) for name, pids in self._pids.items()}
 
     def spent(self) -> dict[str, float]:
         now = self._now()
         by_party = {name: now[name] - self._before[name] for name in now}
-        return by_party | {"database": database_spent(self._database)}
+        return by_party | {"database": _database_spent(self._database)}

@@ -6,6 +6,7 @@ reads with one query (store/django/feed.py, counts.py, heartbeats.py)."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections import Counter
 from collections.abc import Collection
 from datetime import datetime, timedelta
@@ -52,7 +53,8 @@ def _wanted(data: MemoryData, after: int, gaps: Collection[int]) -> list[int]:
 
 
 def event_ids_after(data: MemoryData, after: int, gaps: Collection[int], limit: int) -> list[int]:
-    return [event_id for event_id in _wanted(data, after, gaps) if not _purged(data, event_id)][:limit]
+    kept = (event_id for event_id in _wanted(data, after, gaps) if not _purged(data, event_id))
+    return list(itertools.islice(kept, max(limit, 0)))
 
 
 def events_after(
