@@ -342,8 +342,11 @@ class Workflows:
         `run_here`: when this engine's workers are running (inside `async with engine`, on its event
         loop), the execution is created already claimed by this engine, in the same one store write, and
         its first attempt starts at once in this process, with no poll and no read (DBOS's local
-        `start_workflow`). Nothing is weakened: the claim is an ordinary lease, renewed while the attempt
-        runs; if this process dies, it lapses and any engine's workers take the execution up. Without
+        `start_workflow`). When the flow begins with a step or an output (neither atomic nor at-most-once),
+        that write also records the attempt's claim and the first node's start, so its body runs with no
+        commit of its own before it. Nothing is weakened: the claim is an ordinary lease, renewed while
+        the attempt runs; if this process dies, it lapses and any engine's workers take the execution up
+        (a first node recorded started and never finished runs again, as after any crash mid-body). Without
         running workers (an API or console process) the start is the plain one, and the workers elsewhere
         pick the execution up as usual. Either way the call returns once the row is written."""
         engine = self._engine
@@ -388,8 +391,11 @@ class Workflows:
     async def _start_here(
         self, eid: str, version: Version, created: spi.Event, fields: Mapping[str, spi.FieldData]
     ) -> None:
-        """Create the execution claimed by this engine and hand the claim to its workers."""
+        """Create the execution claimed by this engine and hand the claim to its workers. When the first
+        attempt's first write is known already (the claim and the first node's start, `interpreter.opening`)
+        it goes with the row: one commit fewer before the first body runs."""
         engine = self._engine
+        opening = interpreter.opening(version.flow, eid, engine.clock, engine.executor_id)
         claimed = await engine.store.create_claimed_if_absent(
             eid,
             version.workflow_id,
@@ -399,10 +405,11 @@ class Workflows:
             fields,
             executor_id=engine.executor_id,
             lease=engine.config.lease,
+            following=opening.events if opening is not None else (),
         )
         if claimed is None:
             raise errors.FlowDuplicateExecution(eid)
-        if not engine._pool.adopt(claimed):
+        if not engine._pool.adopt(claimed, opening.path if opening is not None else None):
             # The workers began stopping during the write: hand the claim back at once (the execution is
             # offered to every poll) rather than leave it to lapse after a lease.
             await claimed.finish(spi.Suspended(frozenset()))

@@ -63,10 +63,12 @@ __all__ = [
     "AttemptReport",
     "ClaimLost",
     "Halt",
+    "Opening",
     "Parked",
     "Question",
     "StopFor",
     "assemble_record",
+    "opening",
     "qualify",
     "run_attempt",
 ]
@@ -79,6 +81,40 @@ context the engine does not set up itself; it must await `walk()` and hand back 
 # ------------------------------------------------------------------------------------- the attempt
 
 
+@dataclasses.dataclass(frozen=True)
+class Opening:
+    """The first write of the first attempt at a new execution, known before the execution exists: the
+    claim (ExecutionClaimed, ExecutionResumed) and the start of `path`, the flow's first node."""
+
+    path: str
+    events: tuple[spi.Event, ...]
+
+
+def opening(flow: Flow, execution_id: str, clock: Clock, executor_id: str) -> Opening | None:
+    """The first attempt's first write, when it is exactly the claim and the first node's start: the flow
+    begins with a step or an output that is neither atomic (its start rides on its own transaction) nor
+    at-most-once (found started and never finished, it stops the execution for a person, so its start is
+    written at the last moment before its body). A start that runs here writes it with the row
+    (`create_claimed_if_absent(following=...)`), one commit fewer; the attempt then starts that node's body
+    without a write (`run_attempt(opened=...)`). None for any other first node."""
+    first = flow.nodes[0] if flow.nodes else None
+    if not isinstance(first, (nodes.Step, nodes.Output)) or first.knobs.atomic or first.knobs.at_most_once:
+        return None
+    at = clock.now()
+
+    def event(kind: spi.EventKind, **data: Any) -> spi.Event:
+        return spi.Event(kind, flow.name, execution_id, at, data)
+
+    return Opening(
+        first.name,
+        (
+            event(spi.EventKind.EXECUTION_CLAIMED, executor_id=executor_id),
+            event(spi.EventKind.EXECUTION_RESUMED, executor_id=executor_id),
+            event(spi.EventKind.STEP_STARTED, step_name=first.name, executor_id=executor_id),
+        ),
+    )
+
+
 async def run_attempt(
     flow: Flow,
     claimed: spi.Claimed,
@@ -87,12 +123,15 @@ async def run_attempt(
     clock: Clock,
     executor_id: str,
     runner: Runner | None = None,
+    opened: str | None = None,
 ) -> AttemptReport:
     """Perform one whole attempt at a claimed execution, ending it with `claimed.finish(...)`.
 
     Writes ExecutionClaimed and ExecutionResumed (with the first write, not on their own), replays the
     flow, and ends Terminal / Suspended / Stop. A FlowStoreError propagates with nothing decided; so does
-    asyncio.CancelledError (the worker cancels the task when its claim is lost).
+    asyncio.CancelledError (the worker cancels the task when its claim is lost). `opened`: the claim's own
+    write recorded those and the start of the node at this path (`opening`), so the attempt writes none of
+    them.
     """
     state = claimed.state
     eid = state.execution_id
@@ -114,10 +153,14 @@ async def run_attempt(
         waits=state.waits,
         satisfied=claimed.satisfied,
     )
-    rec.pending += [
-        rec.event(spi.EventKind.EXECUTION_CLAIMED, executor_id=executor_id),
-        rec.event(spi.EventKind.EXECUTION_RESUMED, executor_id=executor_id),
-    ]
+    if opened is None:
+        rec.pending += [
+            rec.event(spi.EventKind.EXECUTION_CLAIMED, executor_id=executor_id),
+            rec.event(spi.EventKind.EXECUTION_RESUMED, executor_id=executor_id),
+        ]
+    else:
+        rec.opened = opened
+        rec.unfinished.discard(opened)
     run = Walker(flow, rec)
     try:
         ended = await (runner(lambda: _end(run, rec)) if runner is not None else _end(run, rec))

@@ -131,6 +131,8 @@ class Recorder(abc.ABC):
         self.sleep_until = ledger.sleep_until
         # started and never finished, as history left them (F0004 for an at-most-once node)
         self.unfinished = {p for p, k in ledger.last_step_event.items() if k is spi.EventKind.STEP_STARTED}
+        # a node whose start this attempt's claim recorded already (interpreter.opening): its run writes none
+        self.opened: str | None = None
         self.resume_cause = status.cause if isinstance(status, spi.Compensating) else None
         self.listening = listens(flow)
         self.pending: list[spi.Event] = []

@@ -107,6 +107,8 @@ class Walker(traversal.Visitor[Awaitable[None]]):
                 "an at-most-once node was started and never finished: nobody knows whether it acted",
             )
         notes: list[Any] = [] if undos is None else undos
+        if path == rec.opened:  # its start went with the claim (interpreter.opening)
+            announce, rec.opened = False, None
         start = rec.started(path) if announce else None
         if start is not None or rec.unflushed or rec.deferred is not None:
             if start is not None:

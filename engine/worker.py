@@ -186,15 +186,16 @@ class WorkerPool:
             return False
         return self._serving() and not self._stop.is_set() and loop is self._loop
 
-    def adopt(self, claimed: Claimed) -> bool:
+    def adopt(self, claimed: Claimed, opened: str | None = None) -> bool:
         """Run a claim this engine made itself (`create_claimed_if_absent`, `signal_and_claim`) exactly as a
         claimed row: the same attempt task, lease renewal, `claims_held` and shutdown grace. False, taking
-        nothing, when the pool is not `running`; the caller then hands the claim back.
+        nothing, when the pool is not `running`; the caller then hands the claim back. `opened`: the claim's
+        write recorded the attempt's opening too (`interpreter.opening`).
 
         Adopted attempts come on top of the `workers × batch_size` slots: the caller chose to run here, and
         making it wait for a slot would only delay what a poll would not hand out anyway (the row is claimed
         already). The claim loop asks for no more rows until the total is back under the slot count."""
-        return self.running and self._take(claimed, self._clock.monotonic())
+        return self.running and self._take(claimed, self._clock.monotonic(), opened)
 
     def _claimer_ended(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or task.exception() is None:
@@ -273,7 +274,7 @@ class WorkerPool:
 
     # ------------------------------------------------------------------------------ one claimed row
 
-    def _take(self, claimed: Claimed, handed_over: float) -> bool:
+    def _take(self, claimed: Claimed, handed_over: float, opened: str | None = None) -> bool:
         state = claimed.state
         eid = state.execution_id
         version = self._registry.resolve(state.flow_id, state.hash)
@@ -295,7 +296,7 @@ class WorkerPool:
             extra={"action": "claim", "execution_id": eid, "executor_id": self._executor_id},
         )
         task = asyncio.create_task(
-            self._supervise(version, claimed, handed_over), name=f"flowdeck:attempt:{eid}"
+            self._supervise(version, claimed, handed_over, opened), name=f"flowdeck:attempt:{eid}"
         )
         self._attempts[eid] = task
         task.add_done_callback(lambda done: self._attempt_ended(eid, done))
@@ -325,7 +326,9 @@ class WorkerPool:
             del self._attempts[execution_id]
         self._room.set()
 
-    async def _supervise(self, version: Version, claimed: Claimed, handed_over: float) -> None:
+    async def _supervise(
+        self, version: Version, claimed: Claimed, handed_over: float, opened: str | None
+    ) -> None:
         eid = claimed.state.execution_id
         if not await self._confirmed(claimed, handed_over):
             return
@@ -337,6 +340,7 @@ class WorkerPool:
                 clock=self._clock,
                 executor_id=self._executor_id,
                 runner=self._runner,
+                opened=opened,
             ),
             name=f"flowdeck:run:{eid}",
         )

@@ -202,12 +202,14 @@ class MemoryStore(spi.FlowStore):
         *,
         executor_id: str,
         lease: timedelta,
+        following: Sequence[spi.Event] = (),
     ) -> spi.Claimed | None:
         with self._lock:
             if execution_id in self.data.executions:
                 return None
             now = self.clock.now()
             row = self._create(execution_id, flow_id, hash, status, event, fields)
+            self._append(execution_id, following)
             # No `_changed()`: the row is not ready for anybody else until its lease lapses, and a write
             # that can make nothing ready wakes nobody.
             ledger = (dict(fields or {}), list(self.data.events[execution_id]))

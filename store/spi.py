@@ -325,17 +325,17 @@ class FlowStore(abc.ABC):
         *,
         executor_id: str,
         lease: timedelta,
+        following: Sequence[Event] = (),
     ) -> Claimed | None:
         """`create_execution_if_absent`, with the new row already claimed by `executor_id`: in the same one
-        transition the row carries a fresh token (I9) expiring at the store's now + lease. Answers the claim
-        handle, whose `prefetched_ledger()` is the seed fields and [the Created event, seq 1] (the store
+        transition the row carries a fresh token (I9) expiring at the store's now + lease, and `following`
+        (the first attempt's opening, when the creator knows it) comes after Created (seq 2, 3, …). Answers
+        the claim handle, whose `prefetched_ledger()` is the seed fields and [Created, *following] (the store
         knows them without a read), or None when the id exists (nothing touched, history included).
 
-        For a process that runs the execution itself at once (its own worker pool): no `claim_ready` poll
-        is needed, and none is woken, since nobody else may claim the row while the lease holds. Once the
-        lease lapses with no renewal the row is ready like any claim that died mid-flight (I8): a poll that
-        asks finds it, a blocked one when it next asks (its deadline, or its own wake-up at the earliest
-        lease expiry it knows of)."""
+        For a process that runs the execution itself at once: no poll is needed, and none is woken, since
+        nobody else may claim the row while the lease holds. A lapsed lease leaves the row ready like any
+        claim that died mid-flight (I8), found by the next poll (or blocked poll's wake-up) that asks."""
 
     @abc.abstractmethod
     async def signal(self, execution_id: str, name: str, value: FieldData, event: Event) -> SignalOutcome:

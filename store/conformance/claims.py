@@ -360,6 +360,34 @@ class ClaimCases(StoreCase):
         assert ledger is not None, "a created-claimed handle answers its ledger"
         assert (dict(ledger[0]), [(e, e.seq) for e in ledger[1]]) == (seeds, [(created, 1)])
 
+    async def test_flowdeck_created_claimed_records_the_events_following_created(
+        self, fx: StoreFixture
+    ) -> None:
+        """A creator that knows its first write (the engine's start that runs here: the claim and the first
+        node's start) hands it over with the row: one transition, numbered after Created, in the handle's
+        ledger and in the feed; the handle's next write is numbered after them."""
+        before = await fx.store.latest_event_id()
+        opening = [fx.event(K.EXECUTION_CLAIMED, "e1", executor_id=EX1), fx.step_started("e1", "a")]
+        handle = await fx.create_claimed("e1", following=opening)
+        assert handle is not None
+        history = await fx.history("e1")
+        assert [(e.kind, e.seq, e.data) for e in history] == [
+            (K.CREATED, 1, {}),
+            (K.EXECUTION_CLAIMED, 2, {"executor_id": EX1}),
+            (K.STEP_STARTED, 3, {"step_name": "a", "executor_id": EX1}),
+        ]
+        ledger = await handle.prefetched_ledger()
+        assert ledger is not None
+        assert [(e.kind, e.seq) for e in ledger[1]] == [(e.kind, e.seq) for e in history]
+        fed = await fx.store.events_after(before)
+        assert [(e.execution_id, e.kind) for e in fed] == [("e1", e.kind) for e in history]
+        assert await handle.record_progress("a", field(1), fx.step_completed("e1", "a")) == R
+        assert [(e.kind, e.seq) for e in await fx.history("e1")][-1] == (K.STEP_COMPLETED, 4)
+        # an id taken already: nothing of the opening is written either
+        before_again = await fx.snapshot("e1")
+        assert await fx.create_claimed("e1", following=[fx.step_started("e1", "b")]) is None
+        assert await fx.snapshot("e1") == before_again
+
     async def test_flowdeck_created_claimed_not_offered_while_its_lease_holds(self, fx: StoreFixture) -> None:
         await fx.create_claimed("e1")
         assert await fx.poll(EX2) == []

@@ -163,10 +163,20 @@ class StoreFixture:
         executor: str = EX1,
         lease: timedelta = LEASE,
         fields: Mapping[str, spi.FieldData] | None = None,
+        following: Sequence[spi.Event] = (),
     ) -> spi.Claimed | None:
-        """createClaimedIfAbsent of a Running `wf1` row with its Created event (no fields unless given)."""
+        """createClaimedIfAbsent of a Running `wf1` row with its Created event (no fields unless given) and
+        the events `following` it."""
         return await self.store.create_claimed_if_absent(
-            eid, WF1, "", spi.Running(), self.created(eid), fields, executor_id=executor, lease=lease
+            eid,
+            WF1,
+            "",
+            spi.Running(),
+            self.created(eid),
+            fields,
+            executor_id=executor,
+            lease=lease,
+            following=following,
         )
 
     async def deliver_claiming(

@@ -152,11 +152,12 @@ class PostgresWrites:
         return True
 
     async def create_claimed(
-        self, params: dict[str, Any], fields: Mapping[str, spi.FieldData] | None, event: spi.Event
+        self, params: dict[str, Any], fields: Mapping[str, spi.FieldData] | None, events: Sequence[spi.Event]
     ) -> Sequence[Any] | None:
         """`queries.CREATE_CLAIMED_AT_ONCE`."""
         seeds = queries.seed_fields(len(fields or {}))
-        sql = queries.CREATE_CLAIMED_AT_ONCE.text("postgresql").format(seeds=seeds)
+        history = queries.opening_history(len(events))
+        sql = queries.CREATE_CLAIMED_AT_ONCE.text("postgresql").format(seeds=seeds, history=history)
         found: Sequence[Any] | None = await self._statement("create_claimed_if_absent", sql, params)
         return found
 

@@ -451,15 +451,16 @@ _CREATE_CLAIMED = """
         cancel_requested, cancel_reason, last_seq, serial, created, updated, executor, claim_expiry,
         claim_token)
     VALUES (%(id)s, %(flow_id)s, %(hash)s, %(status)s, %(status_kind)s, %(failure_kind)s, %(stop_code)s,
-        FALSE, '', 1, {serial}, %(now)s, %(now)s, %(executor)s, %(expiry)s, {token})
+        FALSE, '', %(last_seq)s, {serial}, %(now)s, %(now)s, %(executor)s, %(expiry)s, {token})
     ON CONFLICT (id) DO NOTHING RETURNING {answer}
 """
 
 CREATE_CLAIMED = Query(
     "create_claimed",
     """SQLite: CREATE_EXECUTION with the new row already claimed, by `executor` until `expiry` under
-    `token` (its `serial` and `token` both reserved with TAKE_TOKENS). Answers the row's columns (as
-    `rows.execution_state` decodes them) only when this call created it.""",
+    `token` (its `serial` and `token` both reserved with TAKE_TOKENS), `last_seq` its events to come (the
+    Created event and those following it). Answers the row's columns (as `rows.execution_state` decodes
+    them) only when this call created it.""",
     _CREATE_CLAIMED.format(serial="%(serial)s", token="%(token)s", answer=_EXEC_COLS_BARE),
 )
 
@@ -841,20 +842,32 @@ CREATE_CLAIMED_AT_ONCE = Query(
     "create_claimed_at_once",
     """PostgreSQL: a whole `create_claimed_if_absent` as ONE statement (run in autocommit: one round trip,
     one transaction). CREATE_AT_ONCE with the new row already claimed by `executor` until `expiry`, under a
-    fresh token from the sequence (its serial is another value of it), and no NOTIFY: nobody else may claim
-    the row until that lease lapses. Answers the row's columns (as `rows.execution_state` decodes them) only
-    when this call created it; an existing id is left untouched (row, claim, fields and history).""",
+    fresh token from the sequence (its serial is another value of it), the Created event and the events
+    following it (`{{history}}`, see `opening_history`; `last_seq` their count), and no NOTIFY: nobody else
+    may claim the row until that lease lapses. Answers the row's columns (as `rows.execution_state` decodes
+    them) only when this call created it; an existing id is left untouched (row, claim, fields and
+    history).""",
     "",
     postgresql=f"""
     WITH created AS ({_CREATE_CLAIMED.format(serial=_NEXTVAL, token=_NEXTVAL, answer=_EXEC_COLS_BARE)}),
     {{seeds}}
     history AS (
         INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
-        SELECT id, 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s FROM created
+        SELECT created.id, v.n, v.f, v.k, v.t, v.d
+        FROM created CROSS JOIN (VALUES {{history}}) AS v(n, f, k, t, d)
     )
     SELECT {_EXEC_COLS_BARE} FROM created
     """,
 )
+
+
+@functools.cache
+def opening_history(events: int) -> str:
+    """CREATE_CLAIMED_AT_ONCE's `{history}`: the VALUES rows of the Created event and those following it,
+    numbered from 1 (`%(ev{i}f|k|t|d)s`, as `event_param_names` names them)."""
+    return ", ".join(
+        f"({i + 1}, %(ev{i}f)s, %(ev{i}k)s, %(ev{i}t)s::timestamptz, %(ev{i}d)s)" for i in range(events)
+    )
 
 
 def seed_fields(count: int) -> str:

@@ -193,10 +193,10 @@ class SqliteWrites:
         return await store._run("create_execution_if_absent", work)
 
     async def create_claimed(
-        self, params: dict[str, Any], fields: Mapping[str, spi.FieldData] | None, event: spi.Event
+        self, params: dict[str, Any], fields: Mapping[str, spi.FieldData] | None, events: Sequence[spi.Event]
     ) -> Sequence[Any] | None:
-        """The claimed row (serial and token reserved together), its seed fields and its Created event; the
-        row's columns, or None (rolled back) when the id exists."""
+        """The claimed row (serial and token reserved together), its seed fields, its Created event and those
+        following it; the row's columns, or None (rolled back) when the id exists."""
 
         def work(tx: Tx) -> Sequence[Any] | None:
             (last,) = tx.one(queries.TAKE_TOKENS, {"n": 2})
@@ -205,7 +205,7 @@ class SqliteWrites:
                 tx.rollback()
                 return None
             tx.insert_seeds(params["id"], fields)
-            tx.insert_events(params["id"], 1, [event])
+            tx.insert_events(params["id"], 1, events)
             return found
 
         return await self._store._run("create_claimed_if_absent", work)

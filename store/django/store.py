@@ -264,16 +264,18 @@ class DjangoStore(ConsoleReads, spi.FlowStore):
         *,
         executor_id: str,
         lease: timedelta,
+        following: Sequence[spi.Event] = (),
     ) -> spi.Claimed | None:
         # Wakes no poller, here or elsewhere: the row is nobody else's until its lease lapses, and then a
         # poll finds it as any lapsed claim (NEXT_WAKE counts its expiry among a caller's wake-ups).
         now = self.clock.now()
-        params = creation_params(execution_id, flow_id, hash, status, event, fields, now)
+        params = creation_params(execution_id, flow_id, hash, status, event, fields, now, following)
         params.update(executor=executor_id, expiry=now + lease)
-        found = await self._writes.create_claimed(params, fields, event)
+        opening = [event, *following]
+        found = await self._writes.create_claimed(params, fields, opening)
         if found is None:
             return None
-        ledger = (dict(fields or {}), [event.with_seq(1)])
+        ledger = (dict(fields or {}), [e.with_seq(seq) for seq, e in enumerate(opening, 1)])
         return DjangoClaimed(self, rows.execution_state(found, {}), frozenset(), int(found[6]), ledger)
 
     async def signal(

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from store import spi
-from store.django import rows
+from store.django import queries, rows
 
 if TYPE_CHECKING:
     from store.django.claimed import DjangoClaimed
@@ -90,9 +90,10 @@ class Writes(Protocol):
     ) -> bool: ...
 
     async def create_claimed(
-        self, params: dict[str, Any], fields: Mapping[str, spi.FieldData] | None, event: spi.Event
+        self, params: dict[str, Any], fields: Mapping[str, spi.FieldData] | None, events: Sequence[spi.Event]
     ) -> Sequence[Any] | None:
-        """The claimed row's columns (`creation_params` with executor and expiry), None if the id exists."""
+        """The claimed row's columns (`creation_params` with executor and expiry), with its Created event and
+        those following it (`events`, from seq 1); None if the id exists."""
         ...
 
     async def signal(
@@ -155,21 +156,21 @@ def creation_params(
     event: spi.Event,
     fields: Mapping[str, spi.FieldData] | None,
     now: datetime,
+    following: Sequence[spi.Event] = (),
 ) -> dict[str, Any]:
-    """The parameters a creating statement takes: the row, its Created event (`ev0…`), its seed fields
-    (`s{i}…`, as `queries.seed_fields` numbers them)."""
-    [(event_flow_id, kind, timestamp, data)] = rows.event_values([event])
+    """The parameters a creating statement takes: the row, its Created event (`ev0…`) and the events
+    `following` it (`ev1…`, …; `last_seq` their count), its seed fields (`s{i}…`, as `queries.seed_fields`
+    numbers them)."""
     params: dict[str, Any] = {
         "id": execution_id,
         "flow_id": flow_id,
         "hash": hash,
         "now": now,
-        "ev0f": event_flow_id,
-        "ev0k": kind,
-        "ev0t": timestamp,
-        "ev0d": data,
+        "last_seq": 1 + len(following),
         **rows.status_columns(status),
     }
+    for i, values in enumerate(rows.event_values([event, *following])):
+        params.update(zip(queries.event_param_names(i), values, strict=True))
     for i, (name, seed) in enumerate((fields or {}).items()):
         params.update({f"s{i}n": name, f"s{i}v": seed.value, f"s{i}t": seed.tag})
     return params

@@ -16,6 +16,21 @@ from store.clock import ManualClock, settle
 from store.memory import MemoryStore
 from tests.engine.engine_support import LEASE, MemoryHandOuts, advance, kinds, make_engine, shape, until
 
+# A three-node flow's history, run here or queued alike.
+THREE_NODES = [
+    "Created",
+    "ExecutionClaimed",
+    "ExecutionResumed",
+    "StepStarted",
+    "StepCompleted",
+    "StepStarted",
+    "StepCompleted",
+    "StepStarted",
+    "StepCompleted",
+    "ExecutionReleased",
+    "Completed",
+]
+
 
 def chain() -> Flow:
     return (
@@ -81,19 +96,7 @@ async def test_run_here_history_has_the_shape_of_a_queued_start(
     queued_history = (await store.get_history(queued)).events
     here_history = (await store.get_history(here)).events
     assert shape(here_history) == shape(queued_history)
-    assert [e.kind.value for e in here_history] == [
-        "Created",
-        "ExecutionClaimed",
-        "ExecutionResumed",
-        "StepStarted",
-        "StepCompleted",
-        "StepStarted",
-        "StepCompleted",
-        "StepStarted",
-        "StepCompleted",
-        "ExecutionReleased",
-        "Completed",
-    ]
+    assert [e.kind.value for e in here_history] == THREE_NODES
     claimed = [e.data["executor_id"] for e in here_history if e.kind == spi.EventKind.EXECUTION_CLAIMED]
     assert claimed == [engine.executor_id]
     assert await store.get_all_fields(here) == await store.get_all_fields(queued)
@@ -224,4 +227,50 @@ async def test_run_here_racing_the_workers_stopping_hands_the_claim_back(clock: 
     claims = [
         e.data["executor_id"] for e in store.history("late") if e.kind == spi.EventKind.EXECUTION_CLAIMED
     ]
-    assert claims == [worker.executor_id]
+    # the stopping engine's claim went with the row (its opening write) and was handed back unused
+    assert claims == [engine.executor_id, worker.executor_id]
+
+
+class CountsCommits(MemoryStore):
+    """A real memory store that counts the transitions it commits under a claim (every write through a
+    claim handle ends in one; the created-claimed row itself wakes nobody, so it is not one of them)."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__(clock)
+        self.commits = 0
+
+    def _changed(self, *, registration: bool = False) -> None:
+        self.commits += 1
+        super()._changed(registration=registration)
+
+
+@pytest.mark.parametrize("at_most_once", [False, True], ids=["plain", "at-most-once"])
+async def test_run_here_writes_the_first_start_with_the_row(clock: ManualClock, at_most_once: bool) -> None:
+    """The first attempt's opening (its claim and the first node's start) is known before the row exists:
+    it goes with the row, and the first body runs with its start durable and no commit of its own before
+    it, one commit per node in all. An at-most-once first node keeps its start as the last write before its
+    body (found started and never finished, it would stop the execution for a person). Before, the opening
+    was a commit of its own: 5 and 6."""
+    store = CountsCommits(clock)
+    seen: list[list[str]] = []
+
+    def first(ctx: object) -> int:
+        seen.append([e.kind.value for e in store.history("e")])
+        return 1
+
+    flow = (
+        Flow.init("seen")
+        .output("a", first, type=int, at_most_once=at_most_once)
+        .step("b", lambda ctx: None)
+        .output("c", lambda ctx: ctx.a + 1, type=int)
+    )
+    async with make_engine(store, clock, [flow]) as engine:
+        before = store.commits  # the engine's own (its workflows registered)
+        await engine.workflows.start("seen", execution_id="e", run_here=True)
+        assert (await until(store, "e")).status == spi.Completed()
+        commits = store.commits - before
+    assert seen == [["Created", "ExecutionClaimed", "ExecutionResumed", "StepStarted"]]
+    # a's value with b's start, b's completion with c's start, c's value, the ending; an at-most-once a
+    # adds its own start and its value alone (and b's start alone after them)
+    assert commits == (6 if at_most_once else 4)
+    assert [e.kind.value for e in store.history("e")] == THREE_NODES
