@@ -59,8 +59,14 @@ def wait_out(path: str, duration: timedelta) -> Drive:
 def retried_once(engine: FlowEngine, eid: str, store: spi.FlowStore, clock: ManualClock) -> Awaitable[None]:
     async def drive() -> None:
         await until(store, eid, waits_on("charge#retry1"))
-        # The retry is due after 1s; an idle poll notices a due row at its own deadline.
-        await advance(clock, POLL)
+        # The retry is due after 1 s; an idle poll notices a due row at its own deadline. Time moves a
+        # second at a time and stops once the retry is claimed: moving on while the retried body's thread
+        # has not answered yet would bring its 10 s timeout due too.
+        for _ in range(int(POLL.total_seconds()) + 1):
+            state = await store.get_execution(eid)
+            if state is None or state.executor is not None or "charge#retry1" not in state.waits:
+                return
+            await advance(clock, timedelta(seconds=1))
 
     return drive()
 
