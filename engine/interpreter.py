@@ -105,14 +105,16 @@ def opening(flow: Flow, execution_id: str, clock: Clock, executor_id: str) -> Op
     def event(kind: spi.EventKind, **data: Any) -> spi.Event:
         return spi.Event(kind, flow.name, execution_id, at, data)
 
-    return Opening(
-        first.name,
-        (
-            event(spi.EventKind.EXECUTION_CLAIMED, executor_id=executor_id),
-            event(spi.EventKind.EXECUTION_RESUMED, executor_id=executor_id),
-            event(spi.EventKind.STEP_STARTED, step_name=first.name, executor_id=executor_id),
-        ),
-    )
+    started = event(spi.EventKind.STEP_STARTED, step_name=first.name, executor_id=executor_id)
+    return Opening(first.name, (*_claim_events(event, executor_id), started))
+
+
+def _claim_events(event: Callable[..., spi.Event], executor_id: str) -> list[spi.Event]:
+    """What every attempt records first: ExecutionClaimed and ExecutionResumed, made by `event`."""
+    return [
+        event(spi.EventKind.EXECUTION_CLAIMED, executor_id=executor_id),
+        event(spi.EventKind.EXECUTION_RESUMED, executor_id=executor_id),
+    ]
 
 
 async def run_attempt(
@@ -154,13 +156,8 @@ async def run_attempt(
         satisfied=claimed.satisfied,
     )
     if opened is None:
-        rec.pending += [
-            rec.event(spi.EventKind.EXECUTION_CLAIMED, executor_id=executor_id),
-            rec.event(spi.EventKind.EXECUTION_RESUMED, executor_id=executor_id),
-        ]
-    else:
-        rec.opened = opened
-        rec.unfinished.discard(opened)
+        rec.pending += _claim_events(rec.event, executor_id)
+    rec.opened = opened
     run = Walker(flow, rec)
     try:
         ended = await (runner(lambda: _end(run, rec)) if runner is not None else _end(run, rec))

@@ -27,6 +27,22 @@ RENEW = timedelta(seconds=10)
 POLL = timedelta(seconds=30)
 
 
+# The history of a three-node flow run through in one attempt, whichever way it was started.
+THREE_NODES = [
+    "Created",
+    "ExecutionClaimed",
+    "ExecutionResumed",
+    "StepStarted",
+    "StepCompleted",
+    "StepStarted",
+    "StepCompleted",
+    "StepStarted",
+    "StepCompleted",
+    "ExecutionReleased",
+    "Completed",
+]
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock()

@@ -14,22 +14,16 @@ from engine.flow import Flow
 from store import spi
 from store.clock import ManualClock, settle
 from store.memory import MemoryStore
-from tests.engine.engine_support import LEASE, MemoryHandOuts, advance, kinds, make_engine, shape, until
-
-# A three-node flow's history, run here or queued alike.
-THREE_NODES = [
-    "Created",
-    "ExecutionClaimed",
-    "ExecutionResumed",
-    "StepStarted",
-    "StepCompleted",
-    "StepStarted",
-    "StepCompleted",
-    "StepStarted",
-    "StepCompleted",
-    "ExecutionReleased",
-    "Completed",
-]
+from tests.engine.engine_support import (
+    LEASE,
+    THREE_NODES,
+    MemoryHandOuts,
+    advance,
+    kinds,
+    make_engine,
+    shape,
+    until,
+)
 
 
 def chain() -> Flow:
