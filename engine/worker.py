@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -224,9 +224,7 @@ class WorkerPool:
                 await self._until_stop(registered.wait(), self._clock.sleep(poll_timeout.total_seconds()))
                 continue
             try:
-                claims = await self._until_stop(
-                    self._store.claim_ready(served, self._executor_id, self._config.lease, free, poll_timeout)
-                )
+                claims = await self._claim(served, registered, free)
             except Exception as exc:
                 self._poll_failed(exc)
                 await self._until_stop(self._clock.sleep(poll_timeout.total_seconds()))
@@ -235,6 +233,27 @@ class WorkerPool:
                 handed_over = self._clock.monotonic()
                 for claimed in claims:
                     self._take(claimed, handed_over)
+
+    async def _claim(
+        self, served: frozenset[tuple[str, str]], registered: asyncio.Event, free: int
+    ) -> Sequence[Claimed]:
+        """One poll for the versions `served`, given up (nothing claimed) when a registration changes what
+        is served. The store's poll ends at a registration too, but only at one made after it began: a
+        version registered while the poll was still starting (a PostgreSQL store opening its LISTEN
+        connection) would leave it blocked with the older set, deaf to the new version's starts until its
+        timeout. A claim the poll made as it was given up is handed back by the store."""
+        config = self._config
+        polled = self._store.claim_ready(served, self._executor_id, config.lease, free, config.poll_timeout)
+        polling = asyncio.ensure_future(polled)
+        changed = asyncio.ensure_future(registered.wait())
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait([polling, changed, stop], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (polling, changed, stop):
+                if not task.done():
+                    task.cancel()
+        return polling.result() if polling.done() and not polling.cancelled() else ()
 
     async def _until_stop(self, *waits: Awaitable[T]) -> T | None:
         """The first of `waits` to finish (its result, or its exception), or None once the pool stops."""

@@ -3,6 +3,7 @@ cancelling. Every refused request is checked to have written nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -178,6 +179,36 @@ async def test_new_starts_use_the_latest_registration(store: spi.FlowStore, cloc
         state = await until(store, eid)
     assert h1 != h2
     assert (state.hash, state.status) == (h2, spi.Completed())
+
+
+async def test_a_version_registered_while_the_poll_is_starting_is_served(
+    store: spi.FlowStore, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim loop reads the served versions, then its poll begins (on PostgreSQL, after opening the
+    LISTEN connection): a version registered in between must not leave the poll blocked with the older
+    set, deaf to the new version's starts (the manual clock never times that poll out)."""
+    v2 = seed.awaiting_order.output("note", lambda ctx: "v2", type=str)
+    entered, go_on = asyncio.Event(), asyncio.Event()
+    real_claim_ready = store.claim_ready
+    polls: list[frozenset[tuple[str, str]]] = []
+
+    async def claim_ready_starting_late(served: frozenset[tuple[str, str]], *args: Any) -> Any:
+        polls.append(served)
+        if len(polls) == 1:  # the first poll is slow to begin, as a store opening its listener is
+            entered.set()
+            await go_on.wait()
+        return await real_claim_ready(served, *args)
+
+    monkeypatch.setattr(store, "claim_ready", claim_ready_starting_late)
+    async with make_engine(store, clock, [seed.awaiting_order]) as engine:
+        await asyncio.wait_for(entered.wait(), 10)
+        h2 = await engine.register("fulfilment", v2)
+        go_on.set()
+        eid = await engine.workflows.start("fulfilment", inputs={"order": ORDER})
+        state = await until(store, eid)
+    assert (state.hash, state.status) == (h2, spi.Completed())
+    assert ("fulfilment", h2) not in polls[0]
+    assert any(("fulfilment", h2) in served for served in polls[1:])
 
 
 # ----------------------------------------------------------------------------------------- signalling
