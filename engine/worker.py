@@ -245,14 +245,7 @@ class WorkerPool:
         config = self._config
         polled = self._store.claim_ready(served, self._executor_id, config.lease, free, config.poll_timeout)
         polling = asyncio.ensure_future(polled)
-        changed = asyncio.ensure_future(registered.wait())
-        stop = asyncio.ensure_future(self._stop.wait())
-        try:
-            await asyncio.wait([polling, changed, stop], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (polling, changed, stop):
-                if not task.done():
-                    task.cancel()
+        await self._until_stop(polling, registered.wait())  # raises what the poll raised
         return polling.result() if polling.done() and not polling.cancelled() else ()
 
     async def _until_stop(self, *waits: Awaitable[T]) -> T | None:
