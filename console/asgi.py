@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, websockets through channels (session-authenticated).
+"""ASGI entry point: HTTP through Django, websockets through channels (session-authenticated at the
+handshake, `console.socket_auth`).
 
 The console's live pages add their consumers to `console.routing.websocket_urlpatterns` when that module
 exists; until then the websocket router is empty. Static files are served from `/static/` by Django's
@@ -18,11 +19,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 # Django must be set up before channels' auth middleware (it imports models).
 django_application = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from console.security import StaticFilesWithHeaders  # noqa: E402
+from console.socket_auth import socket_auth  # noqa: E402
 from engine import heap  # noqa: E402
 
 __all__ = ["application", "websocket_urlpatterns"]
@@ -43,7 +44,7 @@ websocket_urlpatterns = _websocket_urlpatterns()
 application = ProtocolTypeRouter(
     {
         "http": StaticFilesWithHeaders(django_application),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(socket_auth(URLRouter(websocket_urlpatterns))),
     }
 )
 heap.freeze_startup_heap()  # the server imports this module once, before it serves

@@ -14,8 +14,6 @@ accepted and closed at once with `REFUSED` and a reason saying which parameter a
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import Any
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -38,7 +36,6 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     docstring)."""
 
     subscription: live.Subscription | None = None
-    pump: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -59,33 +56,32 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         self.replayed_up_to = -1
         scope = {"execution_id": self.execution_id, "workflow_id": self.workflow_id}
         self.subscription = live.feed().subscribe(**scope)
-        await self.accept()
-        if after >= 0:
-            missed = await live.events_after(after, **scope)
-            if missed:
-                self.replayed = {event.id for event in missed}
-                self.replayed_up_to = max(self.replayed)
-                # as the live batches say them; no progress follows (the page fetches it)
-                many = self.execution_id is None
-                said = live.changes_json(self.replayed) if many else live.batch_json(missed)
-                await self.send_json(said)
-        self.pump = asyncio.ensure_future(self._forward())
+        try:
+            await self.accept()
+            if after >= 0:
+                await self._replay(after, scope)
+        except BaseException:  # a page that never hears must not hold what the feed offers it
+            self.subscription.close()
+            raise
+        self.subscription.hear(self._send_item)
 
-    async def _forward(self) -> None:
-        assert self.subscription is not None
-        queue = self.subscription.queue
-        while True:
-            items = [await queue.get()]
-            while not queue.empty():  # a page that fell behind: only the newest progress is worth painting
-                items.append(queue.get_nowait())
-            built = [i.seq for i in items if isinstance(i, live.LiveProgress) and i.document is not None]
-            newest = max(built, default=-1)
-            for item in items:
-                if isinstance(item, live.LiveProgress):
-                    if item.document is None or item.seq >= newest:
-                        await self.send_json(item.to_json())
-                else:
-                    await self._send(item)
+    async def _replay(self, after: int, scope: dict[str, str | None]) -> None:
+        """What the page missed after event `after`, as the live batches say it; no progress follows (the
+        page fetches it)."""
+        missed = await live.events_after(after, **scope)
+        if missed:
+            self.replayed = {event.id for event in missed}
+            self.replayed_up_to = max(self.replayed)
+            many = self.execution_id is None
+            said = live.changes_json(self.replayed) if many else live.batch_json(missed)
+            await self.send_json(said)
+
+    async def _send_item(self, item: live.LiveBatch | live.LiveProgress) -> None:
+        """One item of the feed (the process's one sending task awaits it, `live_pages`)."""
+        if isinstance(item, live.LiveProgress):
+            await self.send_json(item.to_json())
+            return
+        await self._send(item)
 
     async def _send(self, batch: live.LiveBatch) -> None:
         """The batch in the feed's own encoding, unless it may repeat an event replayed at connect: the
@@ -102,10 +98,6 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "pong"})
 
     async def disconnect(self, code: int) -> None:
-        if self.pump is not None:
-            self.pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.pump
         if self.subscription is not None:
             self.subscription.close()
 

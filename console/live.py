@@ -5,12 +5,12 @@ per process, on an event loop of its own, reads the store's feed ("events after 
 `FlowStore.events_after`) and hands each read's new events to every subscriber (a websocket consumer) on
 the subscriber's own event loop, as ONE batch per page: a page hears a read in one message, encoded once
 for every page of the same scope (100 list pages watching a busy engine would otherwise cost a message per
-event per page, more than one server process can send: W12). Between reads it waits on
-`FlowStore.wait_for_change` for at most `POLL_SECONDS`: on PostgreSQL the Django store's LISTEN connection
-ends that wait at once for a signal, a start or a cancel from another process; every other write is
-caught by the next read, at most `POLL_SECONDS` later. On SQLite it reads every `POLL_SECONDS` (a
-primary-key range read, cheap). However many pages are open, there is one watcher on one store of its own
-(`runtime.open_store`).
+event per page, more than one server process can send: W12), sent by one task per loop (`live_pages`).
+Between reads it waits on `FlowStore.wait_for_change` for at most `POLL_SECONDS`: on PostgreSQL the Django
+store's LISTEN connection ends that wait at once for a signal, a start or a cancel from another process;
+every other write is caught by the next read, at most `POLL_SECONDS` later. On SQLite it reads every
+`POLL_SECONDS` (a primary-key range read, cheap). However many pages are open, there is one watcher on one
+store of its own (`runtime.open_store`).
 
 A step's commit NOTIFYs nobody (that would wake every worker's poller), so while events keep coming and
 pages of one execution are watching, the watcher reads every `FAST_POLL_SECONDS` instead (for
@@ -37,27 +37,38 @@ over are kept as gaps and asked for again for `GAP_SECONDS` (then given up as ro
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any, NamedTuple
 
-from console import live_progress, runtime
+from console import live_pages, live_progress, runtime
+from console.live_batch import (
+    EVERYTHING,
+    LiveBatch,
+    LiveEvent,
+    Scope,
+    batch_json,
+    changes_json,
+    in_scope,
+)
+from console.live_pages import Subscription
 from console.live_progress import FlowOf, LiveProgress
 from store import feed as store_feed
 from store import spi
 
 __all__ = [
+    "EVERYTHING",
     "Feed",
     "LiveBatch",
     "LiveEvent",
     "LiveProgress",
+    "Scope",
     "Subscription",
+    "batch_json",
+    "changes_json",
+    "in_scope",
     "events_after",
     "exists",
     "feed",
@@ -77,101 +88,6 @@ MANY_SECONDS = 0.15  # a page of many executions hears at most one batch this of
 GAP_SECONDS = 10.0
 BATCH = store_feed.BATCH
 CATCH_UP_READS = 10  # full reads in a row before the watcher sends what it has (10,000 events)
-
-
-class LiveEvent(NamedTuple):
-    """What a page hears: which execution changed, and how (the event's id, seq and kind). A tuple of
-    strings and numbers: a busy engine's thousands a second cost the web process little to make, and the
-    garbage collector stops tracking them at its first pass, so they never swell the full passes that stop
-    the whole process (W12)."""
-
-    id: int
-    execution_id: str
-    workflow_id: str
-    seq: int
-    kind: str
-
-    @classmethod
-    def of(cls, event: store_feed.FeedEvent) -> LiveEvent:
-        return cls(event.id, event.execution_id, event.workflow_id, event.seq, event.kind)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "type": "event",
-            "id": self.id,
-            "execution_id": self.execution_id,
-            "workflow_id": self.workflow_id,
-            "seq": self.seq,
-            "kind": self.kind,
-        }
-
-
-Scope = tuple[str | None, str | None]
-"""What a page watches: (execution id, workflow id); (None, None) for everything."""
-
-EVERYTHING: Scope = (None, None)
-
-
-def in_scope(scope: Scope, event: LiveEvent) -> bool:
-    execution_id, workflow_id = scope
-    if execution_id is not None:
-        return event.execution_id == execution_id
-    if workflow_id is not None:
-        return event.workflow_id == workflow_id
-    return True
-
-
-@dataclass(frozen=True)
-class LiveBatch:
-    """The events a page wants of one read, and the message saying them, encoded once for every page of
-    the same scope. A page of one execution hears each event (`{"type": "events", "events": [...]}`,
-    each saying `progress_follows`: the execution's progress comes after them). A page of many executions
-    (the list, a workflow's page) only refreshes when it hears of a change, so it hears the reads since its
-    last batch as their ids, in runs (`{"type": "changes", "ids": [[first, last], ...], "last": N}`): a
-    busy engine's thousands of events a second cost it a few bytes, not a JSON object each."""
-
-    ids: tuple[int, ...]
-    text: str
-    lowest: int  # the smallest id: a page compares it once, not each event
-    events: tuple[LiveEvent, ...] = ()  # a page of one execution's; a summary names the ids alone
-
-    @classmethod
-    def of(cls, events: Sequence[LiveEvent]) -> LiveBatch:
-        """A page of one execution's batch: its events."""
-        ids = tuple(event.id for event in events)
-        return cls(ids, json.dumps(batch_json(events, progress_follows=True)), min(ids), tuple(events))
-
-    @classmethod
-    def changes(cls, ids: Sequence[int]) -> LiveBatch:
-        """A page of many executions' batch: the ids of the events since its last."""
-        return cls(tuple(ids), json.dumps(changes_json(ids)), min(ids))
-
-    def message_without(self, ids: Collection[int]) -> dict[str, Any] | None:
-        """The message saying this batch's events but `ids`, the way the batch says them; None if none
-        is left."""
-        if self.events:
-            events = [event for event in self.events if event.id not in ids]
-            return batch_json(events, progress_follows=True) if events else None
-        fresh = [event_id for event_id in self.ids if event_id not in ids]
-        return changes_json(fresh) if fresh else None
-
-
-def changes_json(ids: Iterable[int]) -> dict[str, Any]:
-    runs: list[list[int]] = []
-    for event_id in sorted(ids):
-        if runs and event_id == runs[-1][1] + 1:
-            runs[-1][1] = event_id
-        else:
-            runs.append([event_id, event_id])
-    return {"type": "changes", "ids": runs, "last": runs[-1][1] if runs else 0}
-
-
-def batch_json(events: Iterable[LiveEvent], *, progress_follows: bool = False) -> dict[str, Any]:
-    said = [event.to_json() for event in events]
-    if progress_follows:
-        for item in said:
-            item["progress_follows"] = True
-    return {"type": "events", "events": said}
 
 
 async def events_after(
@@ -196,30 +112,6 @@ async def exists(*, execution_id: str | None = None, workflow_id: str | None = N
 async def latest_event_id() -> int:
     """The newest event's id: a page rendered now asks the feed for what comes after it."""
     return await feed().store.latest_event_id()
-
-
-class Subscription:
-    """One page's share of the feed: an asyncio queue on the page's loop, filled by the watcher thread.
-    `scope`: the events the page hears; the execution of a one-execution scope is the one whose progress
-    the page is sent too (its events, and then its progress)."""
-
-    def __init__(self, feed: Feed, scope: Scope = (None, None)) -> None:
-        self._feed = feed
-        self.scope = scope
-        self.progress_of = scope[0]
-        self.loop = asyncio.get_running_loop()
-        self.queue: asyncio.Queue[LiveBatch | LiveProgress] = asyncio.Queue()
-
-    def offer(self, item: LiveBatch | LiveProgress) -> None:
-        """Queue a batch already chosen for this page's scope, or a progress (kept when it is this
-        page's execution's)."""
-        if isinstance(item, LiveProgress) and item.execution_id != self.progress_of:
-            return
-        with contextlib.suppress(RuntimeError):  # the page's loop closed: it is leaving anyway
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
-
-    def close(self) -> None:
-        self._feed.unsubscribe(self)
 
 
 class Feed:
@@ -377,7 +269,7 @@ class Feed:
             deliveries += [(page, batch) for page in pages]
             newest = max(event.id for event in wanted)
             self._pending[execution_id] = max(newest, self._pending.get(execution_id, 0))
-        _deliver(deliveries)
+        live_pages.deliver(deliveries)
 
     def _flush_held(self) -> None:
         """The held events of each many-execution scope whose last batch went `MANY_SECONDS` ago or
@@ -397,7 +289,7 @@ class Feed:
             batch = LiveBatch.changes(self._held.pop(scope))
             self._sent[scope] = now
             deliveries += [(page, batch) for page in pages_of[scope]]
-        _deliver(deliveries)
+        live_pages.deliver(deliveries)
 
     def _wait_seconds(self) -> float:
         if self._behind:  # an engine committing more than BATCH events per wait: read on at once
@@ -441,7 +333,7 @@ class Feed:
             if isinstance(item, BaseException):  # the pages fetch the diagram themselves
                 log.warning("console live feed could not build %s's progress (%s)", execution_id, item)
                 item = LiveProgress(execution_id, event_id, 0, None)
-            _deliver([(page, item) for page in subscribers if page.progress_of == execution_id])
+            live_pages.deliver([(page, item) for page in subscribers if page.progress_of == execution_id])
 
 
 def _by_scope(subscribers: list[Subscription]) -> dict[Scope, list[Subscription]]:
@@ -449,22 +341,6 @@ def _by_scope(subscribers: list[Subscription]) -> dict[Scope, list[Subscription]
     for subscription in subscribers:
         pages.setdefault(subscription.scope, []).append(subscription)
     return pages
-
-
-def _deliver(deliveries: list[tuple[Subscription, LiveBatch | LiveProgress]]) -> None:
-    """Queue each item to its page, with ONE wake-up per event loop (every page of a daphne process
-    shares its loop), not one per page: waking a loop from this thread writes to its self-pipe."""
-    per_loop: dict[asyncio.AbstractEventLoop, list[tuple[Subscription, LiveBatch | LiveProgress]]] = {}
-    for page, item in deliveries:
-        per_loop.setdefault(page.loop, []).append((page, item))
-    for loop, items in per_loop.items():
-        with contextlib.suppress(RuntimeError):  # the pages' loop closed: they are leaving anyway
-            loop.call_soon_threadsafe(_put_all, items)
-
-
-def _put_all(items: list[tuple[Subscription, LiveBatch | LiveProgress]]) -> None:
-    for page, item in items:
-        page.queue.put_nowait(item)
 
 
 _feed: Feed | None = None

@@ -177,3 +177,16 @@ async def test_one_watcher_per_process_whatever_the_pages(alias: str, socket_of:
         await socket_of(f"execution=e-{n}")
     feed = live.feed()
     assert (feed.watchers_started, feed.subscribers) == (1, 6)
+
+
+async def test_a_page_whose_replay_failed_leaves_the_feed(alias: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def unreadable(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("the store went away")
+
+    monkeypatch.setattr(live, "events_after", unreadable)
+    socket = _socket("after=0")
+    connected, _ = await socket.connect()
+    assert connected  # accepted first, so that a page hears why a refusal closes it
+    with pytest.raises(ConnectionError):
+        await socket.receive_from(timeout=5)  # the consumer's failure, as the server would see it
+    assert live.feed().subscribers == 0  # nothing is held for a page that will never hear it

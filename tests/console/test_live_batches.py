@@ -26,18 +26,34 @@ def _event(n: int, execution_id: str, workflow_id: str = "orders") -> live.LiveE
     return live.LiveEvent(n, execution_id, workflow_id, n, "StepCompleted")
 
 
+_sent: dict[live.Subscription, list[Any]] = {}
+
+
+def _page(feed: live.Feed, scope: live.Scope) -> live.Subscription:
+    """A page hearing its items at once, each kept in `_sent`."""
+    page = live.Subscription(feed, scope)
+    sent = _sent.setdefault(page, [])
+
+    async def send(item: Any) -> None:
+        sent.append(item)
+
+    page.hear(send)
+    return page
+
+
 def _feed_with(clock: Clock, *scopes: live.Scope) -> tuple[live.Feed, list[live.Subscription]]:
     feed = live.Feed(store=None, monotonic=clock)  # type: ignore[arg-type]  # no watcher: reads are handed in
-    pages = [live.Subscription(feed, scope) for scope in scopes]
+    pages = [_page(feed, scope) for scope in scopes]
     feed._subscribers.update(pages)
     return feed, pages
 
 
 async def _queued(subscription: live.Subscription) -> list[Any]:
-    await asyncio.sleep(0)  # the items arrive through call_soon_threadsafe
-    items = []
-    while not subscription.queue.empty():
-        items.append(subscription.queue.get_nowait())
+    """What the page was sent since last asked."""
+    for _ in range(5):  # the items arrive through call_soon_threadsafe, then the loop's sending task
+        await asyncio.sleep(0)
+    items = list(_sent[subscription])
+    _sent[subscription].clear()
     return items
 
 
@@ -154,7 +170,7 @@ async def test_a_feed_only_lists_watch_reads_ids_alone_and_lists_hear_them() -> 
     (batch,) = await _queued(listing)
     assert (batch.ids, json.loads(batch.text)) == ((1, 2, 3), {"type": "changes", "ids": [[1, 3]], "last": 3})
 
-    of_one = live.Subscription(feed, ("order-1", None))  # a page of one execution needs its events
+    of_one = _page(feed, ("order-1", None))  # a page of one execution needs its events
     feed._subscribers.add(of_one)
     created = spi.Event(spi.EventKind.CREATED, "orders", "order-9", counted.store.now(), {})
     assert await counted.store.create_execution_if_absent("order-9", "orders", "", spi.Running(), created)
