@@ -179,7 +179,9 @@ async def test_one_watcher_per_process_whatever_the_pages(alias: str, socket_of:
     assert (feed.watchers_started, feed.subscribers) == (1, 6)
 
 
-async def test_a_page_whose_replay_failed_leaves_the_feed(alias: str, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_page_whose_replay_failed_leaves_the_feed(
+    alias: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async def unreadable(*args: Any, **kwargs: Any) -> Any:
         raise ConnectionError("the store went away")
 
