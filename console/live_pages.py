@@ -90,7 +90,7 @@ class Subscription:
             await self._sender(item)
         except Exception as error:  # its socket is gone: the other pages are still owed theirs
             log.debug("a live page could not be sent to (%s); it hears no more", error)
-            self.closed = True
+            self.close()  # and the feed offers it nothing more
 
 
 Delivery = tuple[Subscription, Item | _Hear]
