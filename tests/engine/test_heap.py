@@ -20,7 +20,8 @@ def test_what_is_alive_at_startup_is_frozen_and_what_comes_later_is_collected_as
     try:
         frozen = heap.freeze_startup_heap()
         later = {"page": [1]}  # holds a container: tracked, as most objects are
-        assert frozen == gc.get_freeze_count() > 0
+        # Frozen objects freed since (by this process's other threads, say) leave the count: it only falls.
+        assert frozen >= gc.get_freeze_count() > 0
         assert not _walked(at_startup)  # in the permanent generation: no pass walks it
         assert _walked(later)
         assert all(not (isinstance(o, list) and o and o[-1] is o) for o in gc.get_objects())  # freed first
