@@ -86,6 +86,8 @@ class Subscription:
 
     async def _send(self, item: Item) -> None:
         assert self._sender is not None
+        if self.closed:  # a held item after a failed send: the page hears no more
+            return
         try:
             await self._sender(item)
         except Exception as error:  # its socket is gone: the other pages are still owed theirs

@@ -26,8 +26,10 @@ class _Recorder:
     def __init__(self, *, failing: bool = False) -> None:
         self.sent: list[Any] = []
         self.failing = failing
+        self.tries = 0
 
     async def __call__(self, item: Any) -> None:
+        self.tries += 1
         if self.failing:
             raise ConnectionResetError("the socket is gone")
         self.sent.append(item)
@@ -69,6 +71,18 @@ async def test_a_page_that_cannot_be_sent_to_leaves_the_others_theirs() -> None:
     await _settled()
     assert [b.ids for b in heard.sent] == [(7,), (8,)]
     assert broken.closed  # given up after its send failed
+
+
+async def test_a_page_whose_send_failed_is_not_tried_again_with_what_it_held() -> None:
+    feed = _Feed()
+    page = live.Subscription(feed)
+    for n in (1, 2, 3):
+        page.offer(_batch(n))
+    await _settled()
+    lost = _Recorder(failing=True)
+    page.hear(lost)
+    await _settled()
+    assert (lost.tries, feed.left) == (1, [page])
 
 
 async def test_a_closed_page_hears_no_more_and_leaves_the_feed() -> None:
