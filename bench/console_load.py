@@ -64,8 +64,8 @@ def _fresh(rows: int) -> float:
 
 async def _history() -> int:
     """Run the ticker to completion here; answer its event count."""
-    from console import runtime
-    from store import spi
+    from flowdeck.console import runtime
+    from flowdeck.store import spi
 
     async with runtime.make_engine(workers=2, poll_timeout=timedelta(seconds=0.2)) as engine:
         await engine.workflows.start("ticker", execution_id=EXECUTION)

@@ -80,8 +80,12 @@ def fresh_database(backend: str, database: str) -> None:
 
 
 def store_class() -> Any:
-    """The Django store, wherever its module settles (`store.django` or a submodule of it)."""
-    for module_name in ("store.django", "store.django.store", "store.django.backend"):
+    """The Django store, wherever its module settles (`flowdeck.store.django` or a submodule of it)."""
+    for module_name in (
+        "flowdeck.store.django",
+        "flowdeck.store.django.store",
+        "flowdeck.store.django.backend",
+    ):
         try:
             module = importlib.import_module(module_name)
         except ImportError:
@@ -89,7 +93,7 @@ def store_class() -> Any:
         found = getattr(module, "DjangoStore", None)
         if found is not None:
             return found
-    raise ImportError("no DjangoStore in store.django yet")
+    raise ImportError("no DjangoStore in flowdeck.store.django yet")
 
 
 def make_store() -> Any:

@@ -8,7 +8,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from engine import Flow
+from flowdeck.engine import Flow
 
 # When set in a worker process's environment, `hold`'s step blocks for an hour: that worker holds its
 # claims until it is killed (W6). The rescuing worker runs without it and finishes the step at once.

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench import pg, protocol, stats
-from engine import event_loop
+from flowdeck.engine import event_loop
 
 
 class Client:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine import Flow
+from flowdeck.engine import Flow
 
 STEPS_ENV = "FLOWDECK_BENCH_W10_STEPS"
 GAP_ENV = "FLOWDECK_BENCH_W10_GAP"

@@ -98,7 +98,7 @@ def login_session(username: str = "bench") -> str:
 def cmd_seed(ns: argparse.Namespace) -> dict[str, Any]:
     """A user with a session, and the execution (left for the worker process to claim)."""
     _setup()
-    from console import runtime
+    from flowdeck.console import runtime
 
     session = login_session()
 
@@ -111,11 +111,11 @@ def cmd_seed(ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_workers(ns: argparse.Namespace) -> None:
-    """The engine's workers until SIGTERM, as `runworkers` runs them."""
+    """The engine's workers until SIGTERM, as `flowdeck_workers` runs them."""
     _setup()
     import signal
 
-    from console import heartbeat, runtime
+    from flowdeck.console import heartbeat, runtime
 
     async def serve() -> None:
         stop = asyncio.Event()
@@ -159,7 +159,7 @@ def daphne(env: dict[str, str], log: Path, port: int) -> subprocess.Popen[bytes]
     """daphne serving the console on 127.0.0.1:port, its output appended to `log` (never a pipe: a full
     pipe nobody reads would stall it)."""
     return spawn_logged(
-        env, log, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"
+        env, log, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "flowdeck.console.asgi:application"
     )
 
 

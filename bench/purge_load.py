@@ -3,7 +3,7 @@
 `rows` executions of W7's mix (`search_load.load`, the same recipe: 75 % of them ended) plus four events
 each go into a database of their own. First every W7 arm is timed (`reps` each) to find the worst p95;
 then every ended execution is purged (`retention.purge`, `batch` per transaction, no pause: the CLI's
-`flow purge --pause 0`) while a second task searches that worst arm in a loop on the same store. Reported:
+`flowdeck purge --pause 0`) while a second task searches that worst arm in a loop on the same store. Reported:
 the executions purged and their rows per second, the ledger rows that went with them, and the worst arm's
 p50/p95 before and during the purge. The purge's count is checked against the recipe's, and afterwards no
 ended execution is left and every unended one is.
@@ -68,8 +68,8 @@ async def _worst_arm(store: Any, reps: int) -> tuple[tuple[Any, ...], dict[str, 
 
 
 async def _measure(rows: int, reps: int, batch: int) -> dict[str, Any]:
-    from store import retention
-    from store.clock import SYSTEM_CLOCK
+    from flowdeck.store import retention
+    from flowdeck.store.clock import SYSTEM_CLOCK
 
     store = flowdeck_env.make_store()
     arm, before = await _worst_arm(store, reps)

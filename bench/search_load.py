@@ -11,7 +11,9 @@ codes), 21 % running, of which 10 points sleep, 8 wait for an input (two names) 
 a tenth of the unended rows have a cancel request; a twentieth of all rows sit on a version no engine serves.
 Every row holds an `order` input (`{"customer": "c<i % 5000>", "total": <i % 997>, "items": [{"sku":
 "s<i % 1009>"}]}`) and a `charge` step output, which the `field:` arms search (issue 14: exact values at a
-JSON path, from the GIN index).
+JSON path, from the GIN index; issue 29: text ignoring case, by prefix and by part, from the trigram index,
+and numbers by range). A failure's error and a stop's reason carry `r<i % 997>`, which the `text:` arms
+search (the trigram index on messages).
 """
 
 from __future__ import annotations
@@ -60,6 +62,13 @@ def traits(i: int) -> dict[str, Any]:
         "customer": f"c{i % 5000}",
         "total": i % 997,
         "sku": f"s{i % 1009}",
+        "message": (
+            f"bench failure r{i % 997}"
+            if kind == "failed"
+            else f"bench stop r{i % 997}"
+            if kind == "stopped"
+            else None
+        ),
     }
 
 
@@ -83,14 +92,14 @@ select
     case
         when b < 60 then '{{"type": "completed"}}'
         when b < 70 then json_build_object(
-            'type', 'failed', 'error', 'bench failure',
+            'type', 'failed', 'error', 'bench failure r' || (i %% 997),
             'kind', case when b < 64 then 'PaymentDeclined' when b < 68 then 'OutOfStock' end)::text
         when b < 75 then '{{"type": "cancelled", "reason": "bench"}}'
         when b < 77 then
             '{{"type": "compensating", "cause": {{"type": "failure", "error": "bench", "kind": null}}}}'
         when b < 79 then json_build_object(
             'type', 'stopped', 'code', case when b = 77 then 'F0001' else 'F0003' end, 'node', 's1',
-            'reason', 'bench', 'detail', '', 'cause', null)::text
+            'reason', 'bench stop r' || (i %% 997), 'detail', '', 'cause', null)::text
         else '{{"type": "running"}}'
     end,
     case
@@ -154,14 +163,21 @@ FIELD_ARMS: dict[str, tuple[str, ...]] = {
     "field:order.items.0.sku=s13": ("field:order.items.0.sku=s13",),
     "field:charge.id=ch77": ("field:charge.id=ch77",),
     "field customer + total": ("field:order.customer=c42", "field:order.total=42"),
+    "field:order.customer=C42 (any case)": ("field:order.customer=C42",),
+    "field:order.customer^=c424": ("field:order.customer^=c424",),
+    "field:order.customer~=424": ("field:order.customer~=424",),
+    "field:order.total>=990": ("field:order.total>=990",),
+    "field:order.total>=990 + <992": ("field:order.total>=990", "field:order.total<992"),
+    'text:"failure r42"': ('text:"failure r42"',),
+    'text:"stop r42"': ('text:"stop r42"',),
 }
 
 
 def arms() -> list[tuple[str, str | None, Any, str | None, tuple[Any, ...]]]:
     """(label, flow_id, filter, id_prefix, field terms) for every filter arm, plus no filter, a flow, an
     id prefix, and the `field:` terms alone and with a filter."""
-    from store.field_terms import parse_field_term
-    from store.spi import ExecutionFilter as F
+    from flowdeck.store.field_terms import parse_field_term
+    from flowdeck.store.spi import ExecutionFilter as F
 
     plain = [
         ("all", None, None, None),
@@ -234,6 +250,13 @@ def _field_arms_of(i: int, t: dict[str, Any]) -> list[str]:
         "field:charge.id=ch77": i == 77,
         "field customer + total": c42 and t["total"] == 42,
         "field:order.total=7 running": t["total"] == 7 and t["kind"] == "running",
+        "field:order.customer=C42 (any case)": c42,
+        "field:order.customer^=c424": t["customer"].startswith("c424"),
+        "field:order.customer~=424": "424" in t["customer"],
+        "field:order.total>=990": t["total"] >= 990,
+        "field:order.total>=990 + <992": 990 <= t["total"] < 992,
+        'text:"failure r42"': "failure r42" in (t["message"] or ""),
+        'text:"stop r42"': "stop r42" in (t["message"] or ""),
     }
     return [label for label, hit in matched.items() if hit]
 

@@ -14,11 +14,11 @@ import os
 
 os.environ.setdefault("FLOWDECK_SECRET_KEY", "flowdeck-bench-key-the-bench-serves-no-page-and-signs-nothing")
 
-from console.settings import *  # noqa: F403  (DATABASES comes from DATABASE_URL, set by bench.flowdeck_env)
+from flowdeck.console.settings import *  # noqa: F403  (DATABASES comes from DATABASE_URL, set by bench.flowdeck_env)
 
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
-    "store.django.apps.FlowStoreConfig",
+    "flowdeck.store.django.apps.FlowStoreConfig",
 ]
 MIDDLEWARE: list[str] = []
 ROOT_URLCONF = None

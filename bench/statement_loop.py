@@ -13,7 +13,7 @@ store objects. Per execution of `steps` steps, as the statement census of W1 sho
 - the finish: the last StepCompleted, ExecutionReleased and Completed, with the status columns.
 
 Its CPU per node is this process's user + system seconds over the timed window, divided by the nodes. It
-runs on the event loop `runworkers` runs on (`engine.event_loop`: uvloop where installed).
+runs on the event loop `flowdeck_workers` runs on (`flowdeck.engine.event_loop`: uvloop where installed).
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ class _Statements:
     """The SQL texts and fixed parameters of W1's statements, built once."""
 
     def __init__(self, flow_id: str, hash_: str, executor: str) -> None:
-        from store import spi
-        from store.django import queries, rows
-        from store.events import encode_data
+        from flowdeck.store import spi
+        from flowdeck.store.django import queries, rows
+        from flowdeck.store.events import encode_data
 
         self.encode = encode_data
         self.names = queries.event_param_names
@@ -111,7 +111,7 @@ async def _execution(writer: Any, sql: _Statements, row: Any, steps: int) -> Non
 async def _loop(
     connect: dict[str, Any], sql: _Statements, executions: int, steps: int, slots: int
 ) -> Ceiling:
-    from store.django.group_commit import GroupCommit
+    from flowdeck.store.django.group_commit import GroupCommit
 
     writer = GroupCommit(connect, connections=2)
     room = asyncio.Event()
@@ -157,7 +157,7 @@ def run(
     connect: dict[str, Any], flow_id: str, hash_: str, executions: int, steps: int, slots: int
 ) -> Ceiling:
     """Run every execution of the `steps`-long chain `flow_id` (created, none claimed) to Completed."""
-    from engine import event_loop
+    from flowdeck.engine import event_loop
 
     sql = _Statements(flow_id, hash_, executor="l3-bare-loop")
     # the loop the workers run on (uvloop where installed), so the ceiling is not lower than W1's own

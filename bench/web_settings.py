@@ -6,7 +6,7 @@ import os
 
 os.environ.setdefault("FLOWDECK_SECRET_KEY", "flowdeck-bench-key-w10-serves-only-a-throwaway-database")
 
-from console.settings import *  # noqa: F403  (DATABASES comes from DATABASE_URL)
+from flowdeck.console.settings import *  # noqa: F403  (DATABASES comes from DATABASE_URL)
 
 FLOWDECK_FLOW_MODULES = ["bench.live_flows"]
 FLOWDECK_WORKERS = 1

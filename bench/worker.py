@@ -15,7 +15,7 @@ import sys
 from datetime import timedelta
 
 from bench import flowdeck_env, pg, protocol
-from engine import event_loop, heap
+from flowdeck.engine import event_loop, heap
 
 
 def engine_options(args: argparse.Namespace) -> dict[str, object]:
@@ -41,7 +41,7 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def serve(args: argparse.Namespace) -> None:
     from bench.flows import all_flows
-    from engine.engine import FlowEngine
+    from flowdeck.engine.engine import FlowEngine
 
     store = flowdeck_env.make_store()
     engine = FlowEngine(store, all_flows(), **engine_options(args))  # type: ignore[arg-type]
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--wait-go", action="store_true", help="enter the engine only after a line on stdin")
     args = parser.parse_args(argv)
     flowdeck_env.start_django(args.backend, args.database)
-    heap.freeze_startup_heap()  # as `runworkers` does
+    heap.freeze_startup_heap()  # as `flowdeck_workers` does
     if args.profile:
         from pyinstrument import Profiler
 
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
             with open(args.profile + ".txt", "w") as out:
                 out.write(profiler.output_text(unicode=False, color=False, show_all=False))
     else:
-        event_loop.run(serve(args))  # the loop `runworkers` runs on
+        event_loop.run(serve(args))  # the loop `flowdeck_workers` runs on
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ def stop_all(children: list) -> None:
 def engine(store: Any, ns: argparse.Namespace, **overrides: Any) -> Any:
     from bench import worker
     from bench.flows import all_flows
-    from engine.engine import FlowEngine
+    from flowdeck.engine.engine import FlowEngine
 
     options = worker.engine_options(ns) | overrides
     return FlowEngine(store, all_flows(), **options)
@@ -153,7 +153,7 @@ async def start_many(starter: Any, workflow_id: str, ids: list[str], in_flight: 
 async def start_chains(workflow_id: str, steps: int, count: int) -> float:
     """Create `count` executions of the steps-long chain; close the store after. Answers the seconds."""
     from bench.flows import chain
-    from engine.engine import FlowEngine
+    from flowdeck.engine.engine import FlowEngine
 
     store = flowdeck_env.make_store()
     starter = FlowEngine(store, (), workers=1)
@@ -250,7 +250,7 @@ def cmd_l3(ns: argparse.Namespace) -> dict[str, Any]:
     """L3: W1's executions created as W1 creates them, then run by `bench.statement_loop` (no engine)."""
     from django.db import connections
 
-    from store.django.wakeups import listener_params
+    from flowdeck.store.django.wakeups import listener_params
 
     flowdeck_env.fresh_database("postgres", ns.database)
     workflow_id = f"chain{ns.steps}"
@@ -305,7 +305,7 @@ class Endings(logging.Handler):
             self.loop.call_soon_threadsafe(event.set)
 
     def __enter__(self) -> Endings:
-        worker_log = logging.getLogger("engine.worker")
+        worker_log = logging.getLogger("flowdeck.engine.worker")
         self.saved = (worker_log.level, worker_log.propagate)
         worker_log.setLevel(logging.INFO)
         worker_log.propagate = False  # only this handler hears the INFO lines: nothing printed per attempt
@@ -313,7 +313,7 @@ class Endings(logging.Handler):
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        worker_log = logging.getLogger("engine.worker")
+        worker_log = logging.getLogger("flowdeck.engine.worker")
         worker_log.removeHandler(self)
         worker_log.setLevel(self.saved[0])
         worker_log.propagate = self.saved[1]
@@ -327,7 +327,7 @@ def cmd_w2(ns: argparse.Namespace) -> dict[str, Any]:
     analog of DBOS's `start_workflow`, which runs the workflow in the calling process), the figure the
     target applies to (`ms`); and started queued (the plain `start`: the row is created, a worker is
     woken and claims it), for information (`ms_queued`)."""
-    from store import spi
+    from flowdeck.store import spi
 
     flowdeck_env.fresh_database(ns.backend, ns.database)
     heard = {"log": 0, "poll": 0}
@@ -421,7 +421,7 @@ def cmd_w6(ns: argparse.Namespace) -> dict[str, Any]:
 
         async def start() -> None:
             from bench.flows import HOLD
-            from engine.engine import FlowEngine
+            from flowdeck.engine.engine import FlowEngine
 
             starter = FlowEngine(flowdeck_env.make_store(), (), workers=1)
             await starter.register("hold", HOLD)
@@ -464,7 +464,7 @@ def cmd_w9(ns: argparse.Namespace) -> dict[str, Any]:
 
         async def start() -> None:
             from bench.flows import NAP
-            from engine.engine import FlowEngine
+            from flowdeck.engine.engine import FlowEngine
 
             starter = FlowEngine(flowdeck_env.make_store(), (), workers=1)
             await starter.register("nap", NAP)

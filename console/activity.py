@@ -21,7 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pydantic_core
@@ -33,10 +33,10 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
-from console import durations
-from console.models import Activity, ActivityExecution
-from engine import errors
-from store import spi
+from flowdeck.console import durations
+from flowdeck.console.models import Activity, ActivityExecution
+from flowdeck.engine import errors
+from flowdeck.store import spi
 
 __all__ = [
     "ACTIONS",
@@ -95,6 +95,7 @@ _CODES: Mapping[type[BaseException], tuple[str, str]] = {
     errors.FlowAlreadyDelivered: ("refused", "already_delivered"),
     errors.FlowOperatorError: ("refused", "operator_refused"),
     errors.FlowNotStopped: ("refused", "not_stopped"),
+    errors.FlowNotResumable: ("refused", "not_resumable"),
     errors.FlowClaimHeld: ("refused", "claim_held"),
     errors.FlowAlreadyAnswered: ("refused", "already_answered"),
     errors.FlowResumeConflict: ("refused", "resume_conflict"),
@@ -135,12 +136,13 @@ def value_size(value: Any) -> int:
 
 def report_detail(report: Any) -> dict[str, Any]:
     """What the record keeps of a resume report: how many nodes it kept, the next node, the conflicts'
-    codes (a dry run with conflicts is still an answered dry run)."""
-    return {
+    codes (a dry run with conflicts is still an answered dry run), and whether it would stop again."""
+    kept = {
         "kept": len(report.kept),
         "next_node": report.next_node or "",
         "conflicts": [c.code for c in report.conflicts],
     }
+    return {**kept, "stops_again": True} if report.repeats is not None else kept
 
 
 def cli_actor(given: str | None = None) -> str:
@@ -276,20 +278,28 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
     offset; without one it is in the console's time zone), or an age back from now (`90s`, `15m`, `2h`,
     `7d`). `ValueError` for anything else."""
     text = text.strip()
+    age: timedelta | None = None
     with contextlib.suppress(ValueError):
-        return (now or timezone.now()) - durations.parse_age(text)
+        age = durations.parse_age(text)
+    if age is not None:
+        try:
+            return (now or timezone.now()) - age
+        except OverflowError:  # 999999d: before year 1
+            raise ValueError(f"{text!r} reaches back before year 1: give a shorter age") from None
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(
             f"{text[:40]!r} is not a time: give ISO 8601 (2026-12-01T15:30) or an age (15m, 2h, 7d)"
         ) from None
-    return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
+    moment = timezone.make_aware(moment) if timezone.is_naive(moment) else moment
+    # In UTC before it reaches a query: ISO 8601 offsets run to ±23:59, PostgreSQL's to ±15:59.
+    return moment.astimezone(UTC)
 
 
 @dataclass(frozen=True)
 class Query:
-    """What the activity page, the API and `flow activity` filter by; blank means any."""
+    """What the activity page, the API and `flowdeck activity` filter by; blank means any."""
 
     user: str = ""
     action: str = ""

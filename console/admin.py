@@ -2,7 +2,7 @@
 
 As `flow token` does (`console.tokens`): only a token's digest is stored, its secret is shown on the page
 answering the form that made it and never again, and a revoked token is kept (refused by the API from
-its next request on) rather than deleted. Making tokens needs the `console.add_apitoken` permission,
+its next request on) rather than deleted. Making tokens needs the `flowdeck_console.add_apitoken` permission,
 revoking `console.change_apitoken` (a superuser holds both); every staff member may look. Each change is
 in the admin's own log (who, when, what).
 """
@@ -21,13 +21,10 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from console.models import ApiToken, new_secret, token_digest
-from console.tokens import NAME_MAX
+from flowdeck.console.models import ApiToken, new_secret, token_digest
+from flowdeck.console.tokens import NAME_MAX
 
 __all__ = ["ApiTokenAdmin"]
-
-admin.site.site_header = admin.site.site_title = "Flowdeck administration"
-admin.site.index_title = "Rows of the store and the console"
 
 
 class TokenForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -42,7 +39,9 @@ class TokenForm(forms.ModelForm):  # type: ignore[type-arg]
         if not name or len(name) > NAME_MAX or not name.isprintable():
             raise forms.ValidationError(f"a name of 1 to {NAME_MAX} printable characters")
         if name.isdigit():
-            raise forms.ValidationError("not only digits: `flow token revoke` reads those as a token's id")
+            raise forms.ValidationError(
+                "not only digits: `flowdeck token revoke` reads those as a token's id"
+            )
         return name
 
     def clean_expires(self) -> Any:
@@ -119,9 +118,9 @@ class ApiTokenAdmin(admin.ModelAdmin):
             "title": "Token made",
             "token": obj,
             "secret": secret,
-            "list_url": reverse("admin:console_apitoken_changelist"),
+            "list_url": reverse("admin:flowdeck_console_apitoken_changelist"),
         }
-        response = TemplateResponse(request, "admin/console/apitoken/made.html", context)
+        response = TemplateResponse(request, "flowdeck/admin/console/apitoken/made.html", context)
         response["Cache-Control"] = "no-store"
         return response
 
@@ -132,7 +131,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     @admin.display(description="console")
     def console(self, token: ApiToken) -> str:
         try:
-            url = reverse("console-account")
+            url = reverse("flowdeck:console-account")
         except NoReverseMatch:
             return ""
         return format_html('<a href="{}#tokens">account page</a>', url)
@@ -141,7 +140,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         description="Revoke the selected tokens (the API refuses them at once)", permissions=["change"]
     )
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
-        # conditional, as `flow token revoke`: an already revoked token keeps its first instant
+        # conditional, as `flowdeck token revoke`: an already revoked token keeps its first instant
         unrevoked = list(queryset.filter(revoked__isnull=True))
         revoked = ApiToken.objects.filter(pk__in=[t.pk for t in unrevoked], revoked__isnull=True).update(
             revoked=timezone.now()

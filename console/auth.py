@@ -1,5 +1,5 @@
 """Who is calling the REST API: a bearer token or a Django session; and what they may do (start and
-signal: `console.run_executions`; the operator verbs: `console.operate_executions`).
+signal: `flowdeck_console.run_executions`; the operator verbs: `flowdeck_console.operate_executions`).
 
 Both schemes are ninja auth callbacks (so both appear in the OpenAPI document); the first that recognises
 the caller wins and nobody else gets in (401). Session callers keep Django's CSRF check on unsafe methods,
@@ -21,7 +21,7 @@ from ninja.errors import HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from console.models import OPERATE_PERMISSION, RUN_PERMISSION, TOUCH_EVERY, ApiToken, token_digest
+from flowdeck.console.models import OPERATE_PERMISSION, RUN_PERMISSION, TOUCH_EVERY, ApiToken, token_digest
 
 __all__ = [
     "BearerToken",
@@ -52,7 +52,7 @@ class CsrfFailed(HttpError):
 
 class BearerToken(HttpBearer):
     """`Authorization: Bearer <token>`, checked against the stored digests. (Text the store cannot hold
-    never gets here: `console.middleware.ApiGuard` refuses it before any scheme reads the request.)"""
+    never gets here: `console.gate.api` refuses it before any scheme reads the request.)"""
 
     async def __call__(self, request: HttpRequest) -> Any:
         header = request.headers.get(self.header, "")

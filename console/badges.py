@@ -1,11 +1,12 @@
-"""The one status vocabulary of the console: what an execution's badge says, and the line under it.
+"""An execution's badge and the line under it, drawn from its state (`console.states`, the one model).
 
-A badge is the status plus its qualifier, in the filter words of the list (`store.filters`):
-`running·waiting` (an input wait), `running·sleeping` (a timer), `cancelling` (asked, not ended), `parked`
-(unended on a version no process serves: nobody will run it), then the statuses themselves. Its `word` is
-the CSS class and the list's filter word for the same population, so a badge links to its kind. The line
-(`detail`) says why: a failure's kind then its message, a stop's code then its reason, a cancel's reason.
-The list, the execution page, the parked page and the overview's column heads all read it from here.
+A badge's `word` is the state (`running`, `waiting`, `parked` …): the CSS class and the list's filter word
+for the same population, so a badge links to its kind. Its text reads the state with its qualifier
+(`running·waiting`: alive, waiting for an input; `parked·stopped`: a stop nobody will run once resumed
+until its version is served; `stopped·answered`: a person answered the stop, a resume is awaited, and its
+colour is the answered node's). The line (`detail`) says why: a failure's kind then its message, a stop's
+code then its reason, a cancel's reason. The list, the execution page, the parked page and the overview's
+column heads all read it from here.
 """
 
 from __future__ import annotations
@@ -13,17 +14,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from store import spi
+from flowdeck.console import states
+from flowdeck.console.states import ExecState, label_of
+from flowdeck.store import spi
 
 __all__ = ["Badge", "badge_of", "label_of"]
-
-SEP = "·"
-
-# The heading a status word carries where only the word is known (the overview's columns, counts).
-_LABELS = {
-    "waiting": f"running{SEP}waiting",
-    "sleeping": f"running{SEP}sleeping",
-}
 
 
 @dataclass(frozen=True)
@@ -32,23 +27,12 @@ class Badge:
     text: str  # what the badge reads
     detail: str = ""  # the line beside it: kind then message, code then reason
     title: str = ""  # said on hover
+    tone: str = ""  # its colour's word when not the state's (`answered`: a stop a person answered)
 
-
-def label_of(word: str) -> str:
-    """What a badge of status word `word` reads (`waiting` → `running·waiting`)."""
-    return _LABELS.get(word, word)
-
-
-def _ended(status: spi.Status) -> Badge | None:
-    match status:
-        case spi.Completed():
-            return Badge("completed", "completed")
-        case spi.Failed(error, kind):
-            line = f"{kind}: {error}" if kind else error
-            return Badge("failed", "failed", line, line)
-        case spi.Cancelled(reason):
-            return Badge("cancelled", "cancelled", reason)
-    return None
+    @property
+    def css(self) -> str:
+        """The colour class's word: `st-<css>`."""
+        return self.tone or self.word
 
 
 def _cause(cause: spi.Cause | None) -> str:
@@ -60,27 +44,31 @@ def _cause(cause: spi.Cause | None) -> str:
     return ""
 
 
+def detail_of(status: spi.Status, cancel_reason: str = "") -> str:
+    """The line beside a badge: a failure's kind then message, a stop's code then reason, an unwind's
+    cause, a cancel's reason."""
+    match status:
+        case spi.Failed(error, kind):
+            return f"{kind}: {error}" if kind else error
+        case spi.Cancelled(reason):
+            return reason
+        case spi.Stopped(code, _, reason, detail):
+            return " ".join(p for p in (code, reason or detail) if p)
+        case spi.Compensating(cause):
+            return _cause(cause)
+    return cancel_reason
+
+
 def badge_of(state: spi.ExecutionState, served: Collection[str] | None = None) -> Badge:
     """The badge of `state`. With `served` (the version hashes some process serves), an unended execution
     of another version is `parked`; without it nothing is called parked."""
-    status = state.status
-    ended = _ended(status)
-    if ended is not None:
-        return ended
-    parked = served is not None and state.hash not in served
-    why = "its version is served by no process" if parked else ""
-    if isinstance(status, spi.Stopped):
-        detail = " ".join(p for p in (status.code, status.reason or status.detail) if p)
-        return Badge("stopped", f"stopped{SEP}parked" if parked else "stopped", detail, why)
-    if isinstance(status, spi.Compensating):
-        text = f"compensating{SEP}parked" if parked else "compensating"
-        return Badge("compensating", text, _cause(status.cause), why)
-    if parked:
-        return Badge("parked", "parked", "", why)
-    if state.cancel_requested:
-        return Badge("cancelling", "cancelling", state.cancel_reason)
-    if any(isinstance(w, spi.WakeOnField) for w in state.waits.values()):
-        return Badge("waiting", label_of("waiting"))
-    if state.waits:
-        return Badge("sleeping", label_of("sleeping"))
-    return Badge("running", "running")
+    standing = states.standing_of(state, served)
+    word = standing.state.value
+    cancel = state.cancel_reason if standing.state is ExecState.CANCELLING else ""
+    detail = detail_of(state.status, cancel)
+    if standing.state is ExecState.PARKED:
+        return Badge(word, standing.text, detail, "its version is served by no process: nothing runs it")
+    if standing.answered:  # said first: the stop is dealt with, only a resume is awaited
+        return Badge(word, standing.text, f"{standing.note} — {detail}", standing.note, states.ANSWERED)
+    title = detail if standing.state is ExecState.FAILED else ""
+    return Badge(word, standing.text, detail, title)

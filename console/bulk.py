@@ -7,11 +7,13 @@ executions. The population is fixed when the operation is created: the ids match
 at most `CAP` of them (the cap is recorded and shown); executions that start matching later are not
 touched. Each id is then acted on in turn and its outcome kept. A rerun is safe because every verb is
 idempotent per execution: a second cancel is `already-requested` or `already-terminal`, a second resume or
-end is refused (`not_stopped`, `already-terminal`) and changes nothing.
+end is refused (`not_resumable`: neither stopped nor parked any more; `already-terminal`) and changes nothing.
 
 The row is written as `running` and refreshed every `FLUSH_EVERY` executions (and at the end), with the
 time of the refresh (`beat`). A process that dies mid-way leaves a `running` row whose beat stops; after
-`STALE` it reads as `interrupted`, with how far it got. Small operations run in the request; larger ones
+`STALE` it reads as `interrupted`, with how far it got. On the process's Django store, a cancel, a resume
+(go) or an end commits each batch of `FLUSH_EVERY` writes in the transaction that refreshes the row
+(`bulk_record`), so "how far it got" is exactly what it did. Small operations run in the request; larger ones
 run as a task on the web process's event loop (`start`), and their page polls the row.
 """
 
@@ -29,18 +31,21 @@ from asgiref.sync import sync_to_async
 from django.db import connections, transaction
 from django.utils import timezone
 
-from console import activity
-from console.models import Activity, ActivityExecution
-from engine import errors
-from engine.engine import FlowEngine
-from store import field_terms, spi
+from flowdeck.console import bulk_record
+from flowdeck.console.models import Activity, ActivityExecution
+from flowdeck.engine import errors
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store import field_terms, filter_limits, spi
 
 __all__ = [
     "ACTIONS",
     "CAP",
+    "STOPS_AGAIN",
+    "EverythingRefused",
     "INLINE_MAX",
     "Operation",
     "Where",
+    "check_everything",
     "create",
     "is_operation",
     "load",
@@ -65,11 +70,12 @@ TITLES = {
     "bulk:end": "End all matching",
 }
 CAP = 10_000
+# A dry run's word for an execution that would resume and stop again at once (`ResumeReport.repeats`).
+STOPS_AGAIN = "stops_again"
 INLINE_MAX = 200  # up to this many, the request waits for the operation; beyond, it runs as a task
 FLUSH_EVERY = 50
 STALE = timedelta(seconds=60)
 _PAGE = 500
-_WHY_CHARS = 200
 _TASKS: set[asyncio.Task[None]] = set()
 
 
@@ -90,6 +96,7 @@ class Where:
             spi.ExecutionFilter.parse(self.status)
         matches, words = field_terms.split_terms(self.q)
         matches += [spi.parse_field_term(term) for term in self.terms]
+        filter_limits.check_terms(len(matches))
         if self.prefix:
             words = [self.prefix, *words]
         if len(words) > 1:
@@ -97,6 +104,12 @@ class Where:
                 f"search for one id prefix and any field: terms (got {len(words)} other words)"
             )
         return matches, words[0] if words else None
+
+    @property
+    def everything(self) -> bool:
+        """No filter at all: an operation on it acts on every execution, so a caller must say so (`all`)
+        and give the count it saw (`check_everything`)."""
+        return not (self.status or self.workflow or self.q or self.prefix or self.terms)
 
     def words(self) -> str:
         """The filter in words, for a confirmation and the record."""
@@ -115,15 +128,52 @@ class Where:
         }
 
 
-async def count(engine: FlowEngine, where: Where) -> int:
-    """How many executions the filter matches now."""
+class EverythingRefused(ValueError):
+    """An operation on every execution (no filter) without `all` and the count the operator saw, or `all`
+    with a filter; `what` names the missing or contradicting part."""
+
+    def __init__(self, what: str, message: str) -> None:
+        super().__init__(message)
+        self.what = what
+
+
+def check_everything(where: Where, everything: bool, expected: int | None) -> None:
+    """An action on every execution needs an explicit `all` and the count the operator saw; `all` with a
+    filter is a contradiction. `EverythingRefused` otherwise, before anything is recorded."""
+    if everything and not where.everything:
+        raise EverythingRefused("all", "all acts on every execution: give no filter with it, or leave it out")
+    if where.everything and not everything:
+        raise EverythingRefused(
+            "all", "no filter: to act on every execution, say all and give the count you saw (expected count)"
+        )
+    if where.everything and expected is None:
+        raise EverythingRefused("expectedCount", "an action on every execution needs the count you saw")
+
+
+def status_filter(where: Where, endable: bool = False) -> spi.ExecutionFilter.Any | None:
+    """The status part of the filter; with `endable`, narrowed to the executions an end takes from the
+    console (stopped ones: the End tab promises to leave the others alone)."""
+    F = spi.ExecutionFilter
+    given = F.parse(where.status) if where.status else None
+    if not endable:
+        return given
+    return F.Stopped() if given is None else F.Both(given, F.Stopped())
+
+
+async def count(engine: FlowEngine, where: Where, endable: bool = False) -> int:
+    """How many executions the filter matches now (with `endable`, how many of them are stopped)."""
     matches, prefix = where.parsed()
-    page = await engine.executions.search(where.workflow or None, where.status or None, 1, 0, prefix, matches)
+    page = await engine.executions.search(
+        where.workflow or None, status_filter(where, endable), 1, 0, prefix, matches
+    )
     return page.total
 
 
-async def snapshot(engine: FlowEngine, where: Where, cap: int | None = None) -> tuple[list[str], int]:
-    """The ids the filter matches now, newest first, at most `cap` (`CAP`); and how many matched in all."""
+async def snapshot(
+    engine: FlowEngine, where: Where, cap: int | None = None, endable: bool = False
+) -> tuple[list[str], int]:
+    """The ids the filter matches now (with `endable`, its stopped ones), newest first, at most `cap`
+    (`CAP`); and how many matched in all."""
     cap = CAP if cap is None else cap
     matches, prefix = where.parsed()
     found: list[str] = []
@@ -131,7 +181,7 @@ async def snapshot(engine: FlowEngine, where: Where, cap: int | None = None) -> 
     while len(found) < cap:
         page = await engine.executions.search(
             where.workflow or None,
-            where.status or None,
+            status_filter(where, endable),
             min(_PAGE, cap - len(found)),
             len(found),
             prefix,
@@ -184,17 +234,30 @@ class Operation:
         return tally
 
     def summary(self) -> dict[str, list[str]]:
-        """A dry run's summary: the ids that would resume cleanly, those with F0101, with F0102, and those
-        it cannot resume at all (ended, unknown)."""
+        """A dry run's summary: the ids that would resume cleanly, those that would resume and stop again
+        at once (`STOPS_AGAIN`: on the version they stopped under, their F0001 unanswered), those with
+        F0101, with F0102, those with nothing to resume (neither stopped nor parked: running, waiting,
+        sleeping) and those it cannot resume at all (ended, unknown)."""
         conflicts: Mapping[str, list[str]] = self.detail.get("conflict_codes", {})
         codes: Mapping[str, str] = self.detail.get("codes", {})
-        out: dict[str, list[str]] = {"clean": [], "F0101": [], "F0102": [], "other": []}
+        out: dict[str, list[str]] = {
+            "clean": [],
+            STOPS_AGAIN: [],
+            "F0101": [],
+            "F0102": [],
+            "not_resumable": [],
+            "other": [],
+        }
         for eid, word in self.outcomes.items():
-            if word == "accepted":
+            if word == "accepted" and codes.get(eid) == STOPS_AGAIN:
+                out[STOPS_AGAIN].append(eid)
+            elif word == "accepted":
                 out["clean"].append(eid)
             elif eid in conflicts:
                 for code in dict.fromkeys(conflicts[eid]):
                     out.setdefault(code, []).append(eid)
+            elif codes.get(eid) == "not_resumable":
+                out["not_resumable"].append(eid)
             elif codes.get(eid) != "resume_conflict":
                 out["other"].append(eid)
         return out
@@ -299,22 +362,12 @@ async def create(
     return await sync_to_async(write)()
 
 
-async def _one(
-    engine: FlowEngine, verb: str, eid: str, reason: str, actor: str
-) -> tuple[str, str, str, list[str]]:
+async def _one(engine: FlowEngine, verb: str, eid: str, reason: str, actor: str) -> bulk_record.Outcome:
     """What acting on one execution came to: its outcome word, code, why, and a dry run's conflict codes."""
     try:
         match verb:
             case "cancel":
-                outcome = await engine.executions.cancel(eid, reason, actor=actor)
-                if isinstance(outcome, spi.AlreadyTerminal):
-                    return "already-terminal", "execution_terminal", outcome.status.show(), []
-                return (
-                    ("already-requested" if isinstance(outcome, spi.AlreadyRequested) else "accepted"),
-                    "",
-                    "",
-                    [],
-                )
+                return bulk_record.cancel_words(await engine.executions.cancel(eid, reason, actor=actor))
             case "resume":
                 report = await engine.resume(eid, go=False)
                 codes = [c.code for c in report.conflicts]
@@ -325,45 +378,46 @@ async def _one(
                         "; ".join(f"{c.code} at {c.path}: {c.detail}" for c in report.conflicts),
                         codes,
                     )
+                if report.repeats is not None:  # it would resume, and stop again at once
+                    again = report.repeats
+                    why = f"the version it stopped under: {again.code} at {again.node} again ({again.reason})"
+                    return "accepted", STOPS_AGAIN, why, []
             case "resume:go":
                 await engine.resume(eid, go=True, actor=actor)
             case "end":
                 await engine.end(eid, reason, actor=actor)
-    except errors.FlowResumeConflict as conflict:
-        return "refused", "resume_conflict", str(conflict), [c.code for c in conflict.report.conflicts]
-    except errors.FlowExecutionTerminal as ended:
-        return "already-terminal", "execution_terminal", str(ended), []
     except (errors.FlowError, spi.FlowStoreError, ValueError) as error:
-        word, code = activity.outcome_of(error)
-        return word, code, str(error), []
+        return bulk_record.refused(error)
     return "accepted", "", "", []
 
 
 async def run(engine: FlowEngine, op_id: int) -> None:
     """Act on each execution of operation `op_id` not yet acted on, keeping each outcome; the row is
-    refreshed every `FLUSH_EVERY` executions and settled at the end."""
+    refreshed every `FLUSH_EVERY` executions and settled at the end. A cancel, a resume (go) or an end on a
+    store that joins the record's transaction commits each batch of writes with its record (`bulk_record`),
+    so a process killed mid-way leaves a record naming exactly the writes it made."""
     op = await load(op_id)
     if op is None:
         return
     detail = op.detail
-    outcomes: dict[str, str] = detail.setdefault("outcomes", {})
-    codes: dict[str, str] = detail.setdefault("codes", {})
-    why: dict[str, str] = detail.setdefault("why", {})
-    conflicts: dict[str, list[str]] = detail.setdefault("conflict_codes", {})
+    detail.setdefault("outcomes", {})
+    todo = [eid for eid in op.ids if eid not in detail["outcomes"]]
     reason = str(detail.get("reason", ""))
-    for eid in op.ids:
-        if eid in outcomes:
-            continue
-        word, code, text, found = await _one(engine, op.verb, eid, reason, op.actor)
-        outcomes[eid] = word
-        if code:
-            codes[eid], why[eid] = code, text[:_WHY_CHARS]
-        if found:
-            conflicts[eid] = found
-        detail["done"] = len(outcomes)
-        if len(outcomes) % FLUSH_EVERY == 0:
-            await _save(op_id, detail, "running")
-    await _save(op_id, detail, _settled(outcomes))
+    if op.verb in bulk_record.JOINS and bulk_record.joins(engine.store):
+        try:
+            for at in range(0, len(todo), FLUSH_EVERY):
+                batch = todo[at : at + FLUSH_EVERY]
+                steps = [(e, await bulk_record.prepare(engine, op.verb, e, reason, op.actor)) for e in batch]
+                await sync_to_async(bulk_record.write_batch)(op_id, steps, detail)
+        except Exception:  # the batch rolled back with its record: the row reads as interrupted, exactly
+            logger.exception("operation %s stopped", op_id, extra={"action": "activity"})
+            return
+    else:
+        for eid in todo:
+            bulk_record.keep(detail, eid, await _one(engine, op.verb, eid, reason, op.actor))
+            if detail["done"] % FLUSH_EVERY == 0:
+                await _save(op_id, detail, "running")
+    await _save(op_id, detail, _settled(detail["outcomes"]))
 
 
 def _settled(outcomes: Mapping[str, str]) -> str:

@@ -1,6 +1,6 @@
 """Flowdeck from application code: start, signal, cancel, describe, search and await executions.
 
-    from console import client
+    from flowdeck.console import client
 
     eid = client.start("fulfilment", order=order)          # a sync view, a command, a Celery task
     eid = await client.astart("fulfilment", order=order)   # an async view
@@ -37,10 +37,10 @@ from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from console import runtime
-from engine import errors, interpreter, values
-from engine.engine import ExecutionDetail, SearchResult
-from store import spi
+from flowdeck.console import runtime
+from flowdeck.engine import errors, interpreter, values
+from flowdeck.engine.engine import ExecutionDetail, SearchResult
+from flowdeck.store import spi
 
 __all__ = [
     "FlowExecutionCancelled",
@@ -56,6 +56,7 @@ __all__ = [
     "asearch",
     "asignal",
     "astart",
+    "blocking_read",
     "cancel",
     "describe",
     "result",
@@ -82,7 +83,7 @@ class FlowSyncInAsyncContext(errors.FlowError, RuntimeError):
 
     def __init__(self, call: str) -> None:
         super().__init__(
-            f"console.client.{call}() was called from a running event loop, which it would block; "
+            f"flowdeck.console.client.{call}() was called from a running event loop, which it would block; "
             f"use `await client.a{call}(...)` there"
         )
         self.call = call
@@ -92,7 +93,9 @@ class FlowInTransaction(errors.FlowError):
     """This call cannot run inside the caller's transaction on the store's database."""
 
     def __init__(self, call: str, why: str) -> None:
-        super().__init__(f"console.client.{call}() cannot run inside transaction.atomic() here: {why}")
+        super().__init__(
+            f"flowdeck.console.client.{call}() cannot run inside transaction.atomic() here: {why}"
+        )
         self.call = call
 
 
@@ -153,8 +156,6 @@ async def acancel(
     AlreadyRequested or AlreadyTerminal. An unknown id raises `FlowExecutionNotFound`. `actor` (who asked)
     is recorded on the request's event."""
     engine = await runtime.engine()
-    if await engine.store.get_execution(execution_id) is None:  # the store answers an unknown id "ended"
-        raise errors.FlowExecutionNotFound(execution_id)
     return await engine.executions.cancel(execution_id, reason or "", actor)
 
 
@@ -329,6 +330,13 @@ def result(execution_id: str, timeout: float | timedelta | None = None) -> value
 
 
 # ------------------------------------------------------------------------------- the sync bridge
+
+
+def blocking_read(call: str, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """A read of another surface (the tasks backend's `get_result`) run as this module's reads run: on
+    the portal, refused from a running loop and inside a transaction on the store's SQLite database."""
+    _read_only(call)
+    return _run(make)
 
 
 def _no_running_loop(call: str) -> None:

@@ -1,27 +1,150 @@
 """Flowdeck's settings: one prefix (`FLOWDECK_*`), one typed object, reloaded when tests change settings.
 
-Every `FLOWDECK_*` Django setting is read here and nowhere else (`flowdeck_settings()`). The worker knobs
-default to the engine's own `EngineConfig`, so each default is declared once, in the engine. Two kinds stay
-outside: the deployment switches that come from the environment (secret key, TLS, login throttling, log
-level), read by `console.settings` through `console.deploy` before there are Django settings to read; and
-`FLOWDECK_CSP`, the policy the security block of `console.settings` declares and `console.security` applies
-(it has no default to fall back on).
+Every `FLOWDECK_*` Django setting is read here and nowhere else (`flowdeck_settings()`), and checked in one
+validation (`_Declared`, pydantic at the edge): a bad value, a setting Flowdeck does not have (a misspelt
+name), a database alias the project does not define, a renewal not shorter than the lease. Every problem
+is one line naming its setting (`setting_errors.SettingsRefused`); the console's `ready()` reads the
+settings, so every process refuses them as it starts (a command: exit 2; the web process:
+ImproperlyConfigured). The worker knobs default to the engine's own `EngineConfig`, so each default is
+declared once, in the engine. The deployment switches that come from the environment (secret key, TLS, login
+throttling, log level) are Flowdeck's own project's, read by `console.settings` through `console.deploy`
+before there are Django settings to read.
 """
 
 from __future__ import annotations
 
+import difflib
+import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any
 
+import pydantic
 from django.conf import settings as django_settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from console import retention as retention_policy
-from engine.config import EngineConfig
+from flowdeck.console import csp, deploy, setting_errors
+from flowdeck.console import retention as retention_policy
+from flowdeck.engine.config import EngineConfig
 
 __all__ = ["FlowdeckSettings", "flowdeck_settings"]
+
+YEAR = 365 * 24 * 3600
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_DIRECTIVE = re.compile(r"[a-z][a-z-]*")
+
+
+def _not_a_bool(value: object) -> object:
+    # pydantic takes True for 1: a switch where a number belongs is a mistake, not one worker
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, not {value!r}")
+    return value
+
+
+def _module_name(value: str) -> str:
+    if not _DOTTED.fullmatch(value):
+        raise ValueError(f"{value[:60]!r} is not a dotted module name (like 'shop.flows')")
+    return value
+
+
+def _module_or_none(value: str) -> str:
+    return value and _module_name(value)
+
+
+def _directive(value: str) -> str:
+    if not _DIRECTIVE.fullmatch(value):
+        raise ValueError(f"{value[:60]!r} is not a CSP directive name (like 'img-src')")
+    return value
+
+
+def _source(value: str) -> str:
+    if not value or any(c.isspace() or c in ";," or not c.isprintable() for c in value):
+        raise ValueError(f"{value[:60]!r} is not one CSP source (one word, no ';' or ',')")
+    return value
+
+
+Count = Annotated[int, pydantic.BeforeValidator(_not_a_bool), pydantic.Field(ge=1)]
+Seconds = Annotated[
+    float, pydantic.BeforeValidator(_not_a_bool), pydantic.Field(gt=0, le=YEAR, allow_inf_nan=False)
+]
+ModuleName = Annotated[str, pydantic.AfterValidator(_module_name)]
+Directive = Annotated[str, pydantic.AfterValidator(_directive)]
+Source = Annotated[str, pydantic.AfterValidator(_source)]
+
+
+def _console_policy() -> dict[str, tuple[str, ...]]:
+    return {name: tuple(sources) for name, sources in csp.CONSOLE_POLICY.items()}
+
+
+class _Declared(pydantic.BaseModel):
+    """The `FLOWDECK_*` Django settings a project may set, each checked; a field is its setting's name."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    FLOWDECK_FLOW_MODULES: tuple[ModuleName, ...] = ()
+    FLOWDECK_WORKERS: Count = EngineConfig.workers
+    FLOWDECK_LEASE_SECONDS: Seconds = EngineConfig.lease.total_seconds()
+    FLOWDECK_RENEW_EVERY_SECONDS: Seconds = EngineConfig.renew_every.total_seconds()
+    FLOWDECK_BATCH_SIZE: Count = EngineConfig.batch_size
+    FLOWDECK_POLL_TIMEOUT_SECONDS: Seconds = EngineConfig.poll_timeout.total_seconds()
+    FLOWDECK_DATABASE_ALIAS: str = "default"
+    FLOWDECK_HEARTBEAT_SECONDS: Seconds = 5
+    FLOWDECK_DEMO_STOP_SECONDS: Seconds = 30
+    FLOWDECK_DEMO_PREVIOUS_FLOWS: Annotated[str, pydantic.AfterValidator(_module_or_none)] = ""
+    FLOWDECK_RETENTION: retention_policy.Setting | None = None
+    FLOWDECK_CSP: dict[Directive, tuple[Source, ...]] = pydantic.Field(default_factory=_console_policy)
+
+    @pydantic.field_validator("FLOWDECK_DATABASE_ALIAS")
+    @classmethod
+    def _defined(cls, alias: str, info: pydantic.ValidationInfo) -> str:
+        databases = (info.context or {}).get("databases", ())
+        if alias not in databases:
+            raise ValueError(f"{alias!r} is not in DATABASES (it has {', '.join(map(repr, databases))})")
+        return alias
+
+    @pydantic.model_validator(mode="after")
+    def _renewed_in_time(self) -> _Declared:
+        if self.FLOWDECK_RENEW_EVERY_SECONDS >= self.FLOWDECK_LEASE_SECONDS:
+            raise ValueError(
+                f"FLOWDECK_RENEW_EVERY_SECONDS ({self.FLOWDECK_RENEW_EVERY_SECONDS:g}) must be shorter than "
+                f"FLOWDECK_LEASE_SECONDS ({self.FLOWDECK_LEASE_SECONDS:g}), or claims lapse between renewals"
+            )
+        return self
+
+
+def _given() -> dict[str, Any]:
+    """The `FLOWDECK_*` settings this project sets (None is unset, as if absent)."""
+    names = [name for name in dir(django_settings) if name.startswith("FLOWDECK_")]
+    return {name: value for name in names if (value := getattr(django_settings, name)) is not None}
+
+
+def _unknown(given: Mapping[str, Any]) -> list[str]:
+    """A line per setting Flowdeck does not have: a misspelt name would otherwise be ignored in silence."""
+    known = list(_Declared.model_fields)
+    lines = []
+    for name in given:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+            hint = f" (did you mean {close[0]}?)" if close else f" (Flowdeck's are {', '.join(known)})"
+            lines.append(f"{name}: not a Flowdeck setting{hint}")
+    return lines
+
+
+def _declared() -> _Declared:
+    """The project's settings, checked at once; SettingsRefused lists every problem, a line each."""
+    given = _given()
+    problems = _unknown(given) + deploy.event_loop_problems(os.environ)
+    known = {name: value for name, value in given.items() if name in _Declared.model_fields}
+    try:
+        declared = _Declared.model_validate(known, context={"databases": list(django_settings.DATABASES)})
+    except pydantic.ValidationError as error:
+        problems += setting_errors.problem_lines(error)
+    if problems:
+        raise setting_errors.SettingsRefused(problems)
+    return declared
 
 
 @dataclass(frozen=True)
@@ -40,6 +163,8 @@ class FlowdeckSettings:
       discovery reads it) of the versions no process serves any more, that the demo parks an execution on.
     - `retention` (`FLOWDECK_RETENTION`): what worker processes purge, and how often (`console.retention`);
       None (unset): they purge nothing.
+    - `csp` (`FLOWDECK_CSP`): the Content-Security-Policy of the console's answers (`console.csp`'s by
+      default), directive name to sources.
     """
 
     flow_modules: tuple[str, ...] = ()
@@ -54,30 +179,25 @@ class FlowdeckSettings:
     demo_stop: timedelta = timedelta(seconds=30)
     demo_previous_flows: str = ""
     retention: retention_policy.RetentionPolicy | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    csp: Mapping[str, tuple[str, ...]] = field(default_factory=_console_policy)
 
     @classmethod
     def load(cls) -> FlowdeckSettings:
-        def setting(name: str, default: Any) -> Any:
-            value = getattr(django_settings, f"FLOWDECK_{name}", None)
-            return default if value is None else value
-
-        def seconds(name: str, default: timedelta) -> timedelta:
-            value = setting(f"{name}_SECONDS", None)
-            return default if value is None else timedelta(seconds=float(value))
-
+        """The project's settings, checked; SettingsRefused (an ImproperlyConfigured) names every problem."""
+        d = _declared()
         return cls(
-            flow_modules=tuple(setting("FLOW_MODULES", ())),
-            workers=int(setting("WORKERS", cls.workers)),
-            lease=seconds("LEASE", cls.lease),
-            renew_every=seconds("RENEW_EVERY", cls.renew_every),
-            batch_size=int(setting("BATCH_SIZE", cls.batch_size)),
-            poll_timeout=seconds("POLL_TIMEOUT", cls.poll_timeout),
-            database_alias=str(setting("DATABASE_ALIAS", cls.database_alias)),
-            heartbeat=seconds("HEARTBEAT", cls.heartbeat),
-            demo_stop=seconds("DEMO_STOP", cls.demo_stop),
-            demo_previous_flows=str(setting("DEMO_PREVIOUS_FLOWS", cls.demo_previous_flows)),
-            retention=retention_policy.policy_of(setting("RETENTION", None)),
+            flow_modules=d.FLOWDECK_FLOW_MODULES,
+            workers=d.FLOWDECK_WORKERS,
+            lease=timedelta(seconds=d.FLOWDECK_LEASE_SECONDS),
+            renew_every=timedelta(seconds=d.FLOWDECK_RENEW_EVERY_SECONDS),
+            batch_size=d.FLOWDECK_BATCH_SIZE,
+            poll_timeout=timedelta(seconds=d.FLOWDECK_POLL_TIMEOUT_SECONDS),
+            database_alias=d.FLOWDECK_DATABASE_ALIAS,
+            heartbeat=timedelta(seconds=d.FLOWDECK_HEARTBEAT_SECONDS),
+            demo_stop=timedelta(seconds=d.FLOWDECK_DEMO_STOP_SECONDS),
+            demo_previous_flows=d.FLOWDECK_DEMO_PREVIOUS_FLOWS,
+            retention=None if d.FLOWDECK_RETENTION is None else retention_policy.policy(d.FLOWDECK_RETENTION),
+            csp=d.FLOWDECK_CSP,
         )
 
 

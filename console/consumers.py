@@ -7,9 +7,11 @@ in one message (`{"type": "events", "events": [...]}`). A page of one execution
 is also sent that execution's progress (`{"type": "progress", execution_id, id, seq, progress}`, the
 document `…/diagram?format=json` answers, or null when the page must fetch it), and each live event it
 hears says `progress_follows` (replayed ones do not: the page fetches once). Anonymous connections are
-refused at the handshake. A filter no store could match (a NUL, an id breaking the id rule that names no
-execution) or an `after` that is no whole number is refused before it reaches the store: the socket is
-accepted and closed at once with `REFUSED` and a reason saying which parameter and why.
+refused at the handshake, and an open socket is closed (4401) once its session ends: a logout, an expiry,
+a deactivated user (`socket_sessions`). A filter no store could match (a NUL, an id breaking the id
+rule that names no execution) or an `after` that is no whole number is refused before it reaches the
+store: the socket is accepted and closed at once with `REFUSED` and a reason saying which parameter and
+why.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from typing import Any
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.http import QueryDict
 
-from console import live, refusals
-from engine import ids
+from flowdeck.console import live, refusals, socket_sessions
+from flowdeck.engine import ids
 
 __all__ = ["LiveConsumer"]
 
@@ -63,7 +65,18 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
         except BaseException:  # a page that never hears must not hold what the feed offers it
             self.subscription.close()
             raise
+        session = self.scope.get("session")  # absent only where the app is mounted without `socket_auth`
+        if session is not None and session.session_key:
+            self.session_key, self.user_pk = str(session.session_key), getattr(user, "pk", None)
+            socket_sessions.register(self)
         self.subscription.hear(self._send_item)
+
+    async def session_ended(self) -> None:
+        """The session that opened the socket ended: hear nothing more, and close."""
+        if self.subscription is not None:
+            self.subscription.close()
+        await self.close(code=UNAUTHORISED, reason="session ended")
+        socket_sessions.unregister(self)
 
     async def _replay(self, after: int, scope: dict[str, str | None]) -> None:
         """What the page missed after event `after`, as the live batches say it; no progress follows (the
@@ -100,6 +113,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.subscription is not None:
             self.subscription.close()
+            socket_sessions.unregister(self)
 
 
 async def _filter(query: QueryDict, key: str) -> str | None:

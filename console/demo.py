@@ -14,35 +14,70 @@ Execution ids are fixed (`demo-…`): seeding again keeps the executions already
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
 
-from console import discovery, runtime, waits
-from console.conf import flowdeck_settings
-from engine.engine import FlowEngine
-from store import spi
+from flowdeck.console import discovery, runtime, states
+from flowdeck.console.conf import flowdeck_settings
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store import spi
 
-__all__ = ["DEMO_USER", "Seeded", "ensure_admin", "order", "seed"]
+__all__ = ["DEMO_USER", "PASSWORD_FILE_SUFFIX", "Seeded", "ensure_admin", "kept_admin", "order", "seed"]
 
 DEMO_USER = "admin"
+PASSWORD_FILE_SUFFIX = ".admin-password"
 
 
-def ensure_admin(username: str = DEMO_USER) -> str:
-    """Make (or reset) a superuser `username` with a fresh random password; answers the password."""
-    password = secrets.token_urlsafe(9)
+def ensure_admin(username: str = DEMO_USER, password: str | None = None) -> str:
+    """Make a superuser `username` whose password is `password` (a fresh random one when None); answers
+    the password. A user who already has that password is left as is (a new hash would sign every
+    session of it out)."""
+    password = password or secrets.token_urlsafe(9)
     user_model = get_user_model()
     user, _ = user_model.objects.get_or_create(
         **{user_model.USERNAME_FIELD: username}, defaults={"email": f"{username}@example.com"}
     )
+    if user.is_staff and user.is_superuser and user.check_password(password):
+        return password
     user.is_staff = True
     user.is_superuser = True
     user.set_password(password)
     user.save()
     return password
+
+
+def kept_admin(database: Path, *, new: bool = False) -> tuple[str, Path]:
+    """The demo admin with the password kept beside the SQLite file `database` (`<file>.admin-password`,
+    readable by its owner only), so the one printed first goes on working: the kept one, or with `new` (or
+    none kept yet) a fresh one, written there. Answers the password and its file."""
+    path = database.with_name(database.name + PASSWORD_FILE_SUFFIX)
+    kept = "" if new else _read_kept(path)
+    password = ensure_admin(password=kept or None)
+    if password != kept:
+        _keep(path, password)
+    return password, path
+
+
+def _read_kept(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return ""
+
+
+def _keep(path: Path, password: str) -> None:
+    """Write `password` to `path`, mode 0600 from the start, replacing any file there in one step."""
+    fresh = path.with_name(f"{path.name}.{secrets.token_hex(4)}")
+    descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(password + "\n")
+    os.replace(fresh, path)
 
 
 def order(order_id: str, *lines: tuple[str, int, int], **extra: Any) -> dict[str, Any]:
@@ -119,7 +154,7 @@ async def seed_parked(store: spi.FlowStore, execution_id: str = PARKED.execution
 
     That version comes from the flows module `FLOWDECK_DEMO_PREVIOUS_FLOWS` names, read by discovery as
     any flows module is. No worker serves it afterwards (they register the current one), so it stays
-    parked until an operator resumes it onto the current version (`flow resume demo-parked --go`)."""
+    parked until an operator resumes it onto the current version (`flowdeck resume demo-parked --go`)."""
     module = flowdeck_settings().demo_previous_flows
     if not module:
         raise discovery.FlowDiscoveryError(
@@ -159,22 +194,12 @@ async def seed(engine: FlowEngine, *, timeout: float = 60.0) -> Seeded:
         raise TimeoutError(
             "demo executions did not settle in time: " + ", ".join(w.execution_id for w in pending)
         )
-    parked = {state.execution_id for state in await engine.parked(PARKED.workflow_id)}
+    served = await states.served_by(engine)
     statuses = {}
     for wanted in (*WANTED, PARKED):
         state = await engine.store.get_execution(wanted.execution_id)
         assert state is not None
-        statuses[wanted.execution_id] = (
-            "parked (previous version)" if wanted.execution_id in parked else (_word(state))
-        )
+        standing = states.standing_of(state, served)  # in the console's words, as every surface says it
+        parked = " (previous version)" if standing.state is states.ExecState.PARKED else ""
+        statuses[wanted.execution_id] = standing.line + parked
     return Seeded(statuses)
-
-
-def _word(state: spi.ExecutionState) -> str:
-    status = state.status
-    if isinstance(status, spi.Failed):
-        return f"failed:{status.kind}"
-    if isinstance(status, spi.Running) and state.waits:
-        kinds = {"input" if w.input_name is not None else "sleep" for w in waits.waits_of(state)}
-        return "running (" + " + ".join(sorted(kinds)) + ")"
-    return status.show()

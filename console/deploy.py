@@ -1,6 +1,7 @@
-"""Settings read from the environment for a deployment: the secret key, and typed `FLOWDECK_*` switches.
+"""Settings read from the environment for a deployment: the secret key, and typed `FLOWDECK_*` switches
+(`Environment`, checked at once: every bad variable is one line of the refusal).
 
-Used by `console.settings` while it loads, so it imports nothing of Django that needs settings.
+Used by `flowdeck.console.settings` while it loads, so it imports nothing of Django that needs settings.
 
 The secret key is never a published fallback. It is `FLOWDECK_SECRET_KEY`; else, on a SQLite database, the
 key the demo keeps beside its file (`<database>.secret-key`, mode 0600), so the operator CLI in a second
@@ -13,17 +14,21 @@ from __future__ import annotations
 import os
 import secrets
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Annotated
 
+import pydantic
 from django.core.exceptions import ImproperlyConfigured
+
+from flowdeck.console import setting_errors
 
 __all__ = [
     "SECRET_KEY_VARIABLE",
+    "Environment",
     "demo_key_file",
-    "env_flag",
-    "env_list",
-    "env_number",
+    "environment",
+    "event_loop_problems",
     "keep_demo_key",
     "load_settings_or_exit",
     "running_demo",
@@ -31,6 +36,7 @@ __all__ = [
 ]
 
 SECRET_KEY_VARIABLE = "FLOWDECK_SECRET_KEY"
+DEFAULT_HOSTS = ("127.0.0.1", "localhost", "testserver")
 KEY_FILE_SUFFIX = ".secret-key"
 
 MISSING_KEY = (
@@ -42,7 +48,7 @@ MISSING_KEY = (
 
 def running_demo(argv: Sequence[str]) -> bool:
     """Whether this process is `manage.py demo` (or `flowdeck demo`): the one command that may make a key."""
-    return len(argv) > 1 and argv[1] == "demo"
+    return len(argv) > 1 and argv[1] in ("demo", "flowdeck_demo")
 
 
 def demo_key_file(database_url: str) -> Path | None:
@@ -83,38 +89,102 @@ def keep_demo_key(database: Path, key: str) -> Path:
     return path
 
 
-def env_flag(environ: Mapping[str, str], name: str, default: bool = False) -> bool:
-    """A `0`/`1` switch; anything else refuses to start, naming the variable."""
-    value = environ.get(name, "").strip()
-    if not value:
-        return default
+def _flag(value: str) -> bool:
     if value not in ("0", "1"):
-        raise ImproperlyConfigured(f"{name} must be 0 or 1 (got {value!r})")
+        raise ValueError(f"must be 0 or 1 (got {value!r})")
     return value == "1"
 
 
-def env_number(environ: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
-    """A whole number, at least `minimum`; anything else refuses to start, naming the variable."""
-    value = environ.get(name, "").strip()
-    if not value:
-        return default
-    if not value.isdigit() or int(value) < minimum:
-        raise ImproperlyConfigured(f"{name} must be a whole number of at least {minimum} (got {value!r})")
-    return int(value)
+def _whole(minimum: int) -> Callable[[str], int]:
+    def check(value: str) -> int:
+        if not value.isdigit() or int(value) < minimum:
+            raise ValueError(f"must be a whole number of at least {minimum} (got {value[:40]!r})")
+        return int(value)
+
+    return check
 
 
-def env_list(environ: Mapping[str, str], name: str, default: str = "") -> list[str]:
-    """A comma-separated list, blanks dropped."""
-    return [item.strip() for item in environ.get(name, default).split(",") if item.strip()]
+def _names(value: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+def _origins(value: str) -> tuple[str, ...]:
+    wrong = [origin for origin in _names(value) if not origin.startswith(("http://", "https://"))]
+    if wrong:
+        raise ValueError(
+            f"{wrong[0][:60]!r} is not an origin: write its scheme (https://flowdeck.example.com)"
+        )
+    return _names(value)
+
+
+def _level(value: str) -> str:
+    if value.upper() not in LOG_LEVELS:
+        raise ValueError(f"{value[:40]!r} is not a log level: one of {', '.join(LOG_LEVELS)}")
+    return value.upper()
+
+
+def _loop(value: str) -> str:
+    if value.lower() not in ("asyncio", "uvloop"):
+        raise ValueError(f"{value[:40]!r} is not an event loop: asyncio or uvloop")
+    return value.lower()
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+Flag = Annotated[bool, pydantic.BeforeValidator(_flag)]
+
+
+class Environment(pydantic.BaseModel):
+    """The `FLOWDECK_*` variables of Flowdeck's own project (`console.settings`), each checked; a field is
+    its variable's name, a blank variable is unset. `FLOWDECK_EVENT_LOOP` is read by the engine
+    (`flowdeck.engine.event_loop`) in any project, and checked with the Django settings too."""
+
+    model_config = pydantic.ConfigDict(frozen=True)
+
+    FLOWDECK_DEBUG: Flag = False
+    FLOWDECK_ALLOWED_HOSTS: Annotated[tuple[str, ...], pydantic.BeforeValidator(_names)] = DEFAULT_HOSTS
+    FLOWDECK_LOG_LEVEL: Annotated[str | None, pydantic.BeforeValidator(_level)] = None
+    FLOWDECK_SECURE_COOKIES: Flag = False
+    FLOWDECK_SSL_REDIRECT: Flag = False
+    FLOWDECK_HSTS_SECONDS: Annotated[int, pydantic.BeforeValidator(_whole(0))] = 0
+    FLOWDECK_HSTS_INCLUDE_SUBDOMAINS: Flag = True
+    FLOWDECK_HSTS_PRELOAD: Flag = False
+    FLOWDECK_TLS_PROXY: Flag = False
+    FLOWDECK_CSRF_TRUSTED_ORIGINS: Annotated[tuple[str, ...], pydantic.BeforeValidator(_origins)] = ()
+    FLOWDECK_LOGIN_FAILURE_LIMIT: Annotated[int, pydantic.BeforeValidator(_whole(1))] = 5
+    FLOWDECK_LOGIN_COOLOFF_SECONDS: Annotated[int, pydantic.BeforeValidator(_whole(1))] = 900
+    FLOWDECK_EVENT_LOOP: Annotated[str | None, pydantic.BeforeValidator(_loop)] = None
+
+
+def environment(environ: Mapping[str, str]) -> Environment:
+    """The deployment's variables, checked at once: SettingsRefused (an ImproperlyConfigured) lists every
+    bad one, a line each, so an operator fixes them in one go rather than one per restart."""
+    names = Environment.model_fields
+    given = {name: environ[name].strip() for name in names if environ.get(name, "").strip()}
+    try:
+        return Environment.model_validate(given)
+    except pydantic.ValidationError as error:
+        raise setting_errors.SettingsRefused(setting_errors.problem_lines(error)) from None
+
+
+def event_loop_problems(environ: Mapping[str, str]) -> list[str]:
+    """`FLOWDECK_EVENT_LOOP` checked alone: the one variable the engine reads in every project."""
+    value = environ.get("FLOWDECK_EVENT_LOOP", "").strip()
+    try:
+        if value:
+            _loop(value)
+    except ValueError as error:
+        return [f"FLOWDECK_EVENT_LOOP: {error}"]
+    return []
 
 
 def load_settings_or_exit() -> None:
-    """Load the settings of a command-line process; a configuration it refuses (no secret key, a bad
-    switch) is one line on stderr and exit code 2, not a traceback."""
+    """Load the settings of a command-line process; a configuration it refuses (no secret key, bad
+    switches) is one line per problem on stderr and exit code 2, not a traceback."""
     from django.conf import settings
 
     try:
         settings.INSTALLED_APPS  # noqa: B018 - loading the settings module is the point
     except ImproperlyConfigured as error:
-        sys.stderr.write(f"error: {error}\n")
+        for line in str(error).splitlines():
+            sys.stderr.write(f"error: {line}\n")
         raise SystemExit(2) from None

@@ -22,9 +22,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from django.utils.module_loading import autodiscover_modules
 
-from console.conf import flowdeck_settings
-from engine import ids, schema
-from engine.flow import Flow
+from flowdeck.console import task_flows
+from flowdeck.console.conf import flowdeck_settings
+from flowdeck.engine import ids, schema
+from flowdeck.engine.flow import Flow
 
 __all__ = ["FlowDiscoveryError", "discover", "flow_versions", "flows_of", "registered_flows", "served"]
 
@@ -96,12 +97,25 @@ def _same(one: tuple[Flow, ...], other: tuple[Flow, ...]) -> bool:
 
 def discover(extra_modules: Iterable[str] = ()) -> dict[str, Flow]:
     """Import every app's flows module and the configured ones; answer every workflow found so far (its
-    newest version)."""
+    newest version). With a Flowdeck tasks backend configured, each app's `tasks` module too: the tasks
+    found there, and in the configured modules, are served as workflows (`console.task_flows`)."""
     for module in autodiscover_modules_named("flows"):
         _add(module, flows_of(module))
-    for module in (*flowdeck_settings().flow_modules, *extra_modules):
+    configured = (*flowdeck_settings().flow_modules, *extra_modules)
+    for module in configured:
         _add(module, flows_of(module))
+    if _tasks_backend_configured():
+        for module in (*autodiscover_modules_named("tasks"), *configured):
+            _add(module, task_flows.flows_in(module))
     return registered_flows()
+
+
+def _tasks_backend_configured() -> bool:
+    """Does TASKS name Flowdeck's backend (by its path: reading it must not build the backends)?"""
+    from django.conf import settings
+
+    backends = getattr(settings, "TASKS", None) or {}
+    return any(str(conf.get("BACKEND", "")).startswith("flowdeck.") for conf in backends.values())
 
 
 def autodiscover_modules_named(name: str) -> list[str]:

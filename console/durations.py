@@ -1,15 +1,16 @@
-"""Durations as an operator types them: `90s`, `15m`, `12h`, `30d` (a whole number and one unit).
+"""Durations as an operator types them: `90s`, `15m`, `12h`, `30d` (a whole number and one unit), and as
+the timeline writes them for reading: `850 µs`, `1.25 s`, `3 min 05 s`, offsets `+12 ms`.
 
-One parser for every place that takes one: `flow purge --older-than`, `FLOWDECK_RETENTION`, and the ages
-that `flow activity --since` and the activity page accept (`console.activity.parse_time`).
+One parser for every place that takes one: `flowdeck purge --older-than`, `FLOWDECK_RETENTION`, and the ages
+that `flowdeck activity --since` and the activity page accept (`flowdeck.console.activity.parse_time`).
 """
 
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-__all__ = ["parse_age", "show_age"]
+__all__ = ["duration_text", "offset_text", "parse_age", "show_age"]
 
 _AGE = re.compile(r"([0-9]{1,6})([smhd])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -30,3 +31,29 @@ def show_age(age: timedelta) -> str:
         if seconds and seconds % size == 0:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def duration_text(span: timedelta) -> str:
+    """A duration as an operator reads it: 850 µs, 12 ms, 1.25 s, 3 min 05 s, 2 h 10 min, 3 d 4 h."""
+    seconds = span.total_seconds()
+    if seconds < 0:
+        return "-" + duration_text(-span)
+    if seconds < 0.001:
+        return f"{round(seconds * 1_000_000)} µs"
+    if seconds < 1:
+        return f"{round(seconds * 1000)} ms"
+    if seconds < 60:
+        return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    if whole < 86400:
+        return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+    return f"{whole // 86400} d {whole % 86400 // 3600} h"
+
+
+def offset_text(at: datetime, origin: datetime) -> str:
+    """`at` relative to the execution's first event: 0, +12 ms, +1.25 s."""
+    if at == origin:
+        return "0"
+    return "+" + duration_text(at - origin) if at >= origin else duration_text(at - origin)

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from console import refusals
-from engine import values
+from flowdeck.console import refusals
+from flowdeck.engine import values
 
-__all__ = ["FormField", "SignalForm", "read_json_text", "signal_form"]
+__all__ = ["FormField", "SignalForm", "check_strings", "read_json_text", "resolve", "signal_form"]
 
 SCALAR = "value"  # the one field of a scalar input
 
@@ -52,24 +52,24 @@ class SignalForm:
         return tuple(self.errors.get("", ()))
 
 
-def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+def resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/"):
         target: Any = root
         for part in ref[2:].split("/"):
             target = target.get(part, {}) if isinstance(target, Mapping) else {}
-        return _resolve(target, root) if isinstance(target, Mapping) else {}
+        return resolve(target, root) if isinstance(target, Mapping) else {}
     any_of = schema.get("anyOf")
     if isinstance(any_of, list):  # Optional[X]: the non-null arm
         arms = [a for a in any_of if isinstance(a, Mapping) and a.get("type") != "null"]
         if len(arms) == 1:
-            merged = {**_resolve(arms[0], root), **{k: v for k, v in schema.items() if k != "anyOf"}}
+            merged = {**resolve(arms[0], root), **{k: v for k, v in schema.items() if k != "anyOf"}}
             return merged
     return schema
 
 
 def _field(name: str, schema: Mapping[str, Any], root: Mapping[str, Any], required: bool) -> FormField:
-    resolved = _resolve(schema, root)
+    resolved = resolve(schema, root)
     kind = {"string": "text", "integer": "integer", "number": "number", "boolean": "boolean"}.get(
         str(resolved.get("type", "")), "json"
     )
@@ -84,7 +84,7 @@ def _field(name: str, schema: Mapping[str, Any], root: Mapping[str, Any], requir
 
 def fields_of(schema: Mapping[str, Any]) -> tuple[tuple[FormField, ...], bool]:
     """The form fields for a JSON schema, and whether the input is a scalar (one `value` field)."""
-    resolved = _resolve(schema, schema)
+    resolved = resolve(schema, schema)
     properties = resolved.get("properties")
     if resolved.get("type") == "object" and isinstance(properties, Mapping) and properties:
         required = set(resolved.get("required", ()))
@@ -111,11 +111,12 @@ def read_json_text(text: str) -> Any:
         raise ValueError(f"not JSON: {error.msg} (line {error.lineno}, column {error.colno})") from error
     except RecursionError:
         raise ValueError("not JSON: nested too deeply") from None
-    _check_strings(value)
+    check_strings(value)
     return value
 
 
-def _check_strings(value: Any) -> None:
+def check_strings(value: Any) -> None:
+    """Refuse (ValueError) a string anywhere in `value` that no store can hold."""
     pending = [value]  # a loop, not recursion: the value may be nested as deep as the parser allows
     while pending:
         item = pending.pop()

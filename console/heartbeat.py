@@ -1,9 +1,10 @@
 """Worker processes publish their engine's health to the store, for the console to show.
 
-`FlowEngine.health()` answers for one process; the web process runs no workers. So every process that
-does (`runworkers`, the demo) records a heartbeat every `FLOWDECK_HEARTBEAT_SECONDS` (default 5) through
-the store contract's `record_heartbeat`, and a last one with no worker alive when it stops. A heartbeat that
-cannot be written is logged and retried at the next beat: the workers never stop for it.
+`FlowEngine.health()` answers for one engine; the web process's own engine runs no workers (the demo runs
+its workers' engine beside it: `in_this_process`). So every process that runs workers (`flowdeck_workers`,
+the demo) records a heartbeat every `FLOWDECK_HEARTBEAT_SECONDS` (default 5) through the store contract's
+`record_heartbeat`, and a last one with no worker alive when it stops. A heartbeat that cannot be written
+is logged and retried at the next beat: the workers never stop for it.
 """
 
 from __future__ import annotations
@@ -17,17 +18,27 @@ import socket
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 
-from console.conf import flowdeck_settings
-from engine.engine import FlowEngine
-from store import heartbeats, spi
+from flowdeck.console.conf import flowdeck_settings
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store import heartbeats, spi
 
-__all__ = ["ExecutorView", "executors", "heartbeat_interval", "publishing", "record"]
+__all__ = ["ExecutorView", "executors", "heartbeat_interval", "in_this_process", "publishing", "record"]
 
-logger = logging.getLogger("console.heartbeat")
+logger = logging.getLogger("flowdeck.console.heartbeat")
 
 # An executor shows when it was heard from this recently; it is stale after this many missed beats.
 HEARD_WITHIN = timedelta(minutes=1)
 STALE_AFTER_BEATS = 3
+
+
+# The engines publishing from this process now (the demo runs its workers beside the web server), so the
+# health page can say what this process runs without asking the store.
+_PUBLISHING: dict[str, FlowEngine] = {}
+
+
+def in_this_process() -> list[FlowEngine]:
+    """The engines of this process that publish their health now (their workers run here), by executor."""
+    return [engine for _, engine in sorted(_PUBLISHING.items())]
 
 
 def heartbeat_interval() -> timedelta:
@@ -80,9 +91,11 @@ async def publishing(engine: FlowEngine, every: timedelta | None = None) -> Asyn
     started = engine.store.now()
     await record(engine, started)
     beating = asyncio.create_task(_beating(engine, started, every or heartbeat_interval()))
+    _PUBLISHING[engine.executor_id] = engine
     try:
         yield
     finally:
+        _PUBLISHING.pop(engine.executor_id, None)
         beating.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beating

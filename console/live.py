@@ -43,8 +43,8 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
-from console import live_pages, live_progress, runtime
-from console.live_batch import (
+from flowdeck.console import live_pages, live_progress, runtime
+from flowdeck.console.live_batch import (
     EVERYTHING,
     LiveBatch,
     LiveEvent,
@@ -53,10 +53,10 @@ from console.live_batch import (
     changes_json,
     in_scope,
 )
-from console.live_pages import Subscription
-from console.live_progress import FlowOf, LiveProgress
-from store import feed as store_feed
-from store import spi
+from flowdeck.console.live_pages import Subscription
+from flowdeck.console.live_progress import FlowOf, LiveProgress
+from flowdeck.store import feed as store_feed
+from flowdeck.store import spi
 
 __all__ = [
     "EVERYTHING",

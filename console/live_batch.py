@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from store import feed as store_feed
+from flowdeck.store import feed as store_feed
 
 __all__ = ["EVERYTHING", "LiveBatch", "LiveEvent", "Scope", "batch_json", "changes_json", "in_scope"]
 

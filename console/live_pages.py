@@ -21,8 +21,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
-from console.live_batch import LiveBatch, Scope
-from console.live_progress import LiveProgress
+from flowdeck.console.live_batch import LiveBatch, Scope
+from flowdeck.console.live_progress import LiveProgress
 
 __all__ = ["Item", "Sender", "Subscription", "deliver", "newest_progress"]
 

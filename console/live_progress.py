@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from console import discovery
-from engine import progress, render, schema
-from engine.flow import Flow
-from store import spi
+from flowdeck.console import discovery
+from flowdeck.engine import progress, render, schema
+from flowdeck.engine.flow import Flow
+from flowdeck.store import spi
 
 __all__ = ["FlowOf", "LiveProgress", "document", "served_flows"]
 

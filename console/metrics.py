@@ -10,8 +10,10 @@ Workers are other processes, often on other hosts, so nothing is counted where t
   event or the deadline of its sleep or back-off, to its `ExecutionClaimed`). They count from this
   process's first scrape on, like any Prometheus counter of a process; a restart is a counter reset.
   Ids skipped by one read (taken at insert, seen at commit) are asked for again, as the live feed does.
-- **The store's state, read at each scrape** (`read_state`): executions per workflow and status
-  (`count_by_status`, on the Django store a read of the status tally its triggers keep), and every fresh
+- **The store's state, read at each scrape** (`read_state`): executions per workflow and state
+  (`console.states.count_by_state`: `count_by_status`, on the Django store a read of the status tally its
+  triggers keep, with the parked ones, unended on a version nobody serves, as `parked`: one versions read
+  per workflow with unended executions, and an indexed count only where some are parked), and every fresh
   heartbeat (workers alive, store and poll failures per executor).
 
 Nothing here scans the executions or orders by an unindexed column, so a scrape costs the same at a
@@ -32,8 +34,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from store import counts, feed, heartbeats, spi
-from store.events import EventKind as K
+from flowdeck.console import states
+from flowdeck.store import counts, feed, heartbeats, spi
+from flowdeck.store.events import EventKind as K
 
 __all__ = ["CONTENT_TYPE", "Fold", "StoreState", "node_label", "read_state", "reset", "scrape"]
 
@@ -107,6 +110,12 @@ class Fold:
             "flowdeck_node_retries", "Retries scheduled (StepRetried), by workflow and node.",
             ["workflow", "node"], registry=r,
         )  # fmt: skip
+        self.transient_retries = Counter(
+            "flowdeck_transient_retries",
+            "Retries of a step whose body met the world not answering (a locked database, a lost "
+            "connection: EngineConfig.transient), by workflow and node.",
+            ["workflow", "node"], registry=r,
+        )  # fmt: skip
         self.claim_latency = Histogram(
             "flowdeck_claim_latency_seconds",
             "From an execution becoming ready (its latest event, or its sleep's or back-off's deadline) to a "
@@ -173,6 +182,8 @@ class Fold:
             )
         if kind is K.STEP_RETRIED:
             self.retries.labels(workflow, node_label(path)).inc()
+            if event.data.get("transient"):
+                self.transient_retries.labels(workflow, node_label(path)).inc()
             delay = timedelta(seconds=float(event.data.get("delay") or 0))
             self.attempts[(eid, path)] = at + delay  # the next attempt begins after the back-off
             self.deadline[eid] = at + delay
@@ -202,9 +213,14 @@ class StoreState:
     behind: int
 
 
-async def read_state(store: spi.FlowStore, fresh_within: timedelta) -> StoreState:
+async def read_state(
+    store: spi.FlowStore, fresh_within: timedelta, served: frozenset[str] | None = None
+) -> StoreState:
+    """With `served` (the version hashes some process serves), executions count by state: the parked apart
+    from running (`flowdeck.console.states.count_by_state`); without it by status kind."""
     try:
-        statuses = tuple(await store.count_by_status())
+        counted = store.count_by_status() if served is None else states.count_by_state(store, served)
+        statuses = tuple(await counted)
         beats = tuple(await store.list_heartbeats(fresh_within))
     except spi.FlowStoreError:
         return StoreState(None, None, 0)
@@ -235,7 +251,9 @@ class StateCollector(Collector):
 
 def _executions(statuses: Iterable[counts.StatusCount]) -> Metric:
     gauge = GaugeMetricFamily(
-        "flowdeck_executions", "Executions now, by workflow and status.", labels=["workflow", "status"]
+        "flowdeck_executions",
+        "Executions now, by workflow and state (parked apart from running).",
+        labels=["workflow", "status"],
     )
     for row in statuses:
         gauge.add_metric([row.workflow_id, row.status], row.executions)
@@ -278,7 +296,9 @@ def reset() -> None:
     _FOLD, _LOCK = None, None
 
 
-async def scrape(store: spi.FlowStore, fresh_within: timedelta) -> bytes:
+async def scrape(
+    store: spi.FlowStore, fresh_within: timedelta, served: frozenset[str] | None = None
+) -> bytes:
     """The exposition text: the feed folded up to now, then the store's state."""
     global _FOLD, _LOCK
     if _FOLD is None or _LOCK is None:
@@ -288,7 +308,7 @@ async def scrape(store: spi.FlowStore, fresh_within: timedelta) -> bytes:
         # a failure is said by flowdeck_store_up below; the next scrape folds what this one could not
         with contextlib.suppress(spi.FlowStoreError):
             await fold.catch_up(store)
-        state = await read_state(store, fresh_within)
+        state = await read_state(store, fresh_within, served)
         registry = CollectorRegistry(auto_describe=False)
         registry.register(StateCollector(StoreState(state.statuses, state.beats, fold.behind)))
         return generate_latest(fold.registry) + generate_latest(registry)

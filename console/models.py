@@ -2,15 +2,15 @@
 
 A token is shown once, when `create_token` makes it; only its SHA-256 digest is kept, so a leaked database
 does not leak working credentials. A token may carry an expiry and may be revoked; either way the API
-refuses it at once (`ApiToken.objects.usable`). `flow token create|list|revoke` (the CLI, see
-`console.tokens`) manages them.
+refuses it at once (`ApiToken.objects.usable`). `flowdeck token create|list|revoke` (the CLI, see
+`flowdeck.console.tokens`) manages them.
 
 Two permissions, independent of each other (neither implies the other; a superuser holds both):
 `console.run_executions` starts executions and signals their inputs; `console.operate_executions` runs the
 operator verbs. A user with neither can read everything and change nothing.
 
 `Activity` is the record of what people did: one row per operator action (a bulk action is one row naming
-every execution it touched, through `ActivityExecution`), written by `console.activity` alone.
+every execution it touched, through `ActivityExecution`), written by `flowdeck.console.activity` alone.
 
 `SavedView` is a person's named filter of the executions list (its query string), listed on that page.
 """
@@ -41,9 +41,9 @@ __all__ = [
 ]
 
 # What an operator verb needs (cancel, cancel-all, resume --go, answer, end), as `has_perm` spells it.
-OPERATE_PERMISSION = "console.operate_executions"
+OPERATE_PERMISSION = "flowdeck_console.operate_executions"
 # What starting an execution and signalling an input need.
-RUN_PERMISSION = "console.run_executions"
+RUN_PERMISSION = "flowdeck_console.run_executions"
 
 TOKEN_PREFIX = "fd_"
 # A token's `last_used` is written at most this often: a busy client does not write on every request.

@@ -1,5 +1,5 @@
 """Where the console is mounted in the project's URLs: at the site root (Flowdeck's own project) or under a
-prefix of the developer's project (`path("ops/", include("console.urls"))`).
+prefix of the developer's project (`path("ops/", include("flowdeck.console.urls"))`).
 
 Every address the console compares against or hands to a page is read here, from the URL resolver, so the
 console answers the same under any prefix: the API's part of the site (its JSON errors), the websocket's
@@ -14,7 +14,7 @@ from django.urls import NoReverseMatch, reverse
 
 __all__ = ["api_prefix", "is_api", "live_path", "root"]
 
-HOME = "console-home"
+HOME = "flowdeck:console-home"
 
 
 def root() -> str:
@@ -28,7 +28,7 @@ def api_prefix() -> str:
 
 
 def live_path() -> str:
-    """The websocket the pages connect to. The project's ASGI routes it: `console.routing`'s patterns
+    """The websocket the pages connect to. The project's ASGI routes it: `flowdeck.console.routing`'s patterns
     under the same prefix as the console's URLs (`path("ops/", URLRouter(websocket_urlpatterns))`)."""
     return root() + "ws/live/"
 

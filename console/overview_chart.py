@@ -17,7 +17,7 @@ from datetime import datetime, tzinfo
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from store import counts
+from flowdeck.store import counts
 
 __all__ = ["bar_chart"]
 

@@ -1,10 +1,10 @@
 """What the console refuses before it looks anything up, and the pages that say so.
 
-Text that no store can hold (a NUL, a lone surrogate) is refused by `console.middleware.RefuseUnstorableText`
+Text that no store can hold (a NUL, a lone surrogate) is refused by `console.gate.page`
 before a view runs. Whole numbers in the query string come from `whole_number`, bounded so that an offset
 always fits the databases' 64-bit integers. An id filter keeps the id rule (`engine.ids`); an id in a path
 that names nothing is refused when it breaks the rule and is a plain 404 otherwise, so rows written before
-the rule still open. A refusal is `Refused` (a `BadRequest`), answered by `bad_request` (the middleware
+the rule still open. A refusal is `Refused` (a `BadRequest`), answered by `bad_request` (the gate
 calls it for a view's `Refused`; Django, as `handler400`, for its own refusals): the console's styled page,
 or its message fragment for an htmx request. An unknown page gets the styled 404 through `handler404`, a
 refusal of Django's own the styled 403 (`handler403`), an unexpected error the styled 500 (`handler500`),
@@ -15,14 +15,18 @@ which shows no traceback whatever DEBUG says. Under `/api/` each is the API's JS
 from __future__ import annotations
 
 import re
+import sys
 
+from django import db
 from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.template.loader import render_to_string
 from django.urls import Resolver404
+from django.utils.cache import add_never_cache_headers
 
-from console import mount
-from engine import ids
+from flowdeck.console import mount
+from flowdeck.engine import ids
+from flowdeck.store import spi
 
 __all__ = [
     "MAX_OFFSET",
@@ -32,9 +36,11 @@ __all__ = [
     "check_text",
     "csrf_failure",
     "forbidden",
+    "is_outage",
     "not_found",
     "server_error",
     "text_problem",
+    "unavailable",
     "unknown",
     "whole_number",
 ]
@@ -106,11 +112,15 @@ def _api_refusal(request: HttpRequest, status: int, code: str, error: str) -> Ht
 
 def _render(request: HttpRequest, status: int, title: str, text: str) -> HttpResponse:
     if request.headers.get("HX-Request"):
-        html = render_to_string("console/partials/message.html", {"level": "error", "text": text}, request)
+        html = render_to_string(
+            "flowdeck/console/partials/message.html", {"level": "error", "text": text}, request
+        )
     else:
         context = {"status": status, "title": title, "text": text, "path": request.get_full_path()}
-        html = render_to_string("console/refused.html", context, request)
-    return HttpResponse(html, status=status)
+        html = render_to_string("flowdeck/console/refused.html", context, request)
+    response = HttpResponse(html, status=status)
+    add_never_cache_headers(response)  # drawn for this caller (its navigation), as every console page is
+    return response
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
@@ -137,7 +147,7 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
 
 def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """`handler403`: Django's own refusals (a failed CSRF check answers through `csrf_failure`); the
-    console's permission refusals say which permission (`console.views.common.forbidden`)."""
+    console's permission refusals say which permission (`flowdeck.console.views.common.forbidden`)."""
     if mount.is_api(request):
         return _api_refusal(request, 403, "forbidden", "you may not do this")
     return _render(request, 403, "Not allowed", "You are not allowed to open this page.")
@@ -152,11 +162,35 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     return _render(request, 403, "Not allowed", text)
 
 
+def is_outage(error: BaseException | None) -> bool:
+    """The database not answering: Django's connection errors, or a store failure it calls retryable
+    (its own connections meet the same outage, and the first use after it finds them broken)."""
+    if isinstance(error, spi.FlowStoreError):
+        return error.retryable
+    return isinstance(error, db.OperationalError | db.InterfaceError)
+
+
+def unavailable(request: HttpRequest) -> HttpResponse:
+    """The database did not answer (down, restarting, refusing connections): a 503, which says to try
+    again, never the 500 of a fault. Drawn without the navigation's user when that read fails too."""
+    text = "The database is not answering; Flowdeck will be back when it is. Try again shortly."
+    try:
+        response = _render(request, 503, "Database unavailable", text)
+    except Exception:  # the page's own reads (the session, the user) meet the same outage
+        html = f"<!doctype html><title>Database unavailable</title><h1>Database unavailable</h1><p>{text}</p>"
+        response = HttpResponse(html, status=503)
+        add_never_cache_headers(response)
+    response["Retry-After"] = "5"
+    return response
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
     """`handler500`: an error the console did not expect. The page says so and no more (the traceback is
     in the server's log); when even the styled page cannot be drawn (the database is down), plain HTML."""
     if mount.is_api(request):
         return _api_refusal(request, 500, "internal_error", "the server failed to answer; see its log")
+    if is_outage(sys.exc_info()[1]):  # met before any view ran
+        return unavailable(request)
     text = "Something went wrong on the server; the error is in its log. Try again, or tell whoever runs it."
     try:
         return _render(request, 500, "Server error", text)

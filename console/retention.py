@@ -16,7 +16,7 @@ compensating) is never touched. Several processes may purge at once: on PostgreS
 another one holds, on SQLite their writes take turns.
 
 A purge by the workers is logged (`console.retention`, action `retention`), not recorded in the activity
-record, which keeps what people did; `flow purge` is recorded there. Activity rows that name a purged
+record, which keeps what people did; `flowdeck purge` is recorded there. Activity rows that name a purged
 execution stay, as the record of what was done: the id they name no longer resolves.
 """
 
@@ -29,14 +29,13 @@ from datetime import timedelta
 from typing import Any
 
 import pydantic
-from django.core.exceptions import ImproperlyConfigured
 
-from console import durations
-from engine import maintenance
-from store import retention, spi
-from store.clock import Clock
+from flowdeck.console import durations, setting_errors
+from flowdeck.engine import maintenance
+from flowdeck.store import retention, spi
+from flowdeck.store.clock import Clock
 
-__all__ = ["RetentionPolicy", "apply", "chore", "policy_of"]
+__all__ = ["RetentionPolicy", "Setting", "apply", "chore", "policy", "policy_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,13 +55,16 @@ def _age(value: str) -> timedelta:
     return durations.parse_age(value)
 
 
-class _Setting(pydantic.BaseModel):
+class Setting(pydantic.BaseModel):
+    """`FLOWDECK_RETENTION` as written, checked field by field (`flowdeck.console.conf` validates it with
+    every other setting; `policy` turns it into the policy)."""
+
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
 
     older_than: str
     statuses: tuple[str, ...] = ()
     every: str = "1h"
-    batch: int = pydantic.Field(500, ge=1, le=10_000)
+    batch: int = pydantic.Field(500, ge=1, le=10_000, strict=True)
     pause: str = "1s"
 
     @pydantic.field_validator("older_than", "every", "pause")
@@ -71,27 +73,36 @@ class _Setting(pydantic.BaseModel):
         _age(value)
         return value
 
+    @pydantic.field_validator("every")
+    @classmethod
+    def _some_time(cls, value: str) -> str:
+        if _age(value) <= timedelta(0):
+            raise ValueError("must be longer than 0s")
+        return value
+
     @pydantic.field_validator("statuses")
     @classmethod
     def _ended(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return retention.ended_kinds(value)
 
 
+def policy(checked: Setting) -> RetentionPolicy:
+    """The policy a checked setting asks for (no statuses given: every ended kind)."""
+    statuses = retention.ended_kinds(checked.statuses)
+    every = _age(checked.every)
+    return RetentionPolicy(_age(checked.older_than), statuses, every, checked.batch, _age(checked.pause))
+
+
 def policy_of(setting: Mapping[str, Any] | None) -> RetentionPolicy | None:
-    """The policy `FLOWDECK_RETENTION` asks for (None when unset); ImproperlyConfigured listing every
-    problem when it is malformed."""
+    """The policy `FLOWDECK_RETENTION` asks for (None when unset); ImproperlyConfigured naming every
+    problem, one line each, when it is malformed."""
     if setting is None:
         return None
     try:
-        checked = _Setting.model_validate(setting)
+        return policy(Setting.model_validate(setting))
     except pydantic.ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in error.errors())
-        raise ImproperlyConfigured(f"FLOWDECK_RETENTION: {problems}") from None
-    every = _age(checked.every)
-    if every <= timedelta(0):
-        raise ImproperlyConfigured("FLOWDECK_RETENTION: every: must be longer than 0s")
-    statuses = retention.ended_kinds(checked.statuses)  # none given: every ended kind
-    return RetentionPolicy(_age(checked.older_than), statuses, every, checked.batch, _age(checked.pause))
+        problems = setting_errors.problem_lines(error, "FLOWDECK_RETENTION")
+        raise setting_errors.SettingsRefused(problems) from None
 
 
 async def apply(store: spi.FlowStore, policy: RetentionPolicy, clock: Clock) -> int:
@@ -109,5 +120,5 @@ async def apply(store: spi.FlowStore, policy: RetentionPolicy, clock: Clock) -> 
 
 
 def chore(store: spi.FlowStore, policy: RetentionPolicy, clock: Clock) -> maintenance.Chore:
-    """The policy as a maintenance chore of a worker process (`engine.maintenance.running`)."""
+    """The policy as a maintenance chore of a worker process (`flowdeck.engine.maintenance.running`)."""
     return maintenance.Chore("retention", policy.every, lambda: apply(store, policy, clock))

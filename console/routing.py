@@ -1,10 +1,10 @@
-"""Websocket routes of the console (mounted by `console.asgi` behind the session auth middleware)."""
+"""Websocket routes of the console (mounted by `flowdeck.console.asgi` behind the session auth middleware)."""
 
 from __future__ import annotations
 
 from django.urls import path
 
-from console.consumers import LiveConsumer
+from flowdeck.console.consumers import LiveConsumer
 
 __all__ = ["websocket_urlpatterns"]
 

@@ -16,20 +16,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import AsyncIterator, Iterable
 from datetime import timedelta
 
-from console import discovery
-from console.conf import flowdeck_settings
-from engine.engine import FlowEngine
-from store import spi
-from store.django import joined
-from store.django.joined import CallerTransaction
-from store.django.store import DjangoStore
+from flowdeck.console import discovery
+from flowdeck.console.conf import flowdeck_settings
+from flowdeck.engine import body_threads
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store import spi
+from flowdeck.store.django import errors as store_errors
+from flowdeck.store.django import joined, sqlite_connection
+from flowdeck.store.django.joined import CallerTransaction
+from flowdeck.store.django.store import DjangoStore
 
 __all__ = [
+    "TRANSIENT",
     "CallerTransaction",
     "caller_transaction",
     "close_store",
@@ -41,6 +45,10 @@ __all__ = [
     "served_engine",
     "store",
 ]
+
+TRANSIENT = store_errors.is_transient
+"""Every engine of this process is built with it (`EngineConfig.transient`): a body's locked or busy
+database, lost connection or serialization failure is retried, never taken for a mistake (F0001)."""
 
 _lock = threading.RLock()  # engine() builds the store under the same lock
 _store: DjangoStore | None = None
@@ -54,15 +62,22 @@ def store() -> DjangoStore:
     global _store
     with _lock:
         if _store is None:
-            _store = DjangoStore(using=flowdeck_settings().database_alias)
+            _store = DjangoStore(using=_steps_made_safe(flowdeck_settings().database_alias))
         return _store
+
+
+def _steps_made_safe(alias: str) -> str:
+    """The steps' own ORM work on the store's database is made safe as the store's is (on SQLite: WAL, a
+    busy timeout, IMMEDIATE), in every thread that runs steps."""
+    body_threads.prepare_threads("store", functools.partial(sqlite_connection.mark_steps_thread, alias))
+    return alias
 
 
 def open_store(*, pool_size: int | None = None) -> spi.FlowStore:
     """A store of its own on the configured alias, apart from the shared one: for a part of the process
     that keeps its own connections (the live feed's watcher; a worker process's pool sized to its slots).
     `pool_size` None is the backend's default. Release it with `close_store`."""
-    return DjangoStore(using=flowdeck_settings().database_alias, pool_size=pool_size)
+    return DjangoStore(using=_steps_made_safe(flowdeck_settings().database_alias), pool_size=pool_size)
 
 
 def close_store(store: spi.FlowStore) -> None:
@@ -102,6 +117,7 @@ async def make_engine(
         renew_every=conf.renew_every if renew_every is None else renew_every,
         batch_size=conf.batch_size if batch_size is None else batch_size,
         poll_timeout=conf.poll_timeout if poll_timeout is None else poll_timeout,
+        transient=TRANSIENT,
     )
     await serve(built)
     async with built:
@@ -113,7 +129,7 @@ async def engine() -> FlowEngine:
     global _engine, _registered
     with _lock:
         if _engine is None:
-            _engine = FlowEngine(store(), ())
+            _engine = FlowEngine(store(), (), transient=TRANSIENT)
     if not _registered:
         await serve(_engine)
         _registered = True
@@ -128,7 +144,7 @@ def served_engine() -> FlowEngine:
     global _engine, _served
     with _lock:
         if _engine is None:
-            _engine = FlowEngine(store(), ())
+            _engine = FlowEngine(store(), (), transient=TRANSIENT)
         if not (_served or _registered):
             for workflow_id, flow in discovery.served(None):
                 _engine.serve(workflow_id, flow)
@@ -140,6 +156,12 @@ def caller_transaction() -> CallerTransaction | None:
     """The calling thread's atomic block on the store's database, whose writes a start, a signal or a
     cancel may join; None outside one (autocommit)."""
     return joined.caller_transaction(store())
+
+
+def joins_record(store: spi.FlowStore, alias: str) -> bool:
+    """Is `store` the process's Django store on database `alias`: may a write of the store join a
+    transaction that also writes rows there (an operation's record beside the cancels it made)?"""
+    return isinstance(store, DjangoStore) and store is _store and store.using == alias
 
 
 def reset() -> None:

@@ -14,12 +14,12 @@ from ninja import Schema
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
-from console import waits
-from engine import dry_run, ids
-from engine.engine import ExecutionDetail, InputStatus
-from engine.errors import FlowInvalidId
-from engine.progress import NodeProgress, NodeStatus
-from store import field_terms, spi
+from flowdeck.console import states, waits
+from flowdeck.engine import dry_run, ids
+from flowdeck.engine.engine import ExecutionDetail, InputStatus
+from flowdeck.engine.errors import FlowInvalidId
+from flowdeck.engine.progress import NodeProgress, NodeStatus
+from flowdeck.store import field_terms, filter_limits, spi
 
 __all__ = [
     "AnswerRequest",
@@ -53,6 +53,8 @@ __all__ = [
 
 # Bounds of paging numbers, so a huge one is the caller's 400 rather than the database's overflow.
 INT_MAX = 2**31 - 1
+MAX_PAGE_SIZE = 1000  # the most executions one answer lists (`GET /executions`, `POST /executions/search`)
+PAGE_SIZE_WORDS = f"page size, 1 to {MAX_PAGE_SIZE}; page on with offset"
 
 # ------------------------------------------------------------------------------ what text may be
 
@@ -91,6 +93,33 @@ NewId = Annotated[
     WithJsonSchema({"type": "string", "minLength": 1, "maxLength": ids.MAX_ID_LENGTH, "pattern": ID_PATTERN}),
 ]
 Text = Annotated[str, WithJsonSchema({"type": "string", "pattern": NO_NUL})]
+
+# A filter by workflow id (the executions list's `workflow`): blank, or text keeping the id rule's
+# characters and length, checked by pydantic with the same pattern (the list reads it stripped).
+ID_FILTER_PATTERN = rf"^{_ID_CHAR}*$"
+IdFilter = Annotated[
+    str,
+    Field(max_length=ids.MAX_ID_LENGTH, pattern=ID_FILTER_PATTERN),
+    WithJsonSchema({"type": "string", "maxLength": ids.MAX_ID_LENGTH, "pattern": ID_FILTER_PATTERN}),
+]
+
+# An instant as `console.activity.parse_time` reads it, narrowed to what always parses, so the document and
+# the server agree both ways: blank; an age (`durations.parse_age`: days to 5 digits, as 6 would reach
+# before year 1); or a calendar date (29 February in leap years only) of the years 1000-2999 (an offset
+# never moves it out of datetime's range), with a time, seconds, a fraction and an offset if wanted.
+_AGE = r"[0-9]{1,6}[smh]|[0-9]{1,5}d"
+_MONTH_DAY = (
+    r"(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    r"|02-(?:0[1-9]|1[0-9]|2[0-8])"
+)
+_LEAP_DAY = r"[12][0-9](?:0[48]|[2468][048]|[13579][26])-02-29|(?:1[26]|2[048])00-02-29"
+_CLOCK = r"[T ](?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,6})?)?"
+_OFFSET = r"Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]"
+INSTANT_PATTERN = rf"^(?:|{_AGE}|(?:[12][0-9]{{3}}-(?:{_MONTH_DAY})|{_LEAP_DAY})(?:{_CLOCK}(?:{_OFFSET})?)?)$"
+# Checked by pydantic with the same pattern: a value outside it is the 400 `invalid_request` naming it.
+Instant = Annotated[
+    str, Field(pattern=INSTANT_PATTERN), WithJsonSchema({"type": "string", "pattern": INSTANT_PATTERN})
+]
 NameParam = Annotated[str, WithJsonSchema({"type": "string", "minLength": 1, "pattern": NO_NUL})]
 
 
@@ -181,18 +210,29 @@ class WaitDto(Wire):
 
 
 class StopDto(Wire):
-    """Why a stopped execution waits for a person: the stop code (F0001 …), where, and why."""
+    """Why a stopped execution waits for a person: the stop code (F0001 …), where, and why; `answered`
+    once a person answered the node it stopped at (it awaits a resume only)."""
 
     code: str
     node: str
     reason: str
     detail: str
+    answered: bool = False
 
 
 class ExecutionInfoDto(Wire):
+    """`status` is the recorded status (`running`, `failed:<message>` …); `state` the state an operator
+    sees (`flowdeck.console.states`: `running`, `waiting`, `sleeping`, `retrying`, `cancelling`, `parked`,
+    `stopped`, `compensating`, `completed`, `failed`, `cancelled`): a Running row nobody will run is
+    `parked`. `stateText` is that state's line with its qualifier and code, as the console and the CLI
+    show it (`running·waiting`, `parked·stopped:F0001`, `stopped·answered:F0001`: answered, awaiting
+    resume)."""
+
     execution_id: str
     flow_id: str
     status: str
+    state: str
+    state_text: str
     waits: list[WaitDto]
     cancel_requested: bool
     created: datetime
@@ -236,15 +276,18 @@ def waits_of(state: spi.ExecutionState) -> list[WaitDto]:
     return [WaitDto(path=w.path, kind=w.kind, detail=w.detail) for w in waits.waits_of(state)]
 
 
-def execution_info_of(state: spi.ExecutionState) -> ExecutionInfoDto:
-    return ExecutionInfoDto(**_info_fields(state))
+def execution_info_of(state: spi.ExecutionState, served: frozenset[str]) -> ExecutionInfoDto:
+    """The execution's row on the wire; `served` (the version hashes some process serves) decides parked."""
+    return ExecutionInfoDto(**_info_fields(state, served))
 
 
-def _info_fields(state: spi.ExecutionState) -> dict[str, Any]:
+def _info_fields(state: spi.ExecutionState, served: frozenset[str]) -> dict[str, Any]:
     return {
         "execution_id": state.execution_id,
         "flow_id": state.flow_id,
         "status": state.status.show(),
+        "state": states.standing_of(state, served).state.value,
+        "state_text": states.standing_of(state, served).line,
         "waits": waits_of(state),
         "cancel_requested": state.cancel_requested,
         "created": state.created,
@@ -293,14 +336,16 @@ def node_progress_of(node: NodeProgress) -> NodeProgressDto:
     )
 
 
-def execution_detail_of(detail: ExecutionDetail) -> ExecutionDetailDto:
+def execution_detail_of(detail: ExecutionDetail, served: frozenset[str]) -> ExecutionDetailDto:
     state = detail.state
     stop = detail.stop
     return ExecutionDetailDto(
-        **_info_fields(state),
+        **_info_fields(state, served),
         hash=state.hash,
         cancel_reason=state.cancel_reason,
-        stop=StopDto(code=stop.code, node=stop.node, reason=stop.reason, detail=stop.detail)
+        stop=StopDto(
+            code=stop.code, node=stop.node, reason=stop.reason, detail=stop.detail, answered=stop.answered
+        )
         if stop
         else None,
         inputs=[input_info_of(i) for i in detail.inputs],
@@ -382,8 +427,18 @@ STATUS_PATTERN = (
 )
 
 
-# A search term, `field:<name>.<json.path>=<value>`: the grammar store.field_terms parses, exactly.
+# A search term, `field:<name>.<json.path><op><value>` or `text:<words>`: the grammar store.field_terms
+# parses, exactly (its length is bounded apart: flowdeck.store.filter_limits).
+SEARCH_TERMS_WORDS = (
+    "field:order.customer=ada (a recorded value at a JSON path; text ignores case), field:order.customer^=ad"
+    " (starts with), field:order.customer~=love (contains), field:order.total>=100 (also >, <, <=: numbers),"
+    " text:declined (a failure's error or a stop's reason contains it); with a workflow, a path none of its"
+    " versions can record is refused"
+)
 WHERE_PATTERN = field_terms.TERM_PATTERN
+WHERE_TERM = Annotated[
+    str, WithJsonSchema({"type": "string", "pattern": WHERE_PATTERN, "maxLength": filter_limits.MAX_TERM})
+]
 
 
 class SearchRequest(WireRequest):
@@ -391,13 +446,13 @@ class SearchRequest(WireRequest):
 
     workflow_id: Text | None = None
     status: Annotated[str, WithJsonSchema({"type": "string", "pattern": STATUS_PATTERN})] | None = None
-    limit: Integer = Field(25, ge=-INT_MAX, le=INT_MAX, description="page size; negative means all")
+    limit: Integer = Field(25, ge=1, le=MAX_PAGE_SIZE, description=PAGE_SIZE_WORDS)
     offset: Integer = Field(0, ge=0, le=INT_MAX, description="matches to skip")
     id_prefix: Text | None = None
-    where: list[Annotated[str, WithJsonSchema({"type": "string", "pattern": WHERE_PATTERN})]] = Field(
+    where: list[WHERE_TERM] = Field(
         default_factory=list,
-        max_length=20,
-        description="terms every match keeps: field:order.customer=ada (a recorded value at a JSON path)",
+        max_length=filter_limits.MAX_TERMS,
+        description="terms every match keeps: " + SEARCH_TERMS_WORDS,
     )
 
 
@@ -419,12 +474,15 @@ class ConflictDto(Wire):
 
 
 class ResumeReportDto(Wire):
-    """What resuming on the newest version keeps, runs next, and conflicts with (F0101/F0102)."""
+    """What resuming on the newest version keeps, runs next, and conflicts with (F0101/F0102); `warning`
+    says when it would resume on the very version it stopped under with its stop unanswered, so the same
+    mistake stops it again ("" otherwise)."""
 
     kept: list[str]
     next_node: str | None
     conflicts: list[ConflictDto]
     resumed: bool
+    warning: str = ""
 
 
 def resume_report_of(report: dry_run.ResumeReport, *, resumed: bool) -> ResumeReportDto:
@@ -433,6 +491,7 @@ def resume_report_of(report: dry_run.ResumeReport, *, resumed: bool) -> ResumeRe
         next_node=report.next_node,
         conflicts=[ConflictDto(code=c.code, path=c.path, detail=c.detail) for c in report.conflicts],
         resumed=resumed,
+        warning=report.warning,
     )
 
 

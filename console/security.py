@@ -1,7 +1,8 @@
-"""Security headers on every response: the Content-Security-Policy on pages, and on static files the
-headers Django's middleware would have given them (the static handler runs no middleware).
+"""The console's Content-Security-Policy header (`policy_for`; `flowdeck.console.gate` sets it on the
+console's own answers), and on static files the headers Django's middleware would have given them (the
+static handler runs no middleware).
 
-One middleware of ours rather than django-csp or Django 6's built-in CSP: the policy is one constant
+Ours rather than django-csp or Django 6's built-in CSP: the policy is one constant
 (`FLOWDECK_CSP` in the settings, `console.csp`'s by default; no nonces: the console has no inline script
 or style), and the same code must run on Django 5.2, on 6.x, and in the static files handler.
 """
@@ -11,15 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponseBase
-from django.utils.deprecation import MiddlewareMixin
+from django.middleware.security import SecurityMiddleware
 
-from console import csp
-from console.staticfiles import StaticFiles
+from flowdeck.console import conf
+from flowdeck.console.staticfiles import StaticFiles
 
-__all__ = ["ContentSecurityPolicy", "StaticFilesWithHeaders", "policy_for"]
+__all__ = ["StaticFilesWithHeaders", "policy_for"]
 
 # Static files are not content-hashed: browsers revalidate (Last-Modified / 304) rather than keep a stale
 # console.js across a deploy.
@@ -30,7 +30,7 @@ def policy_for(request: HttpRequest, directives: Mapping[str, Sequence[str]] | N
     """The header's value: the settings' directives, with the page's own host as a websocket source
     (`'self'` covers ws:/wss: in CSP 3 browsers; older ones need the host spelled out)."""
     if directives is None:
-        directives = getattr(settings, "FLOWDECK_CSP", csp.CONSOLE_POLICY)
+        directives = conf.flowdeck_settings().csp
     parts = []
     for name, sources in directives.items():
         values = list(sources)
@@ -51,25 +51,21 @@ def _add_headers(request: HttpRequest, response: HttpResponseBase) -> HttpRespon
     return response
 
 
-class ContentSecurityPolicy(MiddlewareMixin):
-    """Sets `Content-Security-Policy` on every response that has none (sync and async)."""
-
-    def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
-        return _add_headers(request, response)
-
-
 class StaticFilesWithHeaders(StaticFiles):
     """The console's static handler (a 404 for any path naming no static file), plus what
-    SecurityMiddleware and ours give a page: nosniff, the referrer policy, the CSP; and a Cache-Control.
-    Applied to 404s too."""
+    SecurityMiddleware and ours do for a page: the HTTPS redirect (`SECURE_SSL_REDIRECT`), HSTS, nosniff,
+    the referrer policy, the CSP; and a Cache-Control. Applied to 404s too."""
 
     async def get_response_async(self, request: HttpRequest) -> Any:
-        response = await super().get_response_async(request)
-        response.setdefault("X-Content-Type-Options", "nosniff")
-        referrer = settings.SECURE_REFERRER_POLICY
-        if referrer:
-            response.setdefault(
-                "Referrer-Policy", referrer if isinstance(referrer, str) else ",".join(referrer)
-            )
+        # Django's own middleware, so static files obey the same switches as pages; made per request
+        # because it reads the settings when made.
+        security = SecurityMiddleware(_never_called)
+        redirect = security.process_request(request)
+        response = redirect if redirect is not None else await super().get_response_async(request)
+        response = security.process_response(request, response)
         response.setdefault("Cache-Control", STATIC_CACHE_CONTROL)
         return _add_headers(request, response)
+
+
+def _never_called(request: HttpRequest) -> HttpResponseBase:  # pragma: no cover - see get_response_async
+    raise AssertionError("SecurityMiddleware is called hook by hook here")

@@ -1,7 +1,7 @@
 """Django settings for the Flowdeck project.
 
 Configuration comes from the environment: `DATABASE_URL` (default: a SQLite file in the project folder,
-the embedded default), `FLOWDECK_SECRET_KEY` (required: see `console.deploy`), `FLOWDECK_DEBUG`,
+the embedded default), `FLOWDECK_SECRET_KEY` (required: see `flowdeck.console.deploy`), `FLOWDECK_DEBUG`,
 `FLOWDECK_ALLOWED_HOSTS`, and the security switches of the block marked "Security" below.
 """
 
@@ -14,16 +14,19 @@ from pathlib import Path
 
 import dj_database_url
 
-from console import csp, deploy, paths
+from flowdeck.console import csp, deploy
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-DEBUG = os.environ.get("FLOWDECK_DEBUG", "0") == "1"
-ALLOWED_HOSTS = os.environ.get("FLOWDECK_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
+# Every FLOWDECK_* variable, checked at once (a bad one refuses to start, naming each: console.deploy).
+env = deploy.environment(os.environ)  # lower case: not a setting
+DEBUG = env.FLOWDECK_DEBUG
+ALLOWED_HOSTS = list(env.FLOWDECK_ALLOWED_HOSTS)
 
 INSTALLED_APPS = [
     "daphne",
-    "console.accounts",  # before django.contrib.auth: its createsuperuser validates a given password too
+    # before django.contrib.auth: its createsuperuser validates a given password too
+    "flowdeck.console.accounts",
     "django.contrib.admin",  # read-only pages of the store's rows, and the API tokens (under /admin/)
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -32,33 +35,34 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "axes",
-    "store.django.apps.FlowStoreConfig",
-    "console.apps.ConsoleConfig",
+    "flowdeck.store.django.apps.FlowStoreConfig",
+    "flowdeck.console.apps.ConsoleConfig",
     "examples.fulfilment.apps.FulfilmentConfig",
 ]
 
+# What a startproject has, plus django-axes (the login's throttling). The console's own protections (its
+# CSP and headers, the API's guard, the refusal of unstorable text) travel with its URLs
+# (`flowdeck.console.gate`), so none of them is middleware. One optional middleware of ours remains because it
+# protects the whole site: a session cookie holding a NUL would otherwise reach the database from any page
+# that reads the session (the admin's too) as a 500; the console's URLs drop such a cookie themselves.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "console.security.ContentSecurityPolicy",
-    "console.middleware.ApiGuard",
-    "console.middleware.ImplausibleSessionCookie",
+    "flowdeck.console.middleware.ImplausibleSessionCookie",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "console.middleware.RefuseUnstorableText",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "console.middleware.ErrorPageInRequestThread",
     "axes.middleware.AxesMiddleware",  # last, as django-axes asks: it turns a lockout into its page
 ]
 
-ROOT_URLCONF = "console.urls"
+ROOT_URLCONF = "flowdeck.console.project_urls"  # the admin, and the console at the root
 
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [paths.TEMPLATES_DIR],
+        "DIRS": [],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -71,7 +75,7 @@ TEMPLATES = [
 ]
 
 WSGI_APPLICATION = None
-ASGI_APPLICATION = "console.asgi.application"
+ASGI_APPLICATION = "flowdeck.console.asgi.application"
 
 
 def _database(url: str) -> dict[str, object]:
@@ -108,15 +112,15 @@ DATABASES = {"default": _database(DATABASE_URL)}
 SECRET_KEY = deploy.secret_key(os.environ, debug=DEBUG, database_url=DATABASE_URL, argv=sys.argv)
 # Behind TLS: FLOWDECK_SECURE_COOKIES=1, FLOWDECK_SSL_REDIRECT=1, FLOWDECK_HSTS_SECONDS=31536000 make
 # `manage.py check --deploy` clean; FLOWDECK_TLS_PROXY=1 trusts a proxy's X-Forwarded-Proto: https.
-SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = deploy.env_flag(os.environ, "FLOWDECK_SECURE_COOKIES")
-SECURE_SSL_REDIRECT = deploy.env_flag(os.environ, "FLOWDECK_SSL_REDIRECT")
-SECURE_HSTS_SECONDS = deploy.env_number(os.environ, "FLOWDECK_HSTS_SECONDS", 0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = deploy.env_flag(os.environ, "FLOWDECK_HSTS_INCLUDE_SUBDOMAINS", True)
-SECURE_HSTS_PRELOAD = deploy.env_flag(os.environ, "FLOWDECK_HSTS_PRELOAD")
-if deploy.env_flag(os.environ, "FLOWDECK_TLS_PROXY"):
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env.FLOWDECK_SECURE_COOKIES
+SECURE_SSL_REDIRECT = env.FLOWDECK_SSL_REDIRECT
+SECURE_HSTS_SECONDS = env.FLOWDECK_HSTS_SECONDS
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.FLOWDECK_HSTS_INCLUDE_SUBDOMAINS
+SECURE_HSTS_PRELOAD = env.FLOWDECK_HSTS_PRELOAD
+if env.FLOWDECK_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-CSRF_FAILURE_VIEW = "console.refusals.csrf_failure"  # the console's styled 403, not Django's bare page
-CSRF_TRUSTED_ORIGINS = deploy.env_list(os.environ, "FLOWDECK_CSRF_TRUSTED_ORIGINS")
+CSRF_FAILURE_VIEW = "flowdeck.console.urls.csrf_failure"  # the console's styled 403, with its headers
+CSRF_TRUSTED_ORIGINS = list(env.FLOWDECK_CSRF_TRUSTED_ORIGINS)
 SESSION_COOKIE_HTTPONLY = True
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -134,13 +138,11 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_FAILURE_LIMIT = deploy.env_number(os.environ, "FLOWDECK_LOGIN_FAILURE_LIMIT", 5, minimum=1)
-AXES_COOLOFF_TIME = timedelta(
-    seconds=deploy.env_number(os.environ, "FLOWDECK_LOGIN_COOLOFF_SECONDS", 900, minimum=1)
-)
+AXES_FAILURE_LIMIT = env.FLOWDECK_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(seconds=env.FLOWDECK_LOGIN_COOLOFF_SECONDS)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_TEMPLATE = "console/locked_out.html"
+AXES_LOCKOUT_TEMPLATE = "flowdeck/console/locked_out.html"
 AXES_VERBOSE = False
 # ---- end of the security block ----------------------------------------------------------------------------
 
@@ -150,12 +152,13 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [paths.STATIC_DIR]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-LOGIN_URL = "login"  # the console's login page, by name: it follows the console wherever it is mounted
+LOGIN_URL = (
+    "flowdeck:login"  # the console's login page, by name: it follows the console wherever it is mounted
+)
 
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
@@ -164,10 +167,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("FLOWDECK_LOG_LEVEL", "WARNING")},
+    "root": {"handlers": ["console"], "level": env.FLOWDECK_LOG_LEVEL or "WARNING"},
     "loggers": {
-        "engine": {"level": os.environ.get("FLOWDECK_LOG_LEVEL", "INFO"), "propagate": True},
-        "console": {"level": os.environ.get("FLOWDECK_LOG_LEVEL", "INFO"), "propagate": True},
+        "flowdeck": {"level": env.FLOWDECK_LOG_LEVEL or "INFO", "propagate": True},
     },
 }
 
@@ -176,5 +178,5 @@ FLOWDECK_FLOW_MODULES: list[str] = []
 
 # The flows module (read by discovery, as any flows module is) declaring the versions no process serves,
 # that the demo parks an execution on: here, the fulfilment example installed above. The settings are the
-# one place naming the example; console.demo itself imports none.
+# one place naming the example; flowdeck.console.demo itself imports none.
 FLOWDECK_DEMO_PREVIOUS_FLOWS = "examples.fulfilment.previous"

@@ -13,7 +13,9 @@ say what the record says and no more:
   InputDischarged that consumed it);
 - a compensation handler runs from the previous mark of the unwind to its NodeCompensated (or
   CompensationFailed); the unwind from CompensationStarted to CompensationCompleted (or the stop or end);
-- a claim (the lane `execution`) from ExecutionClaimed to ExecutionReleased;
+- a claim (the lane `execution`) from ExecutionClaimed (and the ExecutionResumed beside it) to
+  ExecutionReleased; the unwind's start and end are marks on that lane too, so every kind in the history
+  selects something;
 - a composite (a foreach, a subflow) whose StepCompleted has no start of its own spans its children
   (`name~…`).
 
@@ -30,7 +32,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from store.events import Event, EventKind
+from flowdeck.console.durations import duration_text
+from flowdeck.store.events import Event, EventKind
 
 __all__ = [
     "EXECUTION_LANE",
@@ -41,10 +44,8 @@ __all__ = [
     "Timeline",
     "Fold",
     "build",
-    "duration_text",
     "lane_of",
     "matches",
-    "offset_text",
 ]
 
 EXECUTION_LANE = "execution"
@@ -192,6 +193,7 @@ class Timeline:
     live: bool
     events: int
     seq: int = 0  # the last event's seq: a page that has it asks for what came after
+    kinds: frozenset[str] = frozenset()  # every event kind of the history folded, drawn or not
 
     @property
     def span(self) -> timedelta:
@@ -204,9 +206,9 @@ class Timeline:
         return [lane.name for lane in self.lanes]
 
     def event_kinds(self) -> list[str]:
-        seen = {k for lane in self.lanes for b in lane.bars for k in b.kinds}
-        seen |= {m.kind for lane in self.lanes for m in lane.markers}
-        return [k.value for k in EventKind if k.value in seen]
+        """The kinds the history holds, in the enum's order: what the kind filter offers (read from the
+        history, not from the bars, so a kind drawn nowhere is still offered to the event table)."""
+        return [k.value for k in EventKind if k.value in self.kinds]
 
     def filtered(self, *, kind: str = "", node: str = "") -> Timeline:
         """The lanes (and within them the bars and marks) that `kind` (an event kind) and `node` (a lane
@@ -224,7 +226,7 @@ class Timeline:
 
 # ------------------------------------------------------------------------------------------ building
 
-_CONTAINERS = ("bars", "markers", "order", "retries", "unwinds", "released")
+_CONTAINERS = ("bars", "markers", "order", "retries", "unwinds", "released", "seen")
 
 
 @dataclass
@@ -239,6 +241,7 @@ class _Builder:
     unwinds: list[Span] = field(default_factory=list)
     unwind_mark: datetime | None = None
     released: list[datetime] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)  # the event kinds folded
     finished: Event | None = None
 
     def copy(self, now: datetime, waiting: Collection[str] | None) -> _Builder:
@@ -409,6 +412,17 @@ class _Builder:
         )
         self.unwind_mark = event.timestamp
 
+    def resumed(self, event: Event) -> None:
+        """The claim's other half: the claim bar says it (a resume with no claim before it, a mark)."""
+        claims = [i for i, b in enumerate(self.bars) if b.kind == "claim"]
+        if not claims:
+            self.mark(EXECUTION_LANE, event)
+            return
+        bar = self.bars[claims[-1]]
+        self.bars[claims[-1]] = replace(
+            bar, kinds=bar.kinds | {event.kind.value}, seqs=(*bar.seqs, event.seq or 0)
+        )
+
     def close_unwind(self, at: datetime) -> None:
         if self.unwinds and self.unwinds[-1].end is None:
             self.unwinds[-1] = replace(self.unwinds[-1], end=at)
@@ -419,6 +433,7 @@ class _Builder:
     def feed(self, event: Event) -> None:
         k, d = event.kind, event.data
         path = _path(event)
+        self.seen.add(k.value)
         match k:
             case EventKind.STEP_STARTED:
                 self.step_started(event, path)
@@ -467,14 +482,16 @@ class _Builder:
                 said = str(cause.get("error") or cause.get("reason") or cause.get("type", ""))
                 self.unwinds.append(Span(event.timestamp, None, said))
                 self.unwind_mark = event.timestamp
+                self.mark(EXECUTION_LANE, event, said)
             case EventKind.NODE_COMPENSATED:
                 self.compensation(event, path, "compensated")
             case EventKind.COMPENSATION_FAILED:
                 self.compensation(event, path, "compensation-failed", str(event.data.get("error", "")))
             case EventKind.COMPENSATION_COMPLETED:
                 self.close_unwind(event.timestamp)
+                self.mark(EXECUTION_LANE, event)
             case EventKind.EXECUTION_RESUMED:
-                pass  # the claim's other half: the claim bar says it
+                self.resumed(event)
             case EventKind.INPUT_SUPPLIED:  # a subflow's input, mapped on entry: a mark on the subflow
                 self.mark(path.rsplit("~", 1)[0], event)
             case _ if k in _EXECUTION_MARKS:
@@ -553,36 +570,11 @@ def _assemble(builder: _Builder, now: datetime, count: int, seq: int) -> Timelin
     start = min(instants, default=now)
     ends = [b.until(now) for b in builder.bars] + instants + ([now] if live and instants else [])
     end = max(ends, default=now)
-    return Timeline(start, max(end, start), tuple(lanes), tuple(builder.unwinds), live, count, seq)
+    unwinds, kinds = tuple(builder.unwinds), frozenset(builder.seen)
+    return Timeline(start, max(end, start), tuple(lanes), unwinds, live, count, seq, kinds)
 
 
 # ------------------------------------------------------------------------------------------ words
-
-
-def duration_text(span: timedelta) -> str:
-    """A duration as an operator reads it: 850 µs, 12 ms, 1.25 s, 3 min 05 s, 2 h 10 min, 3 d 4 h."""
-    seconds = span.total_seconds()
-    if seconds < 0:
-        return "-" + duration_text(-span)
-    if seconds < 0.001:
-        return f"{round(seconds * 1_000_000)} µs"
-    if seconds < 1:
-        return f"{round(seconds * 1000)} ms"
-    if seconds < 60:
-        return f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"
-    whole = int(seconds)
-    if whole < 3600:
-        return f"{whole // 60} min {whole % 60:02d} s"
-    if whole < 86400:
-        return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
-    return f"{whole // 86400} d {whole % 86400 // 3600} h"
-
-
-def offset_text(at: datetime, origin: datetime) -> str:
-    """`at` relative to the execution's first event: 0, +12 ms, +1.25 s."""
-    if at == origin:
-        return "0"
-    return "+" + duration_text(at - origin) if at >= origin else duration_text(at - origin)
 
 
 def _instant(text: Any) -> datetime | None:

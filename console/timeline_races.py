@@ -1,13 +1,13 @@
 """A race's arms on the waterfall as the diagram paints them (engine/progress.py, engine/node_status.py):
 the history alone cannot tell a refused or overtaken arm from a failed node, the execution's progress
-can. Pure, like `console.timeline`."""
+can. Pure, like `flowdeck.console.timeline`."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 
-from console.timeline import Bar, Timeline
+from flowdeck.console.timeline import Bar, Timeline
 
 __all__ = ["settle_races"]
 

@@ -1,4 +1,4 @@
-"""`flow token create|list|revoke`: the API tokens of the users, managed from the server's command line.
+"""`flowdeck token create|list|revoke`: the API tokens of the users, managed from the server's command line.
 
 A token's secret is printed once, by `create`; `list` shows everything else (user, name, created, last used,
 expires, state) and never the secret nor its digest. `revoke` takes a token's id or its name (with `--user`
@@ -13,15 +13,15 @@ import argparse
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 
-from console.management.commands import _output
-from console.models import ApiToken, create_token
+from flowdeck.console.management.commands import _output
+from flowdeck.console.models import ApiToken, create_token
 
 __all__ = ["TokenRow", "add_arguments", "parse_expiry", "run"]
 
@@ -38,12 +38,12 @@ def _usage(message: str) -> CommandError:
 
 
 def add_arguments(token: CommandParser) -> None:
-    """The `create`, `list` and `revoke` verbs under `flow token`."""
+    """The `create`, `list` and `revoke` verbs under `flowdeck token`."""
     actions = token.add_subparsers(dest="token_action", metavar="ACTION", required=True)
 
     def action(name: str, help: str) -> CommandParser:
         sub = actions.add_parser(name, help=help, description=help)
-        # SUPPRESS: a `--json` given before the action (`flow token --json list`) is not reset here
+        # SUPPRESS: a `--json` given before the action (`flowdeck token --json list`) is not reset here
         sub.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="answer JSON")
         return sub
 
@@ -85,6 +85,10 @@ def parse_expiry(text: str, now: datetime) -> datetime:
         ) from None
     if timezone.is_naive(when):
         when = timezone.make_aware(when, timezone.get_current_timezone())
+    try:
+        when = when.astimezone(UTC)  # ISO 8601 offsets run to ±23:59, PostgreSQL's to ±15:59
+    except OverflowError:
+        raise _usage(f"--expires {text!r} is past the calendar's end (year 9999)") from None
     if when <= now:
         raise _usage(f"--expires {text!r} is already past (now is {now.isoformat(timespec='seconds')})")
     return when
@@ -98,7 +102,7 @@ def _check_name(name: str) -> str:
     if not name.isprintable():
         raise _usage(f"--name {_output.escape(name)!r} holds a control character")
     if name.isdigit():
-        raise _usage(f"--name {name!r} is only digits, which `flow token revoke` reads as a token's id")
+        raise _usage(f"--name {name!r} is only digits, which `flowdeck token revoke` reads as a token's id")
     return name
 
 
@@ -189,7 +193,7 @@ def _resolve(given: str, username: str | None) -> ApiToken:
         raise _usage(f"{len(named)} unrevoked tokens are named {given!r} (ids {ids}): revoke one by its id")
     whose = f" of user {username!r}" if username is not None else ""
     raise _usage(
-        f"no unrevoked token{whose} has the id or name {_output.escape(given)!r} (see `flow token list`)"
+        f"no unrevoked token{whose} has the id or name {_output.escape(given)!r} (see `flowdeck token list`)"
     )
 
 
@@ -199,7 +203,7 @@ Emit = Callable[[Any, str], None]
 
 
 def run(options: Mapping[str, Any], emit: Emit) -> None:
-    """Do `flow token ACTION …`; `emit(json, text)` prints the answer as the command was asked."""
+    """Do `flowdeck token ACTION …`; `emit(json, text)` prints the answer as the command was asked."""
     verbs = {"create": _create, "list": _list, "revoke": _revoke}
     verbs[options["token_action"]](options, emit, timezone.now())
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from store import spi
+from flowdeck.store import spi
 
 __all__ = ["Wait", "line", "waits_of"]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from engine.config import EngineConfig
-from engine.engine import ExecutionDetail, FlowEngine, InputStatus, SearchResult
-from engine.errors import (
+from flowdeck.engine.config import EngineConfig
+from flowdeck.engine.engine import ExecutionDetail, FlowEngine, InputStatus, SearchResult
+from flowdeck.engine.errors import (
     STOP_CODES,
     FlowAlreadyAnswered,
     FlowAlreadyDelivered,
@@ -25,6 +25,7 @@ from engine.errors import (
     FlowLoopExhausted,
     FlowNondeterministicCollection,
     FlowNotRegistered,
+    FlowNotResumable,
     FlowNotStopped,
     FlowOperatorError,
     FlowReservedName,
@@ -40,11 +41,11 @@ from engine.errors import (
     FlowValueError,
     FlowWorkflowError,
 )
-from engine.flow import Flow, Loop, Meta
-from engine.lint import LintWarning, lint
-from engine.local import run_local
-from engine.schedule import Schedule
-from engine.worker import Health
+from flowdeck.engine.flow import Flow, Loop, Meta
+from flowdeck.engine.lint import LintWarning, lint
+from flowdeck.engine.local import run_local
+from flowdeck.engine.schedule import Schedule
+from flowdeck.engine.worker import Health
 
 __all__ = [
     "EngineConfig",
@@ -57,6 +58,7 @@ __all__ = [
     "FlowAlreadyAnswered",
     "FlowAlreadyDelivered",
     "FlowClaimHeld",
+    "FlowNotResumable",
     "FlowNotStopped",
     "FlowResumeConflict",
     "FlowRunEnded",

@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
-from engine import values
-from engine.errors import FlowAtomicRefused
-from engine.nodes import Body, Knobs
-from engine.schedule import Schedule
+from flowdeck.engine import values
+from flowdeck.engine.errors import FlowAtomicRefused
+from flowdeck.engine.nodes import Body, Knobs
+from flowdeck.engine.schedule import Schedule
 
 __all__ = [
     "body",

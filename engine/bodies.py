@@ -1,7 +1,9 @@
 """Running a user's body: the call (async awaited, sync in a thread), its timeout, its retries.
 
 A body's try is bounded by the node's timeout on the injected clock; what the world did not answer (a
-timeout, FlowRetry, an exception the node lists in `retry_on`) is asked again under the node's schedule.
+timeout, FlowRetry, an exception the node lists in `retry_on`, one the engine's `transient` predicate calls
+the world's: a locked database) is asked again under the node's schedule (a transient one, when the node
+has none, under TRANSIENT_RETRY).
 The retry count starts from the StepRetried events in history, so a restart does not reset the budget. A
 back-off under a second sleeps in-process; a longer one is a durable wait row (`path#retry<n>`) and the
 attempt parks on it.
@@ -12,23 +14,34 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from engine import forks
-from engine.body_threads import run_in_thread
-from engine.errors import FlowDomainError, FlowRetry, FlowStepTimeout
-from engine.nodes import Body, Knobs
-from engine.outcomes import PASS_THROUGH, Parked, StopFor, describe
-from engine.recorder import Recorder
-from store import spi
-from store.clock import Clock
+from flowdeck.engine import forks
+from flowdeck.engine.body_threads import run_in_thread
+from flowdeck.engine.errors import FlowDomainError, FlowRetry, FlowStepTimeout
+from flowdeck.engine.nodes import Body, Knobs
+from flowdeck.engine.outcomes import PASS_THROUGH, Parked, StopFor, describe
+from flowdeck.engine.recorder import Recorder
+from flowdeck.engine.schedule import Schedule
+from flowdeck.store import spi
+from flowdeck.store.clock import Clock
 
-__all__ = ["SHORT_RETRY", "BodyRunner", "call", "pure"]
+__all__ = ["SHORT_RETRY", "TRANSIENT_RETRY", "BodyRunner", "call", "pure"]
+
+logger = logging.getLogger(__name__)
 
 SHORT_RETRY = timedelta(seconds=1)
 """Back-offs shorter than this sleep in-process; longer ones become a durable wait row."""
+
+# Sixteen retries, about 50 s in all: a lock storm (many executions whose steps meet one SQLite writer,
+# retrying close together) outlasts a shorter budget on a busy machine, and F0003 is for a database that
+# stays away, not for contention.
+TRANSIENT_RETRY = Schedule.exponential(timedelta(milliseconds=50), 2.0, timedelta(seconds=5)).take(16)
+"""How a node with no retry schedule of its own asks again after a transient exception (a locked
+database): 50 ms doubling to 5 s, eight retries (about 11 s in all) before F0003."""
 
 
 async def call(body: Body, *args: Any) -> Any:
@@ -96,6 +109,7 @@ class BodyRunner:
         attempt = self.rec.retried[path]
         while True:
             after: timedelta | None = None
+            transient = False
             try:
                 return await self.timed(path, knobs.timeout, functools.partial(once, attempt))
             except PASS_THROUGH:
@@ -109,13 +123,16 @@ class BodyRunner:
                     raise
                 failure = error
             except Exception as error:
-                if not retry_any and not isinstance(error, knobs.retry_on or ()):
+                transient = self.rec.transient(error)
+                if not (retry_any or transient or isinstance(error, knobs.retry_on or ())):
                     raise
                 failure = error
-            delay = knobs.retry.delay(attempt) if knobs.retry is not None else None
+            schedule = knobs.retry or (TRANSIENT_RETRY if transient else None)
+            delay = schedule.delay(attempt) if schedule is not None else None
             if delay is None:
                 raise self._spent(path, attempt, failure, exhausted) from failure
-            attempt = await self._back_off(path, attempt, failure, after if after is not None else delay)
+            delay = after if after is not None else delay
+            attempt = await self._back_off(path, attempt, failure, delay, transient=transient)
 
     def _parked_retry(self, path: str) -> None:
         """An earlier attempt's back-off row for this node that is not yet due: park on it again."""
@@ -142,19 +159,24 @@ class BodyRunner:
             describe(failure),
         )
 
-    async def _back_off(self, path: str, attempt: int, failure: BaseException, delay: timedelta) -> int:
+    async def _back_off(
+        self, path: str, attempt: int, failure: BaseException, delay: timedelta, *, transient: bool
+    ) -> int:
         """Note retry number `attempt + 1` and wait `delay` before it: in-process when short (answering
-        the new count), else in a durable row the attempt parks on."""
+        the new count), else in a durable row the attempt parks on. A transient failure's retry says so
+        in its event (`transient`: the metrics count them) and in the log."""
         rec = self.rec
         attempt += 1
         rec.retried[path] = attempt
-        retried = rec.event(
-            spi.EventKind.STEP_RETRIED,
-            step_name=path,
-            error=str(failure),
-            attempt=attempt,
-            delay=delay.total_seconds(),
-        )
+        data: dict[str, Any] = {"error": str(failure), "attempt": attempt, "delay": delay.total_seconds()}
+        if transient:
+            data["transient"] = True
+            logger.warning(
+                "%s %s: %s (%s); retry %d in %gs",
+                rec.execution_id, path, type(failure).__name__, failure, attempt, delay.total_seconds(),
+                extra={"action": "transient_retry", "execution_id": rec.execution_id, "node": path},
+            )  # fmt: skip
+        retried = rec.event(spi.EventKind.STEP_RETRIED, step_name=path, **data)
         if delay < SHORT_RETRY:
             rec.note(retried)
             await self.clock.sleep(delay.total_seconds())

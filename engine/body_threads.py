@@ -9,7 +9,7 @@ asyncio future directly with `call_soon_threadsafe`: the one wake-up of the loop
 The same promises as `to_thread`: the body runs in a copy of the caller's context (context variables
 reach it), outside the loop's thread (so Django's ORM may be used from it), and a caller that stops
 waiting (a timeout, a cancelled attempt) abandons the thread to finish on its own; its answer is then
-dropped. Threads are started when no thread is idle, up to a bound (`limit`; `runworkers` sets it to its
+dropped. Threads are started when no thread is idle, up to a bound (`limit`; `flowdeck_workers` sets it to its
 attempt slots, since each thread that uses the ORM keeps a database connection of its own), and stay for
 the process's life; they are daemons, so a body blocked forever does not hold the process open at exit. A
 forked child inherits none of them and starts its own.
@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["limit", "run_in_thread"]
+__all__ = ["limit", "prepare_threads", "run_in_thread"]
 
 _bound = 32
 """Bodies blocked at once beyond this wait for a thread (the engine's default attempt slots are 32)."""
@@ -35,8 +35,9 @@ _Job = tuple[
 ]
 
 _jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-# Counted on the loops' threads only (a body thread just takes jobs and posts answers), so the lock is
-# never contended with a body thread: jobs handed out and not yet answered, and threads started.
+# Counted on the loops' threads only (a body thread just takes jobs and posts answers, and reads the
+# preparations only after they changed), so the lock is hardly ever contended with a body thread: jobs
+# handed out and not yet answered, threads started, and the preparations.
 _lock = threading.Lock()
 _outstanding = 0
 _started = 0
@@ -50,6 +51,23 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+_setups: dict[str, Callable[[], None]] = {}
+_generation = 0  # bumped by each `prepare_threads`: a thread whose preparation is older runs them again
+
+
+def prepare_threads(name: str, setup: Callable[[], None] | None) -> Callable[[], None] | None:
+    """Run `setup` on every body thread before its next body, in place of the setup of the same name (None
+    drops it); answers the one it replaced. A composition root's per-thread preparation, such as the Django
+    store marking the thread so that its connections to the store's database are made safe."""
+    global _generation
+    with _lock:
+        replaced = _setups.pop(name, None)
+        if setup is not None:
+            _setups[name] = setup
+        _generation += 1
+    return replaced
 
 
 def limit(threads: int) -> None:
@@ -77,15 +95,26 @@ def run_in_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
 
 
 def _serve() -> None:
+    prepared = -1
     while True:
         loop, future, context, fn, args = _jobs.get()
         try:
+            if prepared != _generation:  # one comparison per body; the setups run when they changed
+                prepared = _prepare()
             result = context.run(fn, *args)
         except BaseException as error:  # handed to the awaiting task, as to_thread does
             _answer(loop, _fail, future, error)
         else:
             _answer(loop, _succeed, future, result)
         del loop, future, context, fn, args
+
+
+def _prepare() -> int:
+    with _lock:
+        generation, setups = _generation, list(_setups.values())
+    for setup in setups:
+        setup()
+    return generation
 
 
 def _answer(loop: asyncio.AbstractEventLoop, how: Callable[..., None], *args: Any) -> None:

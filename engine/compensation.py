@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol
 
-from engine import bodies
-from engine.context import UndoNote, resolve_handler
-from engine.nodes import Body, Knobs
-from engine.outcomes import StopFor, describe
-from engine.schedule import Schedule
-from store import spi
+from flowdeck.engine import bodies
+from flowdeck.engine.context import UndoNote, resolve_handler
+from flowdeck.engine.nodes import Body, Knobs
+from flowdeck.engine.outcomes import StopFor, describe
+from flowdeck.engine.schedule import Schedule
+from flowdeck.store import spi
 
 __all__ = ["Books", "Handler", "Retrier", "compensate_knobs", "terminal_status", "undo_handlers", "unwind"]
 

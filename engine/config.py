@@ -6,12 +6,22 @@ fixes a settings file in one go rather than one error per restart.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from engine.errors import FlowConfigError
+from flowdeck.engine.errors import FlowConfigError
 
-__all__ = ["EngineConfig"]
+__all__ = ["EngineConfig", "Transient", "never"]
+
+Transient = Callable[[BaseException], bool]
+"""Whether an exception a step body raised is the world not answering (a locked database, a lost
+connection): retried like `FlowRetry`, never taken for a mistake in the program."""
+
+
+def never(error: BaseException) -> bool:
+    """The default `transient`: no exception is, unless the engine is told otherwise."""
+    return False
 
 
 @dataclass(frozen=True)
@@ -28,6 +38,10 @@ class EngineConfig:
     - `poll_timeout`: how long one poll blocks while nothing is ready, and the pause after a failed poll.
     - `shutdown_grace`: on leaving the engine, how long in-flight attempts may run on (real time) before
       they are cancelled; a cancelled attempt writes nothing more and its claim lapses after `lease`.
+    - `transient`: answers True for an exception a body raised that the world caused (the Django
+      composition root passes `flowdeck.store.django.errors.is_transient`: a locked or busy database, a lost
+      connection); it is retried under the node's schedule, or `bodies.TRANSIENT_RETRY` when the node has
+      none, and stops the execution F0003 only once spent. Default: never.
     """
 
     workers: int = 2
@@ -36,6 +50,7 @@ class EngineConfig:
     batch_size: int = 4
     poll_timeout: timedelta = timedelta(seconds=30)
     shutdown_grace: timedelta = timedelta(seconds=10)
+    transient: Transient = never
 
     def __post_init__(self) -> None:
         problems = self.problems()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.values import Record
+from flowdeck.engine.values import Record
 
 __all__ = ["Context", "UndoNote", "handler_path", "resolve_handler"]
 

@@ -16,14 +16,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from engine import schema
-from engine.errors import FlowExecutionNotFound
-from engine.flow import Flow
-from engine.outcomes import Halt, Parked, Question, StopFor
-from engine.recorder import Recorder
-from engine.walker import Scope, Walker
-from store import spi
-from store.clock import Clock
+from flowdeck.engine import schema
+from flowdeck.engine.errors import FlowExecutionNotFound
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.outcomes import Halt, Parked, Question, StopFor
+from flowdeck.engine.recorder import Recorder
+from flowdeck.engine.walker import Scope, Walker
+from flowdeck.store import spi
+from flowdeck.store.clock import Clock
 
 __all__ = ["Conflict", "DryRecorder", "ResumeReport", "dry_run"]
 
@@ -39,9 +39,27 @@ class Conflict:
 
 @dataclass(frozen=True)
 class ResumeReport:
+    """What a resume keeps, runs next and conflicts with. `repeats` is the stop it would meet again: the
+    execution stopped on a mistake in the program (F0001) at a node nobody answered, and the version to
+    resume on is the one it stopped under (the same structural hash): the same code runs the same node on
+    the same record. A warning, not a conflict: the world the node reads may have changed."""
+
     kept: list[str] = field(default_factory=list)
     next_node: str | None = None
     conflicts: list[Conflict] = field(default_factory=list)
+    repeats: spi.Stopped | None = None
+
+    @property
+    def warning(self) -> str:
+        """The sentence that warns of `repeats` ("" when there is nothing to warn of)."""
+        stop = self.repeats
+        if stop is None:
+            return ""
+        return (
+            f"It would resume on the version it stopped under (the same structural hash), so the same "
+            f"mistake will stop it again: {stop.code} at {stop.node or 'the flow'} ({stop.reason}). Deploy "
+            f"a fixed version first, or answer {stop.node or 'the node'} if a person did its work."
+        )
 
 
 async def dry_run(flow: Flow, store: spi.FlowStore, execution_id: str, *, clock: Clock) -> ResumeReport:

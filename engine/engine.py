@@ -4,7 +4,7 @@ An async context manager: entering registers the flows it was given (each under 
 name) and starts the workers; leaving stops them (see `WorkerPool.stop` for what happens to attempts
 still running). Every read is answered from the store, so any process can watch an execution, not only the
 one running it. Two surfaces hang off the engine, as in kyo-flow: `engine.workflows` (start, list,
-describe, executions, diagram) and `engine.executions` (describe, search, history, signal, cancel,
+describe, executions, diagram) and `flowdeck.engine.executions` (describe, search, history, signal, cancel,
 cancel_all, diagram). The operator verbs of DESIGN.md §3 (`resume`, `answer`, `end`) and `parked`,
 `register` and `health` sit on the engine itself.
 
@@ -18,91 +18,53 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
-from engine import dry_run, errors, ids, interpreter, nodes, progress, render, schema, values
-from engine.config import EngineConfig
-from engine.flow import Flow
-from engine.inputs import check_value as _check_value
-from engine.inputs import declared_inputs
-from engine.inputs import undeclared as _undeclared
-from engine.registry import Registry, Version
-from engine.worker import Health, WorkerPool
-from store import spi
-from store.clock import SYSTEM_CLOCK, Clock
+from flowdeck.engine import dry_run, errors, ids, interpreter, nodes, render, schema
+from flowdeck.engine.config import EngineConfig, Transient, never
+from flowdeck.engine.executions import ExecutionDetail, Executions, InputStatus, SearchResult
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.inputs import check_value as _check_value
+from flowdeck.engine.inputs import declared_inputs
+from flowdeck.engine.inputs import undeclared as _undeclared
+from flowdeck.engine.registry import Registry, Version
+from flowdeck.engine.worker import Health, WorkerPool
+from flowdeck.store import spi
+from flowdeck.store.clock import SYSTEM_CLOCK, Clock
 
-__all__ = ["ExecutionDetail", "Executions", "FlowEngine", "InputStatus", "SearchResult", "Workflows"]
+__all__ = [
+    "ExecutionDetail",
+    "Executions",
+    "FlowEngine",
+    "InputStatus",
+    "ResumeWrite",
+    "SearchResult",
+    "Workflows",
+]
 
 logger = logging.getLogger(__name__)
-
-
-# ------------------------------------------------------------------------------------------- values
-
-
-@dataclass(frozen=True)
-class InputStatus:
-    """One declared input of an execution's flow: its type's tag and JSON schema, and whether it arrived."""
-
-    name: str
-    tag: str
-    delivered: bool
-    json_schema: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class ExecutionDetail:
-    """An execution's row, with what its definition lets us say about it.
-
-    `inputs` and `progress` need the definition the execution started under: when this engine does not
-    serve that version they are empty (`progress` None) beside a real row.
-    """
-
-    state: spi.ExecutionState
-    inputs: tuple[InputStatus, ...] = ()
-    progress: Any = None
-
-    @property
-    def execution_id(self) -> str:
-        return self.state.execution_id
-
-    @property
-    def flow_id(self) -> str:
-        return self.state.flow_id
-
-    @property
-    def status(self) -> spi.Status:
-        return self.state.status
-
-    @property
-    def waits(self) -> Mapping[str, spi.Wake]:
-        return self.state.waits
-
-    @property
-    def cancel_requested(self) -> bool:
-        return self.state.cancel_requested
-
-    @property
-    def stop(self) -> spi.Stopped | None:
-        """Why it stopped for a person (code, node, reason, detail), or None when it is not stopped."""
-        status = self.state.status
-        return status if isinstance(status, spi.Stopped) else None
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """A page of matches, newest created first; `total` counts every match, not the page."""
-
-    items: tuple[spi.ExecutionState, ...]
-    total: int
 
 
 # ------------------------------------------------------------------------------------ flow inspection
 
 
 _VALUELESS = (nodes.Step, nodes.Sleep)
+
+
+# The stop codes a resume on the same version meets again: a mistake in the program. Others (a remote
+# system that did not answer, an undo that kept failing, an unknown outcome) wait on the world.
+_MISTAKES = frozenset({"F0001"})
+
+
+def _repeats(state: spi.ExecutionState, to_hash: str) -> spi.Stopped | None:
+    """The stop a resume onto `to_hash` would meet again (`ResumeReport.repeats`), else None."""
+    status = state.status
+    if not isinstance(status, spi.Stopped) or status.answered or status.code not in _MISTAKES:
+        return None
+    return status if state.hash == to_hash else None
 
 
 def _answerable(flow: Flow, path: str) -> tuple[nodes.Node, Any]:
@@ -120,6 +82,17 @@ def _answerable(flow: Flow, path: str) -> tuple[nodes.Node, Any]:
 def new_executor_id() -> str:
     """host-pid-random: readable in an event's `executor_id`, unique per engine instance."""
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class ResumeWrite:
+    """What a resume writes, decided with nothing written: the execution as read, the version (hash) it
+    is re-pinned to, the dry run's report, and the Resumed event."""
+
+    state: spi.ExecutionState
+    hash: str
+    report: dry_run.ResumeReport
+    event: spi.Event
 
 
 # ------------------------------------------------------------------------------------------- engine
@@ -147,6 +120,7 @@ class FlowEngine:
         runner: interpreter.Runner | None = None,
         clock: Clock = SYSTEM_CLOCK,
         executor_id: str | None = None,
+        transient: Transient = never,
     ) -> None:
         self.config = EngineConfig(
             workers=workers,
@@ -155,6 +129,7 @@ class FlowEngine:
             batch_size=batch_size,
             poll_timeout=poll_timeout,
             shutdown_grace=shutdown_grace,
+            transient=transient,
         )
         self.store = store
         self.clock = clock
@@ -220,6 +195,12 @@ class FlowEngine:
         version = self._registry.resolve(state.flow_id, state.hash)
         return None if version is None else version.flow
 
+    def answer_flow(self, state: spi.ExecutionState) -> Flow:
+        """The definition an answer on `state` is judged against: its own version where served, else the
+        newest (a parked execution is resumed onto it)."""
+        version = self._registry.resolve(state.flow_id, state.hash) or self._registry.latest(state.flow_id)
+        return version.flow
+
     async def parked(self, workflow_id: str) -> list[spi.ExecutionState]:
         """Executions of `workflow_id` this engine holds back: not ended, started under a version it does
         not serve. A query about this engine, never a status: registering their version recovers them."""
@@ -233,29 +214,54 @@ class FlowEngine:
     ) -> dry_run.ResumeReport:
         """Dry-run a stopped (or parked) execution on the newest version of its workflow and answer the
         report (kept nodes, the next node, conflicts). With `go`, re-pin it to that version so workers take
-        it up, unless the report has conflicts (FlowResumeConflict carries the report)."""
-        state = await self._state(execution_id)
-        if state.status.terminal:
-            raise errors.FlowExecutionTerminal(execution_id, state.status.show())
-        newest = self._registry.latest(state.flow_id)
-        report = await dry_run.dry_run(newest.flow, self.store, execution_id, clock=self.clock)
+        it up, unless the report has conflicts (FlowResumeConflict carries the report). Any other execution
+        (running, waiting, sleeping on a version served here) raises FlowNotResumable, dry run or not."""
         if not go:
-            return report
+            return (await self._resume_checked(execution_id))[2]
+        write = await self.prepare_resume(execution_id, actor)
+        self.operator_outcome(await self.store.resume(execution_id, write.hash, write.event), write.state)
+        self.resumed(write, actor)
+        return write.report
+
+    async def prepare_resume(self, execution_id: str, actor: str | None = None) -> ResumeWrite:
+        """Every check of `resume(go=True)`, with nothing written: answers the store write it makes (the
+        version to re-pin to and the Resumed event), for a caller that writes it in its own transaction
+        (`FlowStore.resume`, then `operator_outcome` and `resumed`). Raises what `resume` raises first."""
+        state, hash, report = await self._resume_checked(execution_id)
         if report.conflicts:
             conflicts = [f"{c.code} at {c.path!r}: {c.detail}" for c in report.conflicts]
             raise errors.FlowResumeConflict(execution_id, report, conflicts)
-        event = self._event(
-            spi.EventKind.RESUMED, state, {"from_hash": state.hash, "to_hash": newest.hash, "actor": actor}
-        )
-        self._operator_outcome(await self.store.resume(execution_id, newest.hash, event), state)
+        data = {"from_hash": state.hash, "to_hash": hash, "actor": actor}
+        return ResumeWrite(state, hash, report, self._event(spi.EventKind.RESUMED, state, data))
+
+    async def _resume_checked(
+        self, execution_id: str
+    ) -> tuple[spi.ExecutionState, str, dry_run.ResumeReport]:
+        """The execution's state, the newest version's hash and the dry run's report on it."""
+        state = await self._state(execution_id)
+        if state.status.terminal:
+            raise errors.FlowExecutionTerminal(execution_id, state.status.show())
+        if not self._resumable(state):
+            raise errors.FlowNotResumable(execution_id, state.status.show())
+        newest = self._registry.latest(state.flow_id)
+        report = await dry_run.dry_run(newest.flow, self.store, execution_id, clock=self.clock)
+        return state, newest.hash, replace(report, repeats=_repeats(state, newest.hash))
+
+    def resumed(self, write: ResumeWrite, actor: str | None) -> None:
+        """Log a resume once its write is applied."""
+        eid = write.state.execution_id
         logger.info(
             "resumed %s on %s@%s",
-            execution_id,
-            state.flow_id,
-            newest.hash,
-            extra={"action": "resume", "execution_id": execution_id, "actor": actor},
+            eid,
+            write.state.flow_id,
+            write.hash,
+            extra={"action": "resume", "execution_id": eid, "actor": actor},
         )
-        return report
+
+    def _resumable(self, state: spi.ExecutionState) -> bool:
+        """Stopped, or parked: its version is not one this engine serves (the store cannot tell a parked
+        execution from a running one; only the engine knows which versions it serves)."""
+        return isinstance(state.status, spi.Stopped) or state.hash not in self._registry.hashes(state.flow_id)
 
     async def answer(
         self, execution_id: str, node: str, value: Any = None, *, actor: str | None = None
@@ -263,8 +269,7 @@ class FlowEngine:
         """Record what node `node` (a durable path) did, for a stopped execution whose application could not
         tell; then `resume`. A step or sleep takes no value; other nodes take a value of their type."""
         state = await self._state(execution_id)
-        version = self._registry.resolve(state.flow_id, state.hash) or self._registry.latest(state.flow_id)
-        target, declared = _answerable(version.flow, node)
+        target, declared = _answerable(self.answer_flow(state), node)
         if isinstance(target, _VALUELESS):
             if value is not None:
                 raise errors.FlowInputError(
@@ -274,18 +279,27 @@ class FlowEngine:
         else:
             field = _check_value(node, declared, value)
         event = self._event(spi.EventKind.ANSWERED, state, {"node": node, "actor": actor})
-        self._operator_outcome(await self.store.answer(execution_id, node, field, event), state, node)
+        self.operator_outcome(await self.store.answer(execution_id, node, field, event), state, node)
 
     async def end(self, execution_id: str, reason: str, *, actor: str | None = None) -> None:
         """End the execution Failed(reason, kind="Ended") with no undos: a person put the world right."""
+        state, status, event = await self.prepare_end(execution_id, reason, actor)
+        self.operator_outcome(await self.store.end(execution_id, status, event), state)
+
+    async def prepare_end(
+        self, execution_id: str, reason: str, actor: str | None = None
+    ) -> tuple[spi.ExecutionState, spi.Failed, spi.Event]:
+        """`end`'s checks with nothing written: the state read, and the status and Ended event the store's
+        `end` takes (then `operator_outcome`), for a caller that writes them in its own transaction."""
         state = await self._state(execution_id)
         event = self._event(spi.EventKind.ENDED, state, {"reason": reason, "actor": actor})
-        outcome = await self.store.end(execution_id, spi.Failed(reason, "Ended"), event)
-        self._operator_outcome(outcome, state)
+        return state, spi.Failed(reason, "Ended"), event
 
-    def _operator_outcome(
+    def operator_outcome(
         self, outcome: spi.OperatorOutcome, state: spi.ExecutionState, node: str = ""
     ) -> None:
+        """The store's answer to an operator write on `state`'s execution: nothing when applied, else the
+        refusal as its typed exception."""
         eid = state.execution_id
         match outcome:
             case spi.OperatorOutcome.APPLIED:
@@ -430,169 +444,3 @@ class Workflows:
     async def diagram(self, workflow_id: str, format: str = "mermaid") -> str:
         """The newest registered version's structure, drawn in `format`."""
         return render.render(self._engine._registry.latest(workflow_id).flow, format)
-
-
-class Executions:
-    """`engine.executions`: watching and steering individual executions."""
-
-    def __init__(self, engine: FlowEngine) -> None:
-        self._engine = engine
-
-    async def describe(self, execution_id: str) -> ExecutionDetail:
-        engine = self._engine
-        state = await engine._state(execution_id)
-        version = engine._registry.resolve(state.flow_id, state.hash)
-        if version is None:
-            return ExecutionDetail(state)
-        fields = await engine.store.get_all_fields(execution_id)
-        history = (await engine.store.get_history(execution_id)).events
-        inputs = tuple(
-            InputStatus(name, values.type_tag(node.type), name in fields, values.json_schema(node.type))
-            for name, node in declared_inputs(version.flow).items()
-        )
-        return ExecutionDetail(state, inputs, progress.build_progress(version.flow, state, fields, history))
-
-    async def search(
-        self,
-        workflow_id: str | None = None,
-        status: str | spi.ExecutionFilter.Any | None = None,
-        limit: int = 25,
-        offset: int = 0,
-        id_prefix: str | None = None,
-        where: Sequence[str | spi.FieldMatch] = (),
-        *,
-        order_by: str = "created",
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        updated_after: datetime | None = None,
-        updated_before: datetime | None = None,
-    ) -> SearchResult:
-        """Executions matching the filter (a wire word such as "waiting:approval", or a filter value),
-        every `where` term (`field:order.customer=ada`, or its parsed `spi.FieldMatch`), the creation window
-        (`created_after <= created < created_before`) and the last-change window (`updated_after <= updated
-        < updated_before`), newest first by `order_by` ("created" or "updated"). A word naming no filter,
-        a term that is not one, or another order raises `spi.FilterParseError` (a ValueError)."""
-        if offset < 0:
-            raise spi.FilterParseError(f"offset must not be negative (got {offset})")
-        if order_by not in spi.ORDER_BY:
-            raise spi.FilterParseError(
-                f"order_by must be one of {', '.join(spi.ORDER_BY)} (got {order_by!r})"
-            )
-        filt = spi.ExecutionFilter.parse(status) if isinstance(status, str) else status
-        fields = [spi.parse_field_term(t) if isinstance(t, str) else t for t in where]
-        page = await self._engine.store.list_executions(
-            workflow_id,
-            filt,
-            limit,
-            offset,
-            id_prefix,
-            fields,
-            order_by=order_by,
-            created_after=created_after,
-            created_before=created_before,
-            updated_after=updated_after,
-            updated_before=updated_before,
-        )
-        return SearchResult(tuple(page.items), page.total)
-
-    async def history(self, execution_id: str, limit: int | None = 50, offset: int = 0) -> spi.HistoryPage:
-        return await self._engine.store.get_history(execution_id, limit, offset)
-
-    async def signal(self, execution_id: str, name: str, value: Any) -> None:
-        """Deliver input `name`. Refused, with nothing written: an unknown execution, an ended one, an
-        undeclared input (naming the declared ones), a value failing the input's type (pydantic's message),
-        an input already delivered.
-
-        When this engine's workers are running (inside `async with engine`, on its event loop) and the input
-        makes the execution ready, the delivery also claims it for this engine and its next attempt starts
-        at once here (as `workflows.start(..., run_here=True)` does for a start). Otherwise the delivery is
-        the plain one, and whichever workers poll for the execution continue it."""
-        engine = self._engine
-        state = await engine.store.get_execution(execution_id)
-        field, event = self.prepare_signal(execution_id, state, name, value)
-        # The version resolved above is registered here, so this engine's workers serve it.
-        if engine._pool.running:
-            outcome = await self._deliver_here(execution_id, name, field, event)
-        else:
-            outcome = await engine.store.signal(execution_id, name, field, event)
-        self.signal_outcome(execution_id, name, outcome)
-
-    def prepare_signal(
-        self, execution_id: str, state: spi.ExecutionState | None, name: str, value: Any
-    ) -> tuple[spi.FieldData, spi.Event]:
-        """Every check of `signal` against the execution's row `state` (None: there is none), with nothing
-        written: the encoded field and its InputReceived event."""
-        if state is None:
-            raise errors.FlowExecutionNotFound(execution_id)
-        if state.status.terminal:
-            raise errors.FlowExecutionTerminal(state.execution_id, state.status.show())
-        declared = declared_inputs(self._engine._version_of(state).flow)
-        if name not in declared:
-            raise _undeclared(name, declared)
-        field = _check_value(name, declared[name].type, value)
-        return field, self._engine._event(spi.EventKind.INPUT_RECEIVED, state, {"input_name": name})
-
-    @staticmethod
-    def signal_outcome(execution_id: str, name: str, outcome: spi.SignalOutcome) -> None:
-        """Raise what a refused delivery means (already delivered, already ended); nothing for Delivered."""
-        match outcome:
-            case spi.AlreadyDelivered():
-                raise errors.FlowAlreadyDelivered(execution_id, name)
-            case spi.AlreadyTerminal(status):
-                raise errors.FlowExecutionTerminal(execution_id, status.show())
-
-    async def _deliver_here(
-        self, execution_id: str, name: str, field: spi.FieldData, event: spi.Event
-    ) -> spi.SignalOutcome:
-        """Deliver, and when the input makes the execution ready, claim it for this engine in the same one
-        store write and hand the claim to its workers: the next attempt starts at once in this process,
-        with no wake-up, no poll and no read. Nothing is weakened: an ordinary lease, renewed while the
-        attempt runs, that lapses for any engine to take over if this process dies."""
-        engine = self._engine
-        outcome, claimed = await engine.store.signal_and_claim(
-            execution_id, name, field, event, executor_id=engine.executor_id, lease=engine.config.lease
-        )
-        if claimed is not None and not engine._pool.adopt(claimed):
-            # The workers began stopping during the write: hand the claim back at once, keeping every wait
-            # row (the execution is then offered to every poll) rather than leave it to lapse after a lease.
-            await claimed.finish(spi.Suspended(frozenset(claimed.state.waits)))
-        return outcome
-
-    async def cancel(
-        self, execution_id: str, reason: str = "", actor: str | None = None
-    ) -> spi.CancelOutcome:
-        """Ask the execution to cancel: its undos run, then it ends Cancelled(reason). Answers what the ask
-        did (Accepted, AlreadyRequested, AlreadyTerminal(status)); never raises for an unknown id."""
-        outcome = await self._engine.store.request_cancel(execution_id, reason, actor)
-        logger.info(
-            "cancel %s: %s",
-            execution_id,
-            type(outcome).__name__,
-            extra={"action": "cancel", "execution_id": execution_id, "actor": actor},
-        )
-        return outcome
-
-    async def cancel_all(
-        self, workflow_id: str | None = None, reason: str = "", actor: str | None = None
-    ) -> int:
-        """Ask every unended execution of the workflow (of every known workflow when None) to cancel;
-        answers how many requests were Accepted (one already asked is not counted again)."""
-        engine = self._engine
-        if workflow_id is not None:
-            ids = {workflow_id}
-        else:
-            ids = {info.id for info in await engine.store.list_workflows()} | set(engine._registry.ids())
-        accepted = 0
-        for wf in sorted(ids):
-            for state in (await engine.store.list_executions(wf)).items:
-                if state.status.terminal:
-                    continue
-                outcome = await self.cancel(state.execution_id, reason, actor)
-                accepted += isinstance(outcome, spi.Accepted)
-        return accepted
-
-    async def diagram(self, execution_id: str, format: str = "mermaid") -> str:
-        """The execution's version drawn in `format`, with its progress painted on."""
-        engine = self._engine
-        detail = await self.describe(execution_id)
-        return render.render(engine._version_of(detail.state).flow, format, progress=detail.progress)

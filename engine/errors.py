@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-from store.spi import FlowStoreError
+from flowdeck.store.spi import FlowStoreError
 
 __all__ = [
     "STOP_CODES",
@@ -31,6 +31,7 @@ __all__ = [
     "FlowLoopExhausted",
     "FlowNondeterministicCollection",
     "FlowNotRegistered",
+    "FlowNotResumable",
     "FlowNotStopped",
     "FlowOperatorError",
     "FlowReservedName",
@@ -259,6 +260,19 @@ class FlowNotStopped(FlowOperatorError):
         self.status = status
 
 
+class FlowNotResumable(FlowOperatorError):
+    """Resume takes a stopped execution, or a parked one (started under a version this engine does not
+    serve); this one is neither, so there is nothing to resume."""
+
+    def __init__(self, execution_id: str, status: str) -> None:
+        super().__init__(
+            f"execution {execution_id!r} is {status}, neither stopped nor parked; "
+            "only a stopped or parked execution resumes"
+        )
+        self.execution_id = execution_id
+        self.status = status
+
+
 class FlowClaimHeld(FlowOperatorError):
     """A worker holds a live claim on the execution; an operator may not change it under that worker."""
 
@@ -351,13 +365,13 @@ class FlowRunEnded(FlowError):
 
 STOP_CODES: dict[str, str] = {
     "F0001": "A mistake in the program (an unexpected exception). Fix the code, deploy it, then "
-    "`flow resume EID` (dry run) and `flow resume EID --go`.",
+    "`flowdeck resume EID` (dry run) and `flowdeck resume EID --go`.",
     "F0002": "An undo or compensation kept failing during an unwind. Put the world right or fix the "
-    "handler, then resume (the unwind continues), or `flow end EID` if a person has undone it by hand.",
+    "handler, then resume (the unwind continues), or `flowdeck end EID` if a person has undone it by hand.",
     "F0003": "A step asked to be retried more times than its schedule allows (the world did not answer). "
     "Check the remote system, then resume; or answer for the step.",
     "F0004": "An at-most-once step was found started but unfinished after a crash: nobody knows whether it "
-    "acted. Find out, then `flow answer EID NODE JSON` and resume (or end or cancel it).",
+    "acted. Find out, then `flowdeck answer EID NODE JSON` and resume (or end or cancel it).",
     "F0101": "On resume: the record holds results that the new version never asks for. Decide by hand: "
     "end, cancel, or deploy a version that keeps those nodes.",
     "F0102": "On resume: a recorded node is now asked a different question (other inputs, another branch, "

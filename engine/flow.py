@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from engine import arguments, errors, nodes
-from engine.nodes import NO_STATE, Knobs, Node
-from engine.schedule import Schedule
+from flowdeck.engine import arguments, errors, nodes
+from flowdeck.engine.nodes import NO_STATE, Knobs, Node
+from flowdeck.engine.schedule import Schedule
 
 __all__ = ["DispatchBuilder", "Flow", "Loop", "LoopAgain", "LoopDone", "Meta"]
 

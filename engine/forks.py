@@ -10,11 +10,11 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from engine.outcomes import ClaimLost, Parked, StopFor
-from store import spi
+from flowdeck.engine.outcomes import ClaimLost, Parked, StopFor
+from flowdeck.store import spi
 
 if TYPE_CHECKING:
-    from engine.recorder import RealRecorder
+    from flowdeck.engine.recorder import RealRecorder
 
 __all__ = ["join", "race", "swallow"]
 

@@ -8,7 +8,8 @@ and its join, loops carry their back edge, and a subflow is expanded: its child'
 With a `Progress`, each named node takes the status of its place (its own id: engine/progress.py keys
 progress by these ids, so the three arms of a race sharing a durable name each keep their own state); a
 dispatch arm takes the dispatch's status when it was the chosen one; forks and joins are completed once
-the work behind them is.
+the work behind them is, except an undecided race's fork (its liveliest arm: the race goes on), and a
+gateway whose arms all lost is lost (it sits in a race's losing arm).
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from engine import nodes, traversal
-from engine.node_status import NodeStatus
+from flowdeck.engine import nodes, traversal
+from flowdeck.engine.node_status import NodeStatus
 
 if TYPE_CHECKING:
-    from engine.flow import Flow
-    from engine.progress import NodeProgress, Progress
+    from flowdeck.engine.flow import Flow
+    from flowdeck.engine.progress import NodeProgress, Progress
 
 __all__ = ["FlowGraph", "GraphEdge", "GraphNode", "Scope", "build_graph", "show_duration"]
 
@@ -263,18 +264,56 @@ def _painted(graph: FlowGraph, progress: Progress) -> FlowGraph:
     for node in reversed(graph.nodes):
         if node.kind in JOINS:
             before = [painted[i].status for i in incoming.get(node.id, [])]
-            done = before and (
-                any(s in _COMPLETE for s in before)
-                if node.kind in ("race-join", "join-dispatch")
-                else all(s in _COMPLETE | {NodeStatus.COMPENSATED.value} for s in before)
-            )
-            painted[node.id] = replace(node, status="completed" if done else "pending")
+            painted[node.id] = replace(node, status=_join_status(node.kind, before))
+    # `visit_parallel` adds a fork's join right after it
+    join_of = {n.id: graph.nodes[i + 1].id for i, n in enumerate(graph.nodes) if n.kind in FORKS}
     for node in reversed(graph.nodes):
         if node.kind in FORKS:
             after = [painted[i].status for i in outgoing.get(node.id, [])]
-            started = any(s not in ("pending", "lost") for s in after)  # lost unstarted arms ran nothing
-            painted[node.id] = replace(node, status="completed" if started else "pending")
+            joined = painted[join_of[node.id]].status
+            painted[node.id] = replace(node, status=_fork_status(node.kind, after, joined))
     return replace(graph, nodes=tuple(painted[n.id] for n in graph.nodes))
+
+
+_LOST = NodeStatus.LOST.value
+# What an undecided race's fork shows: its liveliest arm, the one an operator looks at first.
+_LIVELIEST = tuple(
+    s.value
+    for s in (
+        NodeStatus.STOPPED,
+        NodeStatus.ANSWERED,
+        NodeStatus.FAILED,
+        NodeStatus.RUNNING,
+        NodeStatus.WAITING,
+        NodeStatus.SLEEPING,
+        NodeStatus.INTERRUPTED,
+    )
+)
+
+
+def _join_status(kind: str, before: list[str]) -> str:
+    """A join is lost when every arm reaching it lost (it sits in a race's losing arm); a race's join and
+    a dispatch's are completed once one arm arrived, a parallel join once all did."""
+    if before and all(s == _LOST for s in before):
+        return _LOST
+    if kind in ("race-join", "join-dispatch"):
+        done = any(s in _COMPLETE for s in before)
+    else:
+        done = bool(before) and all(s in _COMPLETE | {NodeStatus.COMPENSATED.value} for s in before)
+    return NodeStatus.COMPLETED.value if done else NodeStatus.PENDING.value
+
+
+def _fork_status(kind: str, after: list[str], joined: str) -> str:
+    """A fork is lost when every arm leaving it lost, pending until an arm started. A parallel fork that
+    started is completed; a race's only once decided (its join completed): undecided, it shows its
+    liveliest arm (stopped, answered, failed, running, waiting, sleeping, interrupted), never completed."""
+    if after and all(s == _LOST for s in after):
+        return _LOST
+    if not any(s not in (NodeStatus.PENDING.value, _LOST) for s in after):  # lost unstarted arms ran nothing
+        return NodeStatus.PENDING.value
+    if kind != "race-fork" or joined == NodeStatus.COMPLETED.value:
+        return NodeStatus.COMPLETED.value
+    return next((s for s in _LIVELIEST if s in after), NodeStatus.PENDING.value)
 
 
 def _entry(node: GraphNode, entry: NodeProgress | None) -> GraphNode:

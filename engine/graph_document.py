@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from engine import errors, nodes, traversal, values
-from engine.flow import Flow
-from engine.nodes import NO_STATE, Body, Knobs, Node
-from engine.schedule import Schedule
+from flowdeck.engine import errors, nodes, traversal, values
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.nodes import NO_STATE, Body, Knobs, Node
+from flowdeck.engine.schedule import Schedule
 
 __all__ = ["FORMAT", "GraphDocumentError", "document_of", "flow_of", "type_tag"]
 
@@ -284,7 +284,7 @@ class _Reader:
 
 def flow_of(document: Mapping[str, Any]) -> Flow:
     """The skeleton of the stored version: its plan, with bodies that refuse to run. Draw it with
-    `engine.render`, paint it with `engine.progress.build_progress`, as a served flow."""
+    `flowdeck.engine.render`, paint it with `flowdeck.engine.progress.build_progress`, as a served flow."""
     reader = _Reader()
     if not isinstance(document, Mapping):
         raise reader.fail(f"the document should be an object, found {type(document).__name__}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from engine import errors
+from flowdeck.engine import errors
 
 __all__ = ["MAX_ID_LENGTH", "check_id", "id_problem"]
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine import errors, interpreter, nodes, values
-from engine.flow import Flow
-from store import spi
+from flowdeck.engine import errors, interpreter, nodes, values
+from flowdeck.engine.flow import Flow
+from flowdeck.store import spi
 
 __all__ = ["check_value", "declared_inputs", "undeclared"]
 

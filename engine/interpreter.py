@@ -35,15 +35,16 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from engine import compensation, nodes, recorder, traversal, values
-from engine.errors import (
+from flowdeck.engine import compensation, nodes, recorder, traversal, values
+from flowdeck.engine.config import Transient, never
+from flowdeck.engine.errors import (
     FlowCancelled,
     FlowDomainError,
     FlowLoopExhausted,
     FlowNondeterministicCollection,
 )
-from engine.flow import Flow
-from engine.outcomes import (
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.outcomes import (
     AttemptReport,
     ClaimLost,
     Halt,
@@ -53,11 +54,11 @@ from engine.outcomes import (
     StopFor,
     mistake,
 )
-from engine.traversal import qualify
-from engine.walker import Scope, Walker, list_type
-from engine.walker import child_inputs as child_inputs  # the inputs a subflow's mapper supplies
-from store import spi
-from store.clock import Clock
+from flowdeck.engine.traversal import qualify
+from flowdeck.engine.walker import Scope, Walker, list_type
+from flowdeck.engine.walker import child_inputs as child_inputs  # the inputs a subflow's mapper supplies
+from flowdeck.store import spi
+from flowdeck.store.clock import Clock
 
 __all__ = [
     "AttemptReport",
@@ -126,6 +127,7 @@ async def run_attempt(
     executor_id: str,
     runner: Runner | None = None,
     opened: str | None = None,
+    transient: Transient = never,
 ) -> AttemptReport:
     """Perform one whole attempt at a claimed execution, ending it with `claimed.finish(...)`.
 
@@ -133,7 +135,8 @@ async def run_attempt(
     flow, and ends Terminal / Suspended / Stop. A FlowStoreError propagates with nothing decided; so does
     asyncio.CancelledError (the worker cancels the task when its claim is lost). `opened`: the claim's own
     write recorded those and the start of the node at this path (`opening`), so the attempt writes none of
-    them.
+    them. `transient`: a body's exception the world caused, retried rather than taken for a mistake
+    (`EngineConfig.transient`).
     """
     state = claimed.state
     eid = state.execution_id
@@ -158,6 +161,7 @@ async def run_attempt(
     if opened is None:
         rec.pending += _claim_events(rec.event, executor_id)
     rec.opened = opened
+    rec.transient = transient
     run = Walker(flow, rec)
     try:
         ended = await (runner(lambda: _end(run, rec)) if runner is not None else _end(run, rec))

@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine import arguments, nodes, schema, traversal
-from engine.nodes import NO_STATE, Body
+from flowdeck.engine import arguments, nodes, schema, traversal
+from flowdeck.engine.nodes import NO_STATE, Body
 
 if TYPE_CHECKING:
-    from engine.flow import Flow
+    from flowdeck.engine.flow import Flow
 
 __all__ = ["CTX_EXTRAS", "LintWarning", "lint"]
 

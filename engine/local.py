@@ -12,12 +12,12 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
-from engine import errors, interpreter
-from engine.engine import FlowEngine
-from engine.flow import Flow
-from engine.values import Record
-from store import spi
-from store.memory import MemoryStore
+from flowdeck.engine import errors, interpreter
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.values import Record
+from flowdeck.store import spi
+from flowdeck.store.memory import MemoryStore
 
 __all__ = ["run_local"]
 

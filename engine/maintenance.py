@@ -1,7 +1,7 @@
 """Maintenance beside the workers: chores a worker process runs every so often (retention's purge, for
 one), each in its own named task, on the engine's clock.
 
-The engine knows nothing of what a chore does: the process that runs the workers wires it (`runworkers`
+The engine knows nothing of what a chore does: the process that runs the workers wires it (`flowdeck_workers`
 wires the console's retention). A chore's first round starts at once, and each next one `every` after the
 previous one ended, so two rounds of one chore never overlap. A round that raises is logged and counted;
 the next round tries again, and the workers never stop for it. Leaving `running` cancels a round midway:
@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from store.clock import Clock
+from flowdeck.store.clock import Clock
 
 __all__ = ["Chore", "running"]
 

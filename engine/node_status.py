@@ -18,3 +18,5 @@ class NodeStatus(enum.StrEnum):
     STOPPED = "stopped"
     WON = "won"  # a race's arm whose value the race took
     LOST = "lost"  # a race's arm that was refused or overtaken: neither failed nor completed
+    ANSWERED = "answered"  # a person said what it did on a stopped execution: awaiting resume
+    INTERRUPTED = "interrupted"  # under way when the execution was cancelled or ended: it never finished

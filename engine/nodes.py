@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from engine.schedule import Schedule
+from flowdeck.engine.schedule import Schedule
 
 if TYPE_CHECKING:
-    from engine.flow import Flow
+    from flowdeck.engine.flow import Flow
 
 __all__ = [
     "NO_STATE",

@@ -11,8 +11,8 @@ import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engine.errors import FlowCancelled
-from store import spi
+from flowdeck.engine.errors import FlowCancelled
+from flowdeck.store import spi
 
 __all__ = [
     "PASS_THROUGH",
@@ -27,7 +27,7 @@ __all__ = [
     "mistake",
 ]
 
-_HOME = "engine.interpreter"
+_HOME = "flowdeck.engine.interpreter"
 
 
 class Parked(Exception):

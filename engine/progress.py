@@ -6,14 +6,17 @@ with its own state. The record (engine/progress_record.py) speaks of paths; a fa
 several places share goes to the place that could have produced it (every node before it on its branch
 done), the latest-unblocked one for a completion. The rules, first match wins per place:
 
-1. the node the execution stopped at (a Stopped status) → stopped;
+1. the node the execution stopped at (a Stopped status) → stopped, or answered once a person answered it
+   (an Answered event: it awaits a resume);
 2. a recorded failure (StepFailed, resolved to its owner node) not superseded by a later completion → failed;
 3. a NodeCompensated mark → compensated;
 4. a completion: StepCompleted / SleepCompleted / InputDischarged / InputSupplied / Answered events, and any
    node whose value field exists (delivered inputs, outputs, dispatch/loop/foreach results) → completed;
 5. a wait row: OnField → waiting, At → sleeping (with its deadline);
-6. otherwise, in every sequence the first node not yet done is running while the execution is Running
-   (pending when it is not), and everything after it is pending.
+6. otherwise, in every sequence the first node not yet done is running while the execution is Running,
+   interrupted once a cancel or an operator's end ended it, else pending; everything after it is pending.
+A node answered on a stopped execution (an Answered event) is answered rather than completed until the
+execution resumes.
 
 A race then settles: the first branch done is its winner, painted won; every other branch's unfinished or
 failed nodes are lost (an arm that failed while another can still win is lost too, not failed: the race
@@ -30,21 +33,30 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from engine import graph, nodes, progress_record, traversal
-from engine.node_status import NodeStatus
-from engine.progress_record import Record
-from engine.traversal import qualify
-from store import spi
+from flowdeck.engine import graph, nodes, progress_record, traversal
+from flowdeck.engine.node_status import NodeStatus
+from flowdeck.engine.progress_record import Record
+from flowdeck.engine.traversal import qualify
+from flowdeck.store import spi
 
 if TYPE_CHECKING:
-    from engine.flow import Flow
+    from flowdeck.engine.flow import Flow
 
 __all__ = ["NodeProgress", "NodeStatus", "Progress", "build_progress", "node_type", "walk"]
 
 # Statuses after which a sequence moves on to its next node.
-_DONE = frozenset({NodeStatus.COMPLETED, NodeStatus.COMPENSATED, NodeStatus.WON})
-# Statuses a race's loser keeps: what it finished, it finished.
-_KEPT = frozenset({NodeStatus.COMPLETED, NodeStatus.COMPENSATED, NodeStatus.STOPPED, NodeStatus.LOST})
+_DONE = frozenset({NodeStatus.COMPLETED, NodeStatus.COMPENSATED, NodeStatus.WON, NodeStatus.ANSWERED})
+# Statuses a race's loser keeps: what it finished, it finished; what a cancel cut short, it cut short.
+_KEPT = frozenset(
+    {
+        NodeStatus.COMPLETED,
+        NodeStatus.COMPENSATED,
+        NodeStatus.STOPPED,
+        NodeStatus.LOST,
+        NodeStatus.ANSWERED,
+        NodeStatus.INTERRUPTED,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -53,7 +65,10 @@ class NodeProgress:
     the failure, stop reason (with its code), chosen branch, `k/n` items or loop iterations; `until` a
     sleep's deadline; `done`/`total` a foreach's items recorded so far and its count, `items_running` and
     `items_failed` the ones started and not done, and failed; `iterations` a loop_on's checkpoints or a
-    completed loop's iterations."""
+    completed loop's iterations. `shared`: other places carry the same durable path (a race's arms that all
+    produce `decision`), so only `place` tells this one apart; `recorded`: what the record holds under the
+    path (attempts, value, wait) is this place's, false for a shared path's place that another place's
+    facts went to (a losing arm that never ran it)."""
 
     name: str
     node_type: str
@@ -67,6 +82,8 @@ class NodeProgress:
     items_running: int | None = None
     items_failed: int | None = None
     iterations: int | None = None
+    shared: bool = False
+    recorded: bool = True
 
 
 @dataclass(frozen=True)
@@ -223,10 +240,14 @@ def _shared_facts(places: Sequence[_At], record: Record, reach: Mapping[str, tup
     return facts
 
 
-def _facts(plan: Sequence[_Item], record: Record) -> dict[str, _Facts]:
+def _by_path(plan: Sequence[_Item]) -> dict[str, list[_At]]:
     by_path: dict[str, list[_At]] = {}
     for at in _places(plan):
         by_path.setdefault(at.path, []).append(at)
+    return by_path
+
+
+def _facts(plan: Sequence[_Item], by_path: Mapping[str, list[_At]], record: Record) -> dict[str, _Facts]:
     reach: dict[str, tuple[bool, int]] = {}
     _reach(plan, record, True, -1, reach)
     facts: dict[str, _Facts] = {}
@@ -248,6 +269,7 @@ class _Paint:
     record: Record
     facts: Mapping[str, _Facts]
     stop_at_frontier: bool
+    shared: frozenset[str] = frozenset()  # places whose durable path other places carry too
 
 
 def build_progress(
@@ -255,14 +277,20 @@ def build_progress(
     state: spi.ExecutionState,
     fields: Mapping[str, spi.FieldData],
     history: Sequence[spi.Event],
+    *,
+    runs: bool = True,
 ) -> Progress:
     """Every named node of `flow` at each of its places (subflow children as `sub~name`) with the status
-    its record implies."""
+    its record implies. `runs` False says no process serves the execution's version (it is parked):
+    nothing is painted running, its frontier stays pending."""
     drawn = graph.build_graph(flow)
     plan = _plan(flow, "", (n.id for n in drawn.nodes if n.path and n.kind != "branch"))
     known = frozenset(at.path for at in _places(plan))
-    record = progress_record.read(state, fields, history, known)
-    paint = _Paint(record, _facts(plan, record), stop_at_frontier=record.stopped_at == "")
+    record = progress_record.read(state, fields, history, known, runs)
+    by_path = _by_path(plan)
+    shared = frozenset(at.place for ats in by_path.values() if len(ats) > 1 for at in ats)
+    facts = _facts(plan, by_path, record)
+    paint = _Paint(record, facts, stop_at_frontier=record.stopped_at == "", shared=shared)
     rows: dict[str, NodeProgress] = {}
     _sequence(plan, paint, rows, active=True)
     return Progress(tuple(rows.values()))
@@ -383,7 +411,19 @@ def _counted(at: _At, counts: Mapping[str, int | None], record: Record) -> str:
     return ", ".join([text, *extra])
 
 
+# A place whose record is the path's whatever its facts: the attempt under way is the frontier's.
+_UNDER_WAY = frozenset({NodeStatus.RUNNING, NodeStatus.INTERRUPTED})
+
+
 def _row(at: _At, paint: _Paint, *, active: bool) -> NodeProgress:
+    row = _status_row(at, paint, active=active)
+    if at.place not in paint.shared:
+        return row
+    own = isinstance(at.node, nodes.Input) or paint.facts.get(at.place, _Facts()) != _Facts()
+    return replace(row, shared=True, recorded=own or row.status in _UNDER_WAY)
+
+
+def _status_row(at: _At, paint: _Paint, *, active: bool) -> NodeProgress:
     record = paint.record
     facts = paint.facts.get(at.place, _Facts())
     counts = _counts(at, record)
@@ -400,14 +440,18 @@ def _row(at: _At, paint: _Paint, *, active: bool) -> NodeProgress:
     def row(status: NodeStatus, detail: str = "", until: datetime | None = None) -> NodeProgress:
         return replace(base, status=status, detail=detail, until=until)
 
+    answered = at.path in record.answered
     if facts.stopped:
+        if answered:
+            return row(NodeStatus.ANSWERED, f"answered; was {record.stop_detail}")
         return row(NodeStatus.STOPPED, record.stop_detail)
     if facts.failure is not None:
         return row(NodeStatus.FAILED, f"{counted}; {facts.failure}" if counted else facts.failure)
     if at.path in record.compensated:
         return row(NodeStatus.COMPENSATED)
     if facts.completed:
-        return row(NodeStatus.COMPLETED, record.chosen.get(at.path, "") or counted)
+        chosen = record.chosen.get(at.path, "") or counted
+        return row(NodeStatus.ANSWERED if answered else NodeStatus.COMPLETED, chosen)
     if isinstance(facts.wait, spi.WakeOnField):
         return row(NodeStatus.WAITING, counted)
     if isinstance(facts.wait, spi.WakeAt):
@@ -416,6 +460,8 @@ def _row(at: _At, paint: _Paint, *, active: bool) -> NodeProgress:
         return row(NodeStatus.STOPPED, record.stop_detail)
     if active and record.running:
         return row(NodeStatus.RUNNING, record.chosen.get(at.path, "") or counted)
+    if active and record.interrupted:
+        return row(NodeStatus.INTERRUPTED, counted)
     return row(NodeStatus.PENDING, counted)
 
 
@@ -448,6 +494,8 @@ def _derived(children: Sequence[NodeProgress], own: NodeStatus, *, active: bool,
         return NodeStatus.RUNNING if active and running else NodeStatus.PENDING
     if statuses <= {NodeStatus.COMPLETED, NodeStatus.WON, NodeStatus.LOST}:
         return NodeStatus.COMPLETED
+    if NodeStatus.ANSWERED in statuses and statuses <= _DONE | {NodeStatus.LOST}:
+        return NodeStatus.ANSWERED
     if statuses <= _DONE | {NodeStatus.LOST}:
         return NodeStatus.COMPENSATED
     if NodeStatus.STOPPED in statuses:
@@ -456,4 +504,6 @@ def _derived(children: Sequence[NodeProgress], own: NodeStatus, *, active: bool,
         return NodeStatus.FAILED
     if statuses & {NodeStatus.RUNNING, NodeStatus.WAITING, NodeStatus.SLEEPING}:
         return NodeStatus.RUNNING
+    if NodeStatus.INTERRUPTED in statuses:
+        return NodeStatus.INTERRUPTED
     return NodeStatus.PENDING

@@ -9,13 +9,14 @@ that progress can tell which of several nodes sharing a durable path (a race's a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from engine import schema
-from store import spi
+from flowdeck.engine import schema
+from flowdeck.store import spi
 
-__all__ = ["Record", "read"]
+__all__ = ["Record", "completed_at", "read"]
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,9 @@ class Record:
     """The record indexed by durable path: when each completed (`completed`), its latest failure (time and
     error), compensation marks, wait rows, the stop and the dispatch choices; per foreach the item indices
     started and failed; per path how many checkpoints (loop_on iterations) it has, and the iterations a
-    plain loop's StepCompleted tells (`iterations`: a loop writes no field per iteration)."""
+    plain loop's StepCompleted tells (`iterations`: a loop writes no field per iteration). While the
+    execution is stopped, `answered` holds the paths a person answered (they await a resume); `interrupted`
+    says a cancel or an end ended it, so whatever was under way never finished."""
 
     running: bool
     completed: Mapping[str, int]
@@ -38,6 +41,8 @@ class Record:
     items_failed: Mapping[str, frozenset[int]] = field(default_factory=dict)
     checkpoints: Mapping[str, int] = field(default_factory=dict)
     iterations: Mapping[str, int] = field(default_factory=dict)
+    answered: frozenset[str] = frozenset()
+    interrupted: bool = False
 
     def live_failure(self, path: str) -> str | None:
         """The failure of `path` unless a later completion superseded it."""
@@ -57,6 +62,18 @@ _COMPLETION_KEYS: dict[spi.EventKind, str] = {
 }
 
 
+def completed_at(history: Sequence[spi.Event], paths: Collection[str]) -> datetime | None:
+    """When the last of `paths` completed, as the history tells it (a race is decided then)."""
+    return max(
+        (
+            e.timestamp
+            for e in history
+            if e.kind in _COMPLETION_KEYS and str(e.data.get(_COMPLETION_KEYS[e.kind], "")) in paths
+        ),
+        default=None,
+    )
+
+
 def _item(key: str, owner: str) -> int | None:
     rest = key[len(owner) + 1 :] if key.startswith(f"{owner}~") else ""
     return int(rest) if rest.isdigit() else None
@@ -73,6 +90,7 @@ class _Reader:
         self.items_failed: dict[str, set[int]] = {}
         self.mentioned: dict[str, int] = {}  # the latest event naming each path
         self.iterations: dict[str, int] = {}
+        self.answered: set[str] = set()
 
     def event(self, at: int, event: spi.Event) -> None:
         data = event.data
@@ -85,6 +103,8 @@ class _Reader:
             path = str(data.get(key, ""))
             if path in self.known:
                 self.completed[path] = at
+                if event.kind is spi.EventKind.ANSWERED:
+                    self.answered.add(path)
                 count = data.get("iterations")
                 if isinstance(count, int) and not isinstance(count, bool):
                     self.iterations[path] = count
@@ -115,7 +135,10 @@ def read(
     fields: Mapping[str, spi.FieldData],
     history: Sequence[spi.Event],
     known: frozenset[str],
+    runs: bool = True,
 ) -> Record:
+    """The record of `state`; `runs` False (a parked execution: no process serves its version) paints
+    nothing running, whatever its status says."""
     reader = _Reader(known)
     for at, event in enumerate(history):
         reader.event(at, event)
@@ -137,7 +160,7 @@ def read(
         stopped_at = schema.owner_of(status.node, known) or ""
         stop_detail = f"{status.code}: {status.reason}" if status.reason else status.code
     return Record(
-        running=isinstance(status, spi.Running),
+        running=runs and isinstance(status, spi.Running),
         completed=reader.completed,
         failed=reader.failed,
         compensated=frozenset(reader.compensated),
@@ -152,7 +175,14 @@ def read(
         items_failed={k: frozenset(v) for k, v in reader.items_failed.items()},
         checkpoints=checkpoints,
         iterations=reader.iterations,
+        answered=frozenset(reader.answered) if isinstance(status, spi.Stopped) else frozenset(),
+        interrupted=_interrupted(status),
     )
+
+
+def _interrupted(status: spi.Status) -> bool:
+    """Ended by a cancel, or by an operator's end (`Failed` of kind "Ended"): nothing under way finished."""
+    return isinstance(status, spi.Cancelled) or (isinstance(status, spi.Failed) and status.kind == "Ended")
 
 
 def _decoded_text(value: spi.FieldData) -> str:

@@ -3,7 +3,7 @@
 A recorder holds the record read once at the attempt's start (fields, and what history says: `Ledger`),
 the events and fields pending for the next write, and the node boundaries' decisions (the guard, a heard
 cancel, a woken sleep). There are two: `RealRecorder` writes through the attempt's claim, and the dry run's
-(`engine.dry_run.DryRecorder`) never writes and stops at the first node that would work. Which one an
+(`flowdeck.engine.dry_run.DryRecorder`) never writes and stops at the first node that would work. Which one an
 attempt has is decided once, where it is built; the walker never asks.
 
 Every write takes the pending events (and pending fields) with it, in one transaction. A node's record
@@ -23,14 +23,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from engine import forks, nodes, traversal, values
-from engine.errors import FlowCancelled, FlowDomainError, FlowNondeterministicCollection
-from engine.outcomes import ClaimLost, Question, ResumedUnwind, mistake
-from store import spi
-from store.clock import Clock
+from flowdeck.engine import forks, nodes, traversal, values
+from flowdeck.engine.config import Transient, never
+from flowdeck.engine.errors import FlowCancelled, FlowDomainError, FlowNondeterministicCollection
+from flowdeck.engine.outcomes import ClaimLost, Question, ResumedUnwind, mistake
+from flowdeck.store import spi
+from flowdeck.store.clock import Clock
 
 if TYPE_CHECKING:
-    from engine.flow import Flow
+    from flowdeck.engine.flow import Flow
 
 __all__ = ["Deferred", "Ledger", "RealRecorder", "Recorder", "listens"]
 
@@ -133,6 +134,7 @@ class Recorder(abc.ABC):
         self.unfinished = {p for p, k in ledger.last_step_event.items() if k is spi.EventKind.STEP_STARTED}
         # a node whose start this attempt's claim recorded already (interpreter.opening): its run writes none
         self.opened: str | None = None
+        self.transient: Transient = never  # a body's exception the world caused (EngineConfig.transient)
         self.resume_cause = status.cause if isinstance(status, spi.Compensating) else None
         self.listening = listens(flow)
         self.pending: list[spi.Event] = []

@@ -12,10 +12,10 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.errors import FlowNotRegistered
+from flowdeck.engine.errors import FlowNotRegistered
 
 if TYPE_CHECKING:
-    from engine.flow import Flow
+    from flowdeck.engine.flow import Flow
 
 __all__ = ["Registry", "Version"]
 

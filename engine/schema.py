@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from engine import errors, graph_document, nodes, traversal, values
-from engine.nodes import NO_STATE, Node
-from engine.schedule import Schedule
-from engine.traversal import qualify
-from store import spi
+from flowdeck.engine import errors, graph_document, nodes, traversal, values
+from flowdeck.engine.nodes import NO_STATE, Node
+from flowdeck.engine.schedule import Schedule
+from flowdeck.engine.traversal import qualify
+from flowdeck.store import spi
 
 if TYPE_CHECKING:
-    from engine.flow import Flow, Meta
+    from flowdeck.engine.flow import Flow, Meta
 
 __all__ = [
     "RESERVED",

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
-from engine import nodes
-from engine.nodes import Node
+from flowdeck.engine import nodes
+from flowdeck.engine.nodes import Node
 
 if TYPE_CHECKING:
-    from engine.flow import Flow
+    from flowdeck.engine.flow import Flow
 
 __all__ = ["KINDS", "Place", "Visitor", "kind", "qualify", "walk"]
 

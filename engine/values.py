@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from engine.errors import FlowValueError
-from store.spi import FieldData
+from flowdeck.engine.errors import FlowValueError
+from flowdeck.store.spi import FieldData
 
 __all__ = [
     "UNDECLARED",

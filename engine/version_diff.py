@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from engine import graph_document, nodes, traversal
-from engine.flow import Flow
-from engine.graph import FlowGraph, GraphNode
+from flowdeck.engine import graph_document, nodes, traversal
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.graph import FlowGraph, GraphNode
 
 __all__ = ["Change", "Side", "VersionDiff", "arm_key", "diff", "key_of", "marks"]
 

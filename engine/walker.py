@@ -16,18 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from engine import bodies, compensation, nodes, traversal, values
-from engine.context import Context
-from engine.errors import FlowDomainError, FlowLoopExhausted
-from engine.flow import LoopAgain, LoopDone
-from engine.nodes import NO_STATE, Body, Knobs
-from engine.outcomes import PASS_THROUGH, Parked, StopFor, describe, mistake
-from engine.recorder import Recorder
-from engine.traversal import qualify
-from store import spi
+from flowdeck.engine import bodies, compensation, nodes, traversal, values
+from flowdeck.engine.context import Context
+from flowdeck.engine.errors import FlowDomainError, FlowLoopExhausted
+from flowdeck.engine.flow import LoopAgain, LoopDone
+from flowdeck.engine.nodes import NO_STATE, Body, Knobs
+from flowdeck.engine.outcomes import PASS_THROUGH, Parked, StopFor, describe, mistake
+from flowdeck.engine.recorder import Recorder
+from flowdeck.engine.traversal import qualify
+from flowdeck.store import spi
 
 if TYPE_CHECKING:
-    from engine.flow import Flow
+    from flowdeck.engine.flow import Flow
 
 __all__ = ["Scope", "Walker", "child_inputs", "list_type", "state_type"]
 

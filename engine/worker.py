@@ -40,17 +40,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from engine import interpreter
-from engine.config import EngineConfig
-from engine.registry import Registry, Version
-from store.clock import Clock
-from store.spi import Claimed, FlowStore, FlowStoreError
+from flowdeck.engine import interpreter
+from flowdeck.engine.config import EngineConfig
+from flowdeck.engine.registry import Registry, Version
+from flowdeck.store.clock import Clock
+from flowdeck.store.spi import Claimed, FlowStore, FlowStoreError
 
 __all__ = ["Health", "WorkerPool"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+POLL_BACK_OFF = 0.05
+"""Seconds of the first pause after a poll failed transiently (doubling while it keeps failing)."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,11 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _transient(exc: BaseException, config: EngineConfig) -> bool:
+    """A poll's failure the world caused: the store says so (`retryable`), or the engine's predicate."""
+    return (isinstance(exc, FlowStoreError) and exc.retryable) or config.transient(exc)
+
+
 class WorkerPool:
     """The engine's workers and the attempts they run. `start` and `stop` bracket its life."""
 
@@ -111,6 +119,7 @@ class WorkerPool:
         self._slots = config.workers * config.batch_size
         self._confirm_after = config.renew_every.total_seconds() / 2
         self._poll_failures = 0
+        self._pause: float | None = None  # the last back-off after a transient poll failure, in a run
         self._last_poll_failure: str | None = None
         self._last_poll_failure_at: datetime | None = None
         self._store_failures = 0
@@ -226,9 +235,9 @@ class WorkerPool:
             try:
                 claims = await self._claim(served, registered, free)
             except Exception as exc:
-                self._poll_failed(exc)
-                await self._until_stop(self._clock.sleep(poll_timeout.total_seconds()))
+                await self._until_stop(self._clock.sleep(self._poll_failed(exc)))
                 continue
+            self._pause = None
             if claims:
                 handed_over = self._clock.monotonic()
                 for claimed in claims:
@@ -262,17 +271,27 @@ class WorkerPool:
                 return task.result()
         return None
 
-    def _poll_failed(self, exc: Exception) -> None:
+    def _poll_failed(self, exc: Exception) -> float:
+        """Note a failed poll; answers how long to pause. A transient store error (a locked database, a
+        lost connection) is the world busy for a moment: from POLL_BACK_OFF doubling, up to the poll
+        timeout, while it lasts. Anything else pauses the whole poll timeout."""
         self._poll_failures += 1
         self._last_poll_failure = _describe(exc)
         self._last_poll_failure_at = self._clock.now()
+        longest = self._config.poll_timeout.total_seconds()
+        if _transient(exc, self._config):
+            self._pause = min(longest, 2 * self._pause if self._pause is not None else POLL_BACK_OFF)
+            pause = self._pause
+        else:
+            pause = longest
         logger.warning(
             "poll failed (%s); pausing %gs",
             self._last_poll_failure,
-            self._config.poll_timeout.total_seconds(),
+            pause,
             exc_info=exc,
             extra={"action": "poll_failed", "executor_id": self._executor_id},
         )
+        return pause
 
     def _store_failed(self, exc: Exception, execution_id: str) -> None:
         self._store_failures += 1
@@ -353,6 +372,7 @@ class WorkerPool:
                 executor_id=self._executor_id,
                 runner=self._runner,
                 opened=opened,
+                transient=self._config.transient,
             ),
             name=f"flowdeck:run:{eid}",
         )

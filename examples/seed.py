@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from pydantic import BaseModel
 
-from engine import Flow, FlowDomainError, Loop, Schedule
+from flowdeck.engine import Flow, FlowDomainError, Loop, Schedule
 
 __all__ = [
     "ALL_FLOWS",

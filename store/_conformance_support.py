@@ -3,7 +3,7 @@ import the fixtures from here, and their test files must not have to change."""
 
 from __future__ import annotations
 
-from store.conformance.support import (
+from flowdeck.store.conformance.support import (
     EX1,
     EX2,
     LEASE,

@@ -121,3 +121,19 @@ class Waiting:
 class WaitingPage:
     total: int
     items: Sequence[Waiting]
+
+
+# The ready executions a backlog read counts at most (`FlowStore.ready_backlog`): past it, "10,000+".
+BACKLOG_CAP = 10_000
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """The executions a worker serving the asked versions would claim now and nobody has: how many (at
+    most `counts.BACKLOG_CAP`, `capped` when there are more), and the earliest moment one of them became
+    ready (`oldest_ready`; None when none is): the later of its row's last write, its due sleep's deadline
+    and its lapsed claim's expiry."""
+
+    ready: int
+    capped: bool
+    oldest_ready: datetime | None

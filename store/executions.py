@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from store.status import Status
-from store.wakes import Wake
+from flowdeck.store.status import Status
+from flowdeck.store.wakes import Wake
 
 
 @dataclass(frozen=True, eq=True)

@@ -22,7 +22,7 @@ BATCH = 1000  # the events one read answers at most, unless asked for fewer
 class FeedEvent:
     """One stored event as the feed names it: its id, its execution and workflow, its seq and kind; and
     when it happened and its payload (`Event.timestamp`, `Event.data`), which a reader folding the feed
-    into numbers (the metrics, `console.metrics`) reads."""
+    into numbers (the metrics, `flowdeck.console.metrics`) reads."""
 
     id: int
     execution_id: str

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, TypeAlias
 
-from store.counts import RETRY_MARK
-from store.executions import ExecutionState
-from store.status import Cancelled, Compensating, Completed, Failed, Running, Stopped
-from store.wakes import WakeAt, WakeOnField
+from flowdeck.store.counts import RETRY_MARK
+from flowdeck.store.executions import ExecutionState
+from flowdeck.store.status import Cancelled, Compensating, Completed, Failed, Running, Stopped
+from flowdeck.store.wakes import WakeAt, WakeOnField
 
 
 class FilterParseError(ValueError):
@@ -64,6 +64,20 @@ class ExecutionFilter:
         served_hashes: frozenset[str]
 
     @dataclass(frozen=True)
+    class Served:
+        """Ended, or held by a version among `served_hashes`: everything `Orphaned` is not (the console's
+        unended words leave parked executions out with it: nothing runs them)."""
+
+        served_hashes: frozenset[str]
+
+    @dataclass(frozen=True)
+    class Both:
+        """Matches what `first` and `second` both match (a status word narrowed to served or parked)."""
+
+        first: ExecutionFilter.Any
+        second: ExecutionFilter.Any
+
+    @dataclass(frozen=True)
     class Stopped:
         """Stopped for a person; with `code`, only that stop code."""
 
@@ -84,6 +98,8 @@ class ExecutionFilter:
         | WaitingForInput
         | Cancelling
         | Orphaned
+        | Served
+        | Both
         | Stopped
         | Retrying
     )
@@ -108,7 +124,8 @@ class ExecutionFilter:
     def parse(cls, wire: str) -> ExecutionFilter.Any:
         """Parse the wire vocabulary; an unknown word or an empty narrowing raises `FilterParseError`.
 
-        `Orphaned` has no spelling on purpose: its parameter is one engine's served set.
+        `Orphaned`, `Served` and `Both` have no spelling on purpose: their parameter is one engine's served
+        set.
         """
         simple: dict[str, ExecutionFilter.Any] = {
             "running": cls.Running(),
@@ -163,6 +180,10 @@ def filter_matches(filt: ExecutionFilter.Any, state: ExecutionState) -> bool:
             return state.cancel_requested and not status.terminal
         case ExecutionFilter.Orphaned(served):
             return not status.terminal and state.hash not in served
+        case ExecutionFilter.Served(served):
+            return status.terminal or state.hash in served
+        case ExecutionFilter.Both(first, second):
+            return filter_matches(first, state) and filter_matches(second, state)
         case ExecutionFilter.Stopped(code):
             return isinstance(status, Stopped) and (code is None or status.code == code)
         case ExecutionFilter.Retrying():

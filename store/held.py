@@ -3,7 +3,7 @@ token its writes present, and the cancel request as its latest accepted write sa
 
 from __future__ import annotations
 
-from store import spi
+from flowdeck.store import spi
 
 __all__ = ["HeldClaim"]
 

@@ -16,9 +16,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from store import (
+from flowdeck.store import (
     counts,
     feed,
+    field_terms,
     heartbeats,
     memory_node_stats,
     memory_purge,
@@ -27,9 +28,9 @@ from store import (
     rules,
     spi,
 )
-from store.clock import SYSTEM_CLOCK, Clock
-from store.memory_claimed import MemoryClaimed, released
-from store.wake_hub import Asked, WakeHub, poll, wait_for_change
+from flowdeck.store.clock import SYSTEM_CLOCK, Clock
+from flowdeck.store.memory_claimed import MemoryClaimed, released
+from flowdeck.store.wake_hub import Asked, WakeHub, poll, wait_for_change
 
 __all__ = ["MemoryData", "MemoryStore"]
 
@@ -359,7 +360,7 @@ class MemoryStore(spi.FlowStore):
             marks.add(path)
             waits = {p: w for p, w in row.waits.items() if p != path}
             self.data.executions[execution_id] = dataclasses.replace(
-                row, waits=waits, updated=self.clock.now()
+                row, status=rules.answered(row.status, path), waits=waits, updated=self.clock.now()
             )
             self._append(execution_id, [event])
             self._changed()
@@ -388,7 +389,7 @@ class MemoryStore(spi.FlowStore):
         limit: int | None = None,
         offset: int = 0,
         id_prefix: str | None = None,
-        fields: Sequence[spi.FieldMatch] = (),
+        fields: Sequence[field_terms.SearchTerm] = (),
         *,
         order_by: str = "created",
         created_after: datetime | None = None,
@@ -410,7 +411,7 @@ class MemoryStore(spi.FlowStore):
             if (flow_id is None or row.flow_id == flow_id)
             and (filter is None or spi.filter_matches(filter, row))
             and (id_prefix is None or row.execution_id.startswith(id_prefix))
-            and all(spi.field_matches(m, recorded[row.execution_id]) for m in fields)
+            and all(field_terms.term_matches(m, recorded[row.execution_id], row.status) for m in fields)
             and (created_after is None or row.created >= created_after)
             and (created_before is None or row.created < created_before)
             and (updated_after is None or row.updated >= updated_after)
@@ -525,6 +526,14 @@ class MemoryStore(spi.FlowStore):
     async def waiting_longest(self, limit: int, retrying: bool = False) -> counts.WaitingPage:
         with self._lock:
             return memory_reads.waiting_longest(self.data, limit, retrying)
+
+    async def ready_backlog(
+        self, served: frozenset[tuple[str, str]], cap: int = counts.BACKLOG_CAP
+    ) -> counts.Backlog:
+        with self._lock:
+            now = self.clock.now()
+            ready = [row for row in self.data.executions.values() if self._ready(row, served, now)]
+            return memory_reads.backlog(ready, now, cap)  # the rows in creation order, as they were added
 
     # ---- what a workflow page reads of each node (store/memory_node_stats.py)
 

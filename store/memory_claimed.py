@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from store import spi
-from store.held import HeldClaim
+from flowdeck.store import spi
+from flowdeck.store.held import HeldClaim
 
 if TYPE_CHECKING:
-    from store.memory import MemoryStore
+    from flowdeck.store.memory import MemoryStore
 
 __all__ = ["MemoryClaimed", "released"]
 

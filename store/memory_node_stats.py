@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from store import node_stats, spi
+from flowdeck.store import node_stats, spi
 
 if TYPE_CHECKING:
-    from store.memory import MemoryData
+    from flowdeck.store.memory import MemoryData
 
 __all__ = ["nodes_now", "node_stats_of"]
 

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from store import counts, retention, spi
+from flowdeck.store import counts, retention, spi
 
 if TYPE_CHECKING:
-    from store.memory import MemoryData
+    from flowdeck.store.memory import MemoryData
 
 __all__ = ["PURGED", "count_purgeable", "purge_ended"]
 

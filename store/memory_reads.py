@@ -12,13 +12,14 @@ from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from store import counts, feed, heartbeats, spi
+from flowdeck.store import counts, feed, heartbeats, spi
 
 if TYPE_CHECKING:
-    from store.memory import MemoryData
+    from flowdeck.store.memory import MemoryData
 
 __all__ = [
     "activity",
+    "backlog",
     "claims_by_executor",
     "count_by_code",
     "count_by_status",
@@ -205,3 +206,20 @@ def waiting_longest(data: MemoryData, limit: int, retrying: bool) -> counts.Wait
         for row in found[: max(0, limit)]
     ]
     return counts.WaitingPage(len(found), items)
+
+
+def backlog(ready: list[spi.ExecutionState], now: datetime, cap: int) -> counts.Backlog:
+    """The backlog of the `ready` rows (oldest created first): the first `cap` counted."""
+    counted = ready[: max(cap, 0)]
+    since = [ready_since(row, now) for row in counted]
+    return counts.Backlog(len(counted), len(ready) > len(counted), min(since, default=None))
+
+
+def ready_since(row: spi.ExecutionState, now: datetime) -> datetime:
+    """When a ready row became ready: the later of its last write, its due sleeps' deadlines and its lapsed
+    claim's expiry."""
+    moments = [row.updated]
+    moments += [w.at for w in row.waits.values() if isinstance(w, spi.WakeAt) and w.at <= now]
+    if row.claim_expiry is not None and row.claim_expiry <= now:
+        moments.append(row.claim_expiry)
+    return max(moments)

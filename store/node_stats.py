@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from store.events import EventKind
-from store.status import Compensating, Running, Status, Stopped
-from store.wakes import Wake, WakeAt
+from flowdeck.store.events import EventKind
+from flowdeck.store.status import Compensating, Running, Status, Stopped
+from flowdeck.store.wakes import Wake, WakeAt
 
 __all__ = [
     "NODE_EVENTS",

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from store.events import Event
-from store.fields import FieldData
-from store.status import Status, Stopped
+from flowdeck.store.events import Event
+from flowdeck.store.fields import FieldData
+from flowdeck.store.status import Status, Stopped
 
 
 class WriteOutcome(enum.Enum):

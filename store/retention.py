@@ -7,7 +7,7 @@ terminal status freezes (I5: nothing is written to an ended row afterwards). Sin
 it was created, `created < ended_before` holds for every row a purge takes, and the stores use that bound to
 select a batch from their creation-ordered indexes (no index holds `updated`: see store/django/models.py).
 
-`purge` is the loop both the CLI (`flow purge`) and the workers' retention chore run: batches of `batch`
+`purge` is the loop both the CLI (`flowdeck purge`) and the workers' retention chore run: batches of `batch`
 executions, each one short store transaction (`FlowStore.purge_ended`), a pause of `pause` between
 batches on the injected clock, until a batch comes back short.
 """
@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from store import spi
-from store.clock import Clock
+from flowdeck.store import spi
+from flowdeck.store.clock import Clock
 
 __all__ = ["ENDED", "Purge", "ended_kinds", "kind_of", "purge", "purgeable"]
 

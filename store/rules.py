@@ -8,15 +8,16 @@ value with the columns of `Row`) and changes nothing: the store applies the answ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
-from store import spi
+from flowdeck.store import spi
 
 __all__ = [
     "CancelWrite",
     "Row",
+    "answered",
     "cancel_refusal",
     "cancel_write",
     "claim_live",
@@ -58,6 +59,14 @@ def lifted(status: spi.Status) -> spi.Status:
 def resumed(status: spi.Status) -> spi.Status:
     """The status a resume writes: a Stopped one lifted, any other kept."""
     return lifted(status) if isinstance(status, spi.Stopped) else status
+
+
+def answered(status: spi.Status, path: str) -> spi.Status:
+    """The status an answer for the node at `path` writes: a stop at that node marked answered (it waits
+    for a resume only), any other status kept."""
+    if isinstance(status, spi.Stopped) and status.node == path:
+        return replace(status, answered=True)
+    return status
 
 
 def operator_refusal(

@@ -31,31 +31,31 @@ cancellation with a reason, the operator writes `resume`, `answer` and `end`, an
 
 This module holds the contract alone. The values it speaks in live one concept a module (`store.status`,
 `store.wakes`, `store.events`, `store.fields`, `store.executions`, `store.filters`, `store.outcomes`,
-`store.workflows`) and are re-exported here, so `spi.X` names every one of them.
+`flowdeck.store.workflows`) and are re-exported here, so `spi.X` names every one of them.
 """
 
 from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from store import counts, feed, heartbeats, node_stats
+from flowdeck.store import console_contract, counts, node_stats
 
 # Re-exported: the names in __all__, and, as `X as X`, the codecs and `filter_matches`, which were never in
 # it but which callers reach as `spi.X`.
-from store.events import Event, EventKind, HistoryPage
-from store.executions import ORDER_BY as ORDER_BY
-from store.executions import ExecutionPage, ExecutionState, check_order
-from store.field_terms import FieldMatch
-from store.field_terms import field_matches as field_matches
-from store.field_terms import parse_field_term as parse_field_term
-from store.fields import FieldData
-from store.filters import ExecutionFilter, FilterParseError
-from store.filters import filter_matches as filter_matches
-from store.outcomes import (
+from flowdeck.store.events import Event, EventKind, HistoryPage
+from flowdeck.store.executions import ORDER_BY as ORDER_BY
+from flowdeck.store.executions import ExecutionPage, ExecutionState, check_order
+from flowdeck.store.field_terms import FieldMatch, SearchTerm
+from flowdeck.store.field_terms import field_matches as field_matches
+from flowdeck.store.field_terms import parse_field_term as parse_field_term
+from flowdeck.store.fields import FieldData
+from flowdeck.store.filters import ExecutionFilter, FilterParseError
+from flowdeck.store.filters import filter_matches as filter_matches
+from flowdeck.store.outcomes import (
     Accepted,
     AlreadyDelivered,
     AlreadyRequested,
@@ -73,7 +73,7 @@ from store.outcomes import (
     Terminal,
     WriteOutcome,
 )
-from store.status import (
+from flowdeck.store.status import (
     Cancellation,
     Cancelled,
     Cause,
@@ -85,14 +85,14 @@ from store.status import (
     Status,
     Stopped,
 )
-from store.status import cause_from_json as cause_from_json
-from store.status import cause_to_json as cause_to_json
-from store.status import status_from_json as status_from_json
-from store.status import status_to_json as status_to_json
-from store.wakes import Wake, WakeAt, WakeOnField
-from store.wakes import wake_from_json as wake_from_json
-from store.wakes import wake_to_json as wake_to_json
-from store.workflows import InputInfo, NodeInfo, WorkflowInfo, WorkflowMeta
+from flowdeck.store.status import cause_from_json as cause_from_json
+from flowdeck.store.status import cause_to_json as cause_to_json
+from flowdeck.store.status import status_from_json as status_from_json
+from flowdeck.store.status import status_to_json as status_to_json
+from flowdeck.store.wakes import Wake, WakeAt, WakeOnField
+from flowdeck.store.wakes import wake_from_json as wake_from_json
+from flowdeck.store.wakes import wake_to_json as wake_to_json
+from flowdeck.store.workflows import InputInfo, NodeInfo, WorkflowInfo, WorkflowMeta
 
 __all__ = [
     "AlreadyDelivered",
@@ -279,7 +279,7 @@ class Claimed(abc.ABC):
         return None
 
 
-class FlowStore(abc.ABC):
+class FlowStore(console_contract.ConsoleContract):
     """Where executions live. Readers and the writes anybody may make; running writes are on `Claimed`."""
 
     @abc.abstractmethod
@@ -390,7 +390,7 @@ class FlowStore(abc.ABC):
         limit: int | None = None,
         offset: int = 0,
         id_prefix: str | None = None,
-        fields: Sequence[FieldMatch] = (),
+        fields: Sequence[SearchTerm] = (),
         *,
         order_by: str = "created",
         created_after: datetime | None = None,
@@ -399,7 +399,7 @@ class FlowStore(abc.ABC):
         updated_before: datetime | None = None,
     ) -> ExecutionPage:
         """Filter (by workflow when `flow_id` is given, by the arm, by id prefix, by every one of `fields`:
-        a recorded value at a JSON path, exactly, as `field_matches` means it; by creation instant,
+        a recorded value or a message, as `field_terms.term_matches` means it; by creation instant,
         `created_after <= created < created_before`; by last change, `updated_after <= updated <
         updated_before`, which for an ended execution is when it ended) BEFORE paging; newest first by
         `order_by` (one of `ORDER_BY`: "created" or "updated"; ties: the later created first; another word
@@ -450,110 +450,16 @@ class FlowStore(abc.ABC):
     async def answer(
         self, execution_id: str, path: str, value: FieldData | None, event: Event
     ) -> OperatorOutcome:
-        """Record, for a Stopped execution, what the node at `path` did: the field (when a value is
-        given) and a valueless progress mark, with the event (Answered), in one transition; the wait row at
-        `path` is retired. Write-once: ALREADY_RECORDED if the path already carries a field or a mark.
-        NOT_STOPPED unless Stopped; ALREADY_TERMINAL; NOT_FOUND."""
+        """Record, for a Stopped execution, what the node at `path` did: the field (if a value is given)
+        and a valueless mark, with the event (Answered), in one transition; the wait row at `path` retires;
+        at the node it stopped at, the stop is marked answered (rules.answered). Write-once: ALREADY_RECORDED
+        if `path` has a field or mark. NOT_STOPPED unless Stopped; ALREADY_TERMINAL; NOT_FOUND."""
 
     @abc.abstractmethod
     async def end(self, execution_id: str, status: Failed, event: Event) -> OperatorOutcome:
         """End a non-terminal execution as `status` with no unwind (a person put the world right): writes
         the status and event, retires every wait row. CLAIM_HELD under a live claim; ALREADY_TERMINAL;
         NOT_FOUND."""
-
-    # ---- what an operations console reads (Flowdeck): the store's clock, the event feed, executor
-    # heartbeats, and the counts its pages show. Value types in store/feed.py, heartbeats.py, counts.py.
-
-    @abc.abstractmethod
-    def now(self) -> datetime:
-        """The store's clock: the now its writes stamp and its claim expiries are compared with."""
-
-    @abc.abstractmethod
-    async def events_after(
-        self,
-        after: int,
-        *,
-        gaps: Collection[int] = (),
-        execution_id: str | None = None,
-        workflow_id: str | None = None,
-        limit: int = feed.BATCH,
-        with_data: bool = False,
-    ) -> Sequence[feed.FeedEvent]:
-        """Every event whose id is above `after` or in `gaps` (ids a reader skipped that may still
-        commit), of one execution when `execution_id` is given (else of one workflow when `workflow_id`
-        is), by id, at most `limit`. Ids grow in append order across the whole store; on one execution
-        they follow its seq. With `with_data`, each also carries its timestamp and payload (for the
-        metrics); without, a store may leave them out (a payload can be large)."""
-
-    @abc.abstractmethod
-    async def event_ids_after(
-        self, after: int, *, gaps: Collection[int] = (), limit: int = feed.BATCH
-    ) -> Sequence[int]:
-        """The ids alone of `events_after(after, gaps=gaps, limit=limit)` (for the console's list pages)."""
-
-    @abc.abstractmethod
-    async def latest_event_id(self) -> int:
-        """The newest event's id, 0 for none: a reader starting now asks for the events after it."""
-
-    @abc.abstractmethod
-    async def wait_for_change(self, timeout: timedelta) -> None:
-        """Return once a write that could make a row ready lands (the writes that wake `claim_ready`: a
-        start, a signal, a cancel, a registration; from another process too where the backend hears of
-        them), or after `timeout` of monotonic time. A reader of the feed waits here between reads."""
-
-    @abc.abstractmethod
-    async def record_heartbeat(self, beat: heartbeats.Heartbeat) -> None:
-        """Upsert `beat.executor_id`'s heartbeat, stamped `updated` with the store's now; `started` is
-        kept from the executor's first heartbeat (its given value, or the store's now then)."""
-
-    @abc.abstractmethod
-    async def list_heartbeats(self, fresh_within: timedelta) -> Sequence[heartbeats.RecordedHeartbeat]:
-        """The heartbeats updated within `fresh_within` of the store's now (inclusive), by executor id."""
-
-    @abc.abstractmethod
-    async def count_by_status(self, workflow_id: str | None = None) -> Sequence[counts.StatusCount]:
-        """Executions per workflow and status word (of one workflow when given), by workflow then status;
-        only the pairs with executions."""
-
-    @abc.abstractmethod
-    async def count_by_version(self, workflow_id: str) -> Sequence[counts.VersionCount]:
-        """Every version of `workflow_id` that is registered or named by an execution, by hash: when it
-        was first registered and its unended and total executions."""
-
-    @abc.abstractmethod
-    async def failure_kinds(self) -> Sequence[str]:
-        """The failure kinds of the Failed executions (every workflow), each once, sorted."""
-
-    @abc.abstractmethod
-    async def claims_by_executor(self) -> Sequence[counts.ExecutorClaims]:
-        """The live claims (expiring after the store's now), per executor id, by executor then execution."""
-
-    @abc.abstractmethod
-    async def recent_claimers(self, within: timedelta, scan: int = 5000) -> Sequence[counts.RecentClaimer]:
-        """The executors named by the ExecutionClaimed events stamped within `within` of the store's now
-        (the newest `scan` of them at most), latest claim first, with how many of those events each has."""
-
-    @abc.abstractmethod
-    async def count_by_code(self) -> Sequence[counts.CodeCount]:
-        """The Failed executions per workflow and failure kind, and the Stopped ones per workflow and stop
-        code (`CodeCount`), by workflow, then status word, then code (None first); only those with some."""
-
-    @abc.abstractmethod
-    async def activity(self, since: datetime, width: timedelta) -> Sequence[counts.ActivityBucket]:
-        """Every bucket of `width` from `since` to the store's now (`counts.bucket_count` of them, oldest
-        first, empty ones included): the executions created in it, and those whose Completed or Failed row
-        was last written in it. `since` and `width` are whole seconds and the buckets at most
-        `counts.MAX_BUCKETS` (else ValueError, `counts.bucket_count`); rows stamped after the last
-        bucket are not counted."""
-
-    @abc.abstractmethod
-    async def waiting_longest(self, limit: int, retrying: bool = False) -> counts.WaitingPage:
-        """The executions with wait rows, open the longest first (oldest created; ties in creation order),
-        at most `limit`, with how many there are in all; with `retrying`, only those with a retry row (a
-        sleep row whose path holds `counts.RETRY_MARK`: the last attempt failed, another is scheduled).
-
-        Oldest created, not oldest `updated`: the creation order is indexed over the unended rows, so
-        the page costs `limit` steps at any size; the rows' `updated` says when each last moved."""
 
     # ---- what a workflow page reads of each node (Flowdeck). Value types and folds in store/node_stats.py.
 

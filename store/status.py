@@ -85,7 +85,8 @@ class Stopped:
 
     `code` is a stable stop code (F0001 …), `node` the durable path it stopped at, `reason` a one-line
     message, `detail` the traceback or longer explanation. `cause` is kept when the stop happened inside an
-    unwind (F0002), so that a resume continues the unwind.
+    unwind (F0002), so that a resume continues the unwind. `answered` says a person answered the node it
+    stopped at (`FlowStore.answer`): it waits only for a resume now.
     """
 
     code: str
@@ -93,6 +94,7 @@ class Stopped:
     reason: str = ""
     detail: str = ""
     cause: Cause | None = None
+    answered: bool = False
     terminal: ClassVar[bool] = False
 
     def show(self) -> str:
@@ -127,8 +129,8 @@ def status_to_json(status: Status) -> dict[str, Any]:
             return {"type": "compensating", "cause": cause_to_json(cause)}
         case Cancelled(reason):
             return {"type": "cancelled", "reason": reason}
-        case Stopped(code, node, reason, detail, cause):
-            return {
+        case Stopped(code, node, reason, detail, cause, answered):
+            shape = {
                 "type": "stopped",
                 "code": code,
                 "node": node,
@@ -136,6 +138,7 @@ def status_to_json(status: Status) -> dict[str, Any]:
                 "detail": detail,
                 "cause": cause_to_json(cause) if cause else None,
             }
+            return {**shape, "answered": True} if answered else shape
     raise TypeError(f"not a status: {status!r}")
 
 
@@ -159,5 +162,6 @@ def status_from_json(data: Mapping[str, Any]) -> Status:
                 data.get("reason", ""),
                 data.get("detail", ""),
                 cause_from_json(cause) if cause else None,
+                bool(data.get("answered", False)),
             )
     raise ValueError(f"unknown status type {data['type']!r}")

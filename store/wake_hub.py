@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from store.clock import Clock
+from flowdeck.store.clock import Clock
 
 __all__ = ["Asked", "WakeHub", "Woken", "poll", "wait_for_change"]
 

@@ -12,4 +12,15 @@ import os
 
 os.environ.setdefault("FLOWDECK_SECRET_KEY", "flowdeck-test-suite-key-never-used-outside-the-tests-3f9a1c7e")
 
-from console.settings import *  # noqa: F403
+from django.conf import global_settings
+
+from flowdeck.console.settings import *  # noqa: F403
+
+# Hashing passwords at the production cost (PBKDF2, a million iterations: about a third of a second of CPU)
+# is the bulk of creating a user or logging in; the suite does both hundreds of times, in this process and in
+# its live servers (whose settings import these). The hasher is not what the tests are about. Django's own
+# hashers stay listed after it, so a password hashed by a process on the project's settings still checks.
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.MD5PasswordHasher",
+    *global_settings.PASSWORD_HASHERS,
+]

@@ -4,6 +4,6 @@ from django.apps import AppConfig
 
 
 class AccountsConfig(AppConfig):
-    name = "console.accounts"
+    name = "flowdeck.console.accounts"
     label = "flowdeck_accounts"
     verbose_name = "Flowdeck accounts"

@@ -2,7 +2,7 @@
 
 Every route needs a caller: a bearer token or a Django session (see `console.auth`); so do the document
 and the docs page. Errors are JSON
-`{error, code, detail}` (see `console.api.errors`).
+`{error, code, detail}` (see `flowdeck.console.api.errors`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 from ninja import NinjaAPI
 from ninja.operation import Operation
 
-from console import auth, schemas
-from console.api import activity, bulk, errors, executions, openapi, operators, system, workflows
-from console.api.docs import VendoredSwagger
+from flowdeck.console import auth, schemas
+from flowdeck.console.api import activity, bulk, errors, executions, openapi, operators, system, workflows
+from flowdeck.console.api.docs import VendoredSwagger
 
 __all__ = ["api"]
 

@@ -14,9 +14,9 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from pydantic import ConfigDict
 
-from console import activity, schemas
-from console.api.errors import ApiError
-from console.api.responses import errors
+from flowdeck.console import activity, schemas
+from flowdeck.console.api.errors import ApiError
+from flowdeck.console.api.responses import errors
 
 __all__ = ["ActivityDto", "ActivityPage", "ActivityQuery", "router"]
 
@@ -30,8 +30,10 @@ class ActivityQuery(Schema):
     action: schemas.Text = Field("", description="only this action; `resume` or `bulk` takes every kind")
     source: Literal["", "console", "api", "cli"] = Field("", description="console, api or cli; blank for any")
     execution_id: schemas.Text = Field("", alias="executionId", description="only actions on this execution")
-    since: schemas.Text = Field("", alias="from", description="from this instant (ISO 8601, or an age: 2h)")
-    until: schemas.Text = Field("", alias="to", description="before this instant (as `from`)")
+    since: schemas.Instant = Field(
+        "", alias="from", description="from this instant (ISO 8601 of the years 1000-2999, or an age: 2h)"
+    )
+    until: schemas.Instant = Field("", alias="to", description="before this instant (as `from`)")
     limit: schemas.Integer = Field(activity.PAGE_SIZE, ge=1, le=activity.MAX_PAGE_SIZE)
     before: schemas.Integer = Field(
         0, ge=0, le=2**63 - 1, description="the previous page's nextBefore; 0 (or none) for the newest page"

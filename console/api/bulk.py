@@ -1,10 +1,11 @@
 """Bulk operations by query over HTTP: `POST /executions/bulk` acts on every execution a filter matches (a
 resume without `go` is the dry run), `GET /operations/{id}` reads one back with its progress and each
-execution's outcome. See `console.bulk` for what an operation is.
+execution's outcome. See `flowdeck.console.bulk` for what an operation is.
 
 Every bulk request needs the `console.operate_executions` permission (the dry run too: it is the first
 step of an operation and is recorded as one). `expectedCount` makes the request a confirmation: when the
-filter matches another number now, nothing is done (409 `count_changed`).
+filter matches another number now, nothing is done (409 `count_changed`). A request with no filter acts on
+every execution, so it must say `"all": true` and give `expectedCount` (else a 400 naming what is missing).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from typing import Annotated, Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, Router
-from pydantic import WithJsonSchema
+from pydantic import ConfigDict, WithJsonSchema
 
-from console import auth, bulk, runtime, schemas
-from console.api.errors import ApiError
-from console.api.responses import errors
+from flowdeck.console import auth, bulk, runtime, schemas, states
+from flowdeck.console.api.errors import ApiError
+from flowdeck.console.api.responses import errors
+from flowdeck.store import filter_limits
 
 __all__ = ["router"]
 
@@ -32,9 +34,36 @@ Count = Annotated[schemas.Integer, Field(ge=0, le=schemas.INT_MAX), WithJsonSche
 OperationId = Annotated[schemas.Integer, Field(ge=1, le=schemas.INT_MAX), WithJsonSchema(_ID)]
 
 
+# What a bulk request must name, as JSON Schema: a filter (and then not `all`), or `all: true` with the count
+# the operator saw (and then no filter), or a dry run's `fromOperation`. The document says what the server
+# checks (`bulk.check_everything`), so a client (or schemathesis) is never told a refused body is valid.
+_FILTERS: list[dict[str, Any]] = [
+    {"required": ["status"], "properties": {"status": {"type": "string"}}},
+    {"required": ["workflowId"], "properties": {"workflowId": {"type": "string", "minLength": 1}}},
+    {"required": ["idPrefix"], "properties": {"idPrefix": {"type": "string", "minLength": 1}}},
+    {"required": ["where"], "properties": {"where": {"type": "array", "minItems": 1}}},
+]
+# (if/then/else: the generated Python client reads the properties and leaves these rules to the server)
+_POPULATION = {
+    "if": {"anyOf": _FILTERS},
+    "then": {"properties": {"all": {"const": False}}},
+    "else": {
+        "anyOf": [
+            {"required": ["fromOperation"], "properties": {"fromOperation": {"type": "integer"}}},
+            {
+                "required": ["all", "expectedCount"],
+                "properties": {"all": {"const": True}, "expectedCount": {"type": "integer"}},
+            },
+        ]
+    },
+}
+
+
 class BulkRequest(schemas.WireRequest):
     """The filter (as `POST /executions/search` takes it) and the action; `fromOperation` resumes for real
     exactly the executions a dry run found clean."""
+
+    model_config = ConfigDict(json_schema_extra=_POPULATION)
 
     action: Literal["cancel", "resume", "end"]
     go: bool = False
@@ -43,10 +72,17 @@ class BulkRequest(schemas.WireRequest):
     )
     workflow_id: schemas.Text | None = None
     id_prefix: schemas.Text | None = None
-    where: list[Annotated[str, WithJsonSchema({"type": "string", "pattern": schemas.WHERE_PATTERN})]] = Field(
-        default_factory=list, max_length=20, description="field:order.customer=ada terms every match keeps"
+    where: list[schemas.WHERE_TERM] = Field(
+        default_factory=list,
+        max_length=filter_limits.MAX_TERMS,
+        description="field: and text: terms every match keeps: " + schemas.SEARCH_TERMS_WORDS,
     )
     reason: schemas.Text = ""
+    all: bool = Field(
+        False,
+        description="act on every execution: required with no filter, refused with one (and then "
+        "expectedCount is required too)",
+    )
     expected_count: Count | None = None
     from_operation: OperationId | None = None
 
@@ -56,7 +92,11 @@ class OperationDto(schemas.Wire):
     of `total` executions acted on (`origin`: the operation whose executions it took, when not a
     filter's); `outcomes` per execution (accepted, already-requested,
     already-terminal, refused, invalid, error) with `codes` and `why` for the others. A dry run's
-    `summary` lists the ids that would resume cleanly and those that would stop with F0101 or F0102."""
+    `summary` lists the ids that would resume cleanly, those that would resume and stop again at once
+    (`stops_again`: on the version they stopped under, the stop unanswered, so the same mistake stops
+    them again), those that would stop with F0101 or F0102, those
+    with nothing to resume (`not_resumable`: neither stopped nor parked) and the `other` ones (ended,
+    unknown)."""
 
     id: int
     action: str
@@ -104,6 +144,10 @@ async def _population(payload: BulkRequest) -> tuple[bulk.Where | None, list[str
     where = bulk.Where(
         payload.status or "", payload.workflow_id or "", "", payload.id_prefix or "", tuple(payload.where)
     )
+    try:
+        bulk.check_everything(where, payload.all, payload.expected_count)
+    except bulk.EverythingRefused as refused:
+        raise ApiError(400, "invalid_filter", str(refused), {"parameter": refused.what}) from None
     if where.workflow:
         await engine.workflows.describe(where.workflow)
     ids, matched = await bulk.snapshot(engine, where)
@@ -149,7 +193,9 @@ async def describe_operation(request: HttpRequest, op_id: int) -> OperationDto:
 
 
 async def _describe_bulk(request: HttpRequest) -> schemas.ExecutionDetailDto:
-    return schemas.execution_detail_of(await (await runtime.engine()).executions.describe("bulk"))
+    engine = await runtime.engine()
+    detail = await engine.executions.describe("bulk")
+    return schemas.execution_detail_of(detail, await states.served_by(engine))
 
 
 # Django takes the first pattern that matches: without this, a GET of an execution named "bulk" would be

@@ -16,7 +16,7 @@ __all__ = ["VendoredSwagger"]
 class VendoredSwagger(Swagger):
     """Ninja's Swagger page, rendered from our template whether or not `ninja` is an installed app."""
 
-    template = "console/api_docs.html"
+    template = "flowdeck/console/api_docs.html"
     default_settings = {
         "layout": "BaseLayout",
         # no deep links: Swagger UI puts each one inside its operation's toggle button, a link nested in a

@@ -4,7 +4,7 @@ Engine errors map by class (the most specific entry on the exception's MRO wins)
 do in `ninja/errors.py`. Bad input, whether ninja's validation or our own checks, is 400 (not ninja's
 default 422): the issue asks for 400 on every malformed request. Anything unexpected is a 500 with no
 traceback on the wire (it is logged). Refusals decided before routing (`console.api.guard`, checked by
-`console.middleware.ApiGuard`) are in the same table; so is every other error an `/api/` path can answer
+`console.gate.api`) are in the same table; so is every other error an `/api/` path can answer
 (an unmatched path, a method a route does not take): `json_error` rewrites Django's HTML pages into the body.
 """
 
@@ -16,14 +16,15 @@ from collections.abc import Iterable, Mapping
 from http import HTTPStatus
 from typing import Any
 
+from django import db
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from console import auth
-from console.api import guard
-from engine import errors
-from store import spi
+from flowdeck.console import auth
+from flowdeck.console.api import guard
+from flowdeck.engine import errors
+from flowdeck.store import spi
 
 __all__ = ["ERROR_TABLE", "ApiError", "error_response", "install", "json_error", "refusal_response"]
 
@@ -52,6 +53,7 @@ ERROR_TABLE: Mapping[type[BaseException], tuple[int, str]] = {
     errors.FlowAlreadyDelivered: (409, "already_delivered"),
     errors.FlowOperatorError: (409, "operator_refused"),
     errors.FlowNotStopped: (409, "not_stopped"),
+    errors.FlowNotResumable: (409, "not_resumable"),
     errors.FlowClaimHeld: (409, "claim_held"),
     errors.FlowAlreadyAnswered: (409, "already_answered"),
     errors.FlowResumeConflict: (409, "resume_conflict"),
@@ -64,6 +66,12 @@ ERROR_TABLE: Mapping[type[BaseException], tuple[int, str]] = {
     spi.FilterParseError: (400, "invalid_filter"),
     spi.FlowStoreError: (503, "store_unavailable"),
 }
+
+# The database errors a lost or refused connection raises where the console reads Django's own tables
+# (a bearer token, a session, the activity record) rather than through the store, which translates its
+# own. A caller cannot be told apart from a stranger while the database is down: that is a 503, never a 500.
+UNREACHABLE: tuple[type[BaseException], ...] = (db.OperationalError, db.InterfaceError)
+UNREACHABLE_MESSAGE = "the database is unreachable; try again shortly"
 
 
 def _lookup(exc: BaseException) -> tuple[int, str] | None:
@@ -183,6 +191,11 @@ def install(api: NinjaAPI) -> None:
             code, message = "http_error", str(exc.message)
         return respond(api, request, status, code, message)
 
+    def unreachable(request: HttpRequest, exc: Exception) -> HttpResponse:
+        # The driver's words name the server and the database: logged, not answered.
+        logger.warning("API request met an unreachable database: %s", exc, extra={"action": "api"})
+        return respond(api, request, 503, "store_unavailable", UNREACHABLE_MESSAGE)
+
     def not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
         return respond(api, request, 404, "not_found", "not found")
 
@@ -196,4 +209,6 @@ def install(api: NinjaAPI) -> None:
     api.add_exception_handler(ValidationError, validation)
     api.add_exception_handler(HttpError, http_error)
     api.add_exception_handler(Http404, not_found)
+    for cls in UNREACHABLE:
+        api.add_exception_handler(cls, unreachable)
     api.add_exception_handler(Exception, unexpected)

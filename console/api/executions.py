@@ -14,14 +14,15 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Body, Field, Query, Router, Schema
 
-from console import activity, auth, refusals, runtime, schemas
-from console.api import inputs
-from console.api.errors import ApiError
-from console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
-from console.views import list_query, parked
-from engine import errors as engine_errors
-from engine.engine import ExecutionDetail
-from store import spi
+from flowdeck.console import activity, auth, drawn, refusals, runtime, schemas, states
+from flowdeck.console.api import inputs
+from flowdeck.console.api.errors import ApiError
+from flowdeck.console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
+from flowdeck.console.views import list_query
+from flowdeck.engine import errors as engine_errors
+from flowdeck.engine import render
+from flowdeck.engine.engine import ExecutionDetail
+from flowdeck.store import spi
 
 __all__ = ["router"]
 
@@ -40,8 +41,10 @@ class ListQuery(Schema):
     status: schemas.Text = Field(
         "", description="a filter word (running, failed:<kind>, waiting:<name>, …) or parked"
     )
-    workflow: schemas.Text = Field("", description="only this workflow")
-    q: schemas.Text = Field("", description="an id prefix and any field:<name>.<path>=<value> terms")
+    workflow: schemas.IdFilter = Field("", description="only this workflow (its id; blank for all)")
+    q: schemas.Text = Field(
+        "", description="an id prefix and any field: or text: terms: " + schemas.SEARCH_TERMS_WORDS
+    )
     sort: schemas.Text = Field("created", description="created or updated: newest first by that instant")
     created_from: schemas.Text = Field("", description="created on or after this day (YYYY-MM-DD, UTC)")
     created_to: schemas.Text = Field("", description="created on or before this day (YYYY-MM-DD, UTC)")
@@ -51,7 +54,7 @@ class ListQuery(Schema):
         "", description=f"last changed (an ended execution: ended) at or after {_INSTANT}"
     )
     updated_before: schemas.Text = Field("", description=f"last changed before {_INSTANT}")
-    limit: schemas.Integer = Field(25, ge=1, le=1000, description="page size")
+    limit: schemas.Integer = Field(25, ge=1, le=schemas.MAX_PAGE_SIZE, description=schemas.PAGE_SIZE_WORDS)
     offset: schemas.Integer = Field(0, ge=0, le=_INT_MAX, description="matches to skip")
 
 
@@ -69,13 +72,13 @@ async def list_executions(request: HttpRequest, params: Query[ListQuery]) -> sch
     except spi.FilterParseError as problem:
         raise ApiError(400, "invalid_filter", f"status: {problem}", {"parameter": "status"}) from None
     engine = await runtime.engine()
-    served = parked.served_hashes(await engine.workflows.list())
+    served = await states.served_by(engine)
     try:
         result = await query.search(engine, served, params.limit, params.offset)
     except spi.FilterParseError as problem:
         raise ApiError(400, "invalid_filter", f"q: {problem}", {"parameter": "q"}) from None
     return schemas.SearchResponse(
-        items=[schemas.execution_info_of(state) for state in result.items], total=result.total
+        items=[schemas.execution_info_of(state, served) for state in result.items], total=result.total
     )
 
 
@@ -88,8 +91,9 @@ async def search_executions(request: HttpRequest, payload: schemas.SearchRequest
     result = await engine.executions.search(
         payload.workflow_id, payload.status, payload.limit, payload.offset, payload.id_prefix, payload.where
     )
+    served = await states.served_by(engine)
     return schemas.SearchResponse(
-        items=[schemas.execution_info_of(state) for state in result.items], total=result.total
+        items=[schemas.execution_info_of(state, served) for state in result.items], total=result.total
     )
 
 
@@ -116,7 +120,8 @@ async def describe_execution(
     request: HttpRequest, execution_id: schemas.ExecutionIdParam
 ) -> schemas.ExecutionDetailDto:
     engine = await runtime.engine()
-    return schemas.execution_detail_of(await engine.executions.describe(execution_id))
+    detail = await engine.executions.describe(execution_id)
+    return schemas.execution_detail_of(detail, await states.served_by(engine))
 
 
 def _describe_named(name: str) -> Callable[[HttpRequest], Awaitable[schemas.ExecutionDetailDto]]:
@@ -186,10 +191,14 @@ async def read_execution_history(
 async def draw_execution(
     request: HttpRequest, execution_id: schemas.ExecutionIdParam, format: schemas.Text | None = None
 ) -> HttpResponse:
-    """The execution's version with its progress painted on."""
+    """The execution's version with its progress painted on; a parked one's (a version no process here
+    serves) from the graph the store kept for its version, as the console draws it."""
     engine = await runtime.engine()
     fmt = diagram_format(format)
-    return text_response(request, await engine.executions.diagram(execution_id, fmt), fmt)
+    found = await drawn.drawable(engine, await engine.executions.describe(execution_id))
+    if found.flow is None:  # neither served nor kept by the store: the engine's own refusal says why
+        return text_response(request, await engine.executions.diagram(execution_id, fmt), fmt)
+    return text_response(request, render.render(found.flow, fmt, progress=found.detail.progress), fmt)
 
 
 _SIGNAL_BODY: dict[str, Any] = {
@@ -213,7 +222,7 @@ async def signal_execution(
 ) -> schemas.OkResponse:
     """Deliver input `name`. 404 unknown execution or unserved version, 409 ended or already delivered,
     400 an undeclared input or a value failing its schema (checked in that order). Needs
-    `console.run_executions` (403, before anything else)."""
+    `flowdeck_console.run_executions` (403, before anything else)."""
     await auth.require_runner(request)
     engine = await runtime.engine()
     async with activity.recording(
@@ -246,14 +255,14 @@ async def _signal_target(engine: Any, execution_id: str) -> ExecutionDetail:
 
 @router.post(
     "/executions/{execution_id}/cancel",
-    response={200: schemas.CancelResponse, 202: schemas.CancelResponse, **errors()},
+    response={200: schemas.CancelResponse, 202: schemas.CancelResponse, **errors(404)},
     by_alias=True,
 )
 async def cancel_execution(
     request: HttpRequest, execution_id: schemas.ExecutionIdParam, payload: schemas.CancelRequest = Body(None)
 ) -> tuple[int, schemas.CancelResponse]:
     """Ask the execution to cancel: 202 accepted, 200 already requested, 200 already ended (with its
-    status; an id that never existed answers `cancelled`)."""
+    status); 404 for an id that names no execution (nothing is written)."""
     await auth.require_operator(request)
     engine = await runtime.engine()
     reason = payload.reason if payload else ""

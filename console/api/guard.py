@@ -1,6 +1,6 @@
-"""What every `/api/` request is checked for before anything routes, authenticates or parses it.
+"""What every `/api/` request is checked for before anything authenticates or parses it.
 
-The checks run in `console.middleware.ApiGuard`, so they hold for every route alike (and for a caller
+The checks run in `flowdeck.console.gate.api`, so they hold for every route alike (and for a caller
 with no token: the token check reads the body too):
 
 - the body is at most Django's `DATA_UPLOAD_MAX_MEMORY_SIZE` bytes (2.5 MiB unless the settings say
@@ -10,7 +10,7 @@ with no token: the token check reads the body too):
 - no path, query value or JSON string holds a NUL (`NulCharacter`) or a lone surrogate
   (`LoneSurrogate`), neither of which a database text column or UTF-8 can hold: 400.
 
-Each refusal is an exception in `console.api.errors.ERROR_TABLE`, answered with the API's error body.
+Each refusal is an exception in `flowdeck.console.api.errors.ERROR_TABLE`, answered with the API's error body.
 """
 
 from __future__ import annotations

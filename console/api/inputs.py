@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from console import discovery
-from engine import errors, values
-from engine.engine import declared_inputs
-from engine.flow import Flow
+from flowdeck.console import discovery
+from flowdeck.engine import errors, values
+from flowdeck.engine.engine import declared_inputs
+from flowdeck.engine.flow import Flow
 
 __all__ = ["check_input", "check_inputs"]
 

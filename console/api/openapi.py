@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from console import discovery
-from engine import values
-from engine.engine import declared_inputs
-from engine.flow import Flow
+from flowdeck.console import discovery
+from flowdeck.engine import values
+from flowdeck.engine.engine import declared_inputs
+from flowdeck.engine.flow import Flow
 
 __all__ = ["add_workflow_inputs", "input_schemas"]
 

@@ -1,6 +1,6 @@
 """The operator verbs of DESIGN.md §3 over HTTP: resume (dry run, or go), answer, end.
 
-Changing an execution needs the `console.operate_executions` permission; the dry run only reads. The
+Changing an execution needs the `flowdeck_console.operate_executions` permission; the dry run only reads. The
 caller's username is recorded as the actor on the events the verb writes. Refusals (not stopped, a
 worker's claim held, conflicts on resume, already answered) are 409s whose `detail` says why.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Body, Router
 
-from console import activity, auth, runtime, schemas
-from console.api.responses import errors
+from flowdeck.console import activity, auth, runtime, schemas
+from flowdeck.console.api.responses import errors
 
 __all__ = ["router"]
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from console.schemas import ErrorResponse
+from flowdeck.console.schemas import ErrorResponse
 
 __all__ = ["DIAGRAM_OPENAPI", "TEXT_TYPES", "diagram_format", "errors", "text_response"]
 

@@ -7,27 +7,34 @@ import dataclasses
 from django.http import HttpRequest
 from ninja import Router
 
-from console import discovery, heartbeat, runtime, schemas
-from console.api.responses import errors
-from store import spi
+from flowdeck.console import discovery, heartbeat, runtime, schemas
+from flowdeck.console.api.responses import errors
+from flowdeck.store import spi
 
 __all__ = ["router"]
 
 router = Router(tags=["system"])
 
 
-@router.get("/health", response={**errors(), 200: schemas.HealthDto, 503: schemas.HealthDto}, by_alias=True)
+# A 503 is this body when the caller was recognised and the store then failed; the error body when the
+# database could not even say who the caller is (`flowdeck.console.api.errors.UNREACHABLE`).
+_UNHEALTHY = schemas.HealthDto | schemas.ErrorResponse
+
+
+@router.get("/health", response={**errors(), 200: schemas.HealthDto, 503: _UNHEALTHY}, by_alias=True)
 async def check_health(request: HttpRequest) -> tuple[int, schemas.HealthDto]:
-    """200 when the store answers, 503 (same body) when it does not. Workers run in `runworkers`
-    processes; `executors` is what they last reported (their heartbeats, the last minute's)."""
+    """200 when the store answers, 503 (same body) when it does not. Workers run in `flowdeck_workers`
+    processes; `executors` is what they last reported (their heartbeats, the last minute's). While the
+    database refuses connections the caller cannot be checked: 503 with the error body."""
     engine = await runtime.engine()
+    executors: list[schemas.ExecutorHealthDto] = []
     try:
         await engine.store.list_workflows()
+        executors = await _executors(engine.store)
     except spi.FlowStoreError as error:
         failure: str | None = str(error)
     else:
         failure = None
-    executors = [] if failure is not None else await _executors(engine.store)
     body = schemas.HealthDto(
         healthy=failure is None,
         store_ok=failure is None,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import Body, Router
 
-from console import activity, auth, runtime, schemas
-from console.api import inputs
-from console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
-from engine import graph_document, render
+from flowdeck.console import activity, auth, runtime, schemas, states
+from flowdeck.console.api import inputs
+from flowdeck.console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
+from flowdeck.engine import graph_document, render
 
 __all__ = ["router"]
 
@@ -112,4 +112,5 @@ async def list_parked_executions(
     """Unended executions started under a version this server does not serve (held, never failed)."""
     engine = await runtime.engine()
     await engine.workflows.describe(workflow_id)
-    return [schemas.execution_info_of(state) for state in await engine.parked(workflow_id)]
+    served = await states.served_by(engine)
+    return [schemas.execution_info_of(state, served) for state in await engine.parked(workflow_id)]

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("console", "0001_initial"),
+        ("flowdeck_console", "0001_initial"),
     ]
 
     operations = [

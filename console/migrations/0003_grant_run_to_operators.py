@@ -1,5 +1,5 @@
-"""Starting and signalling now need `console.run_executions`; every user and group holding
-`console.operate_executions` is granted it, so existing operators keep every power they had.
+"""Starting and signalling now need `flowdeck_console.run_executions`; every user and group holding
+`flowdeck_console.operate_executions` is granted it, so existing operators keep every power they had.
 
 Users with neither permission become read-only (that is the change). Reversing removes the new
 permission from everyone.
@@ -19,7 +19,9 @@ def grant(apps: Any, schema_editor: Any) -> None:
     content_types = apps.get_model("contenttypes", "ContentType")
     permissions = apps.get_model("auth", "Permission")
     alias = schema_editor.connection.alias
-    holder, _ = content_types.objects.using(alias).get_or_create(app_label="console", model="operations")
+    holder, _ = content_types.objects.using(alias).get_or_create(
+        app_label="flowdeck_console", model="operations"
+    )
     # post_migrate creates permissions only after every migration ran: make this one now
     run, _ = permissions.objects.using(alias).get_or_create(
         content_type=holder, codename=RUN[0], defaults={"name": RUN[1]}
@@ -39,12 +41,14 @@ def grant(apps: Any, schema_editor: Any) -> None:
 def revoke(apps: Any, schema_editor: Any) -> None:
     permissions = apps.get_model("auth", "Permission")
     alias = schema_editor.connection.alias
-    permissions.objects.using(alias).filter(content_type__app_label="console", codename=RUN[0]).delete()
+    permissions.objects.using(alias).filter(
+        content_type__app_label="flowdeck_console", codename=RUN[0]
+    ).delete()
 
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("console", "0002_token_expiry_and_revocation"),
+        ("flowdeck_console", "0002_token_expiry_and_revocation"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
         ("auth", "0012_alter_user_first_name_max_length"),
         ("contenttypes", "0002_remove_content_type_name"),

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("console", "0003_grant_run_to_operators"),
+        ("flowdeck_console", "0003_grant_run_to_operators"),
     ]
 
     operations = [
@@ -73,7 +73,7 @@ class Migration(migrations.Migration):
                     models.ForeignKey(
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="targets",
-                        to="console.activity",
+                        to="flowdeck_console.activity",
                     ),
                 ),
             ],

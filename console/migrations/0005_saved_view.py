@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("console", "0004_activity"),
+        ("flowdeck_console", "0004_activity"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

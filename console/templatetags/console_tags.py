@@ -9,14 +9,14 @@ from typing import Any
 
 from django import template
 
-from console import badges, mount
+from flowdeck.console import badges, mount
 
 register = template.Library()
 
 
 @register.simple_tag
 def live_path() -> str:
-    """The websocket's address where the console is mounted (`console.mount.live_path`)."""
+    """The websocket's address where the console is mounted (`flowdeck.console.mount.live_path`)."""
     return mount.live_path()
 
 
@@ -26,7 +26,7 @@ def get(mapping: Mapping[str, Any] | None, key: str) -> Any:
     return None if mapping is None else mapping.get(key)
 
 
-_UNSEEN = frozenset({"Cc", "Zl", "Zp"})  # what engine.ids refuses and a page would not show
+_UNSEEN = frozenset({"Cc", "Zl", "Zp"})  # what flowdeck.engine.ids refuses and a page would not show
 
 
 @register.filter
@@ -61,6 +61,16 @@ def span(delta: timedelta | None) -> str:
     return "<1 s" if seconds < 1 else _span_words(seconds)
 
 
+@register.filter
+def seconds(value: float | None) -> str:
+    """A short duration in seconds as a person reads it: `4 ms`, `0.25 s`, `12 s`, `3 min 12 s`; `–`."""
+    if value is None:
+        return "–"
+    if value < 1:
+        return f"{value * 1000:.0f} ms" if value < 0.1 else f"{value:.2f} s"
+    return f"{value:.1f} s" if value < 60 else _span_words(int(value))
+
+
 _UNITS = ((86400, "d"), (3600, "h"), (60, "min"), (1, "s"))
 
 
@@ -80,5 +90,5 @@ def ago(moment: datetime | None, now: datetime | None) -> str:
 
 @register.filter
 def status_label(word: str) -> str:
-    """What a badge of status word `word` reads (`console.badges.label_of`)."""
+    """What a badge of status word `word` reads (`flowdeck.console.badges.label_of`)."""
     return badges.label_of(word)

@@ -1,1 +1,1 @@
-"""The console's pages (Django templates + htmx; live over the websocket of `console.consumers`)."""
+"""The console's pages (Django templates + htmx; live over the websocket of `flowdeck.console.consumers`)."""

@@ -1,19 +1,19 @@
 """The signed-in user's own page: their API tokens (read-only, never a secret) and their permissions.
 
-Tokens are made and revoked with `flow token` on the server; this page only shows them.
+Tokens are made and revoked with `flowdeck token` on the server; this page only shows them.
 """
 
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from console.models import OPERATE_PERMISSION, RUN_PERMISSION, ApiToken
-from console.tokens import TokenRow
-from console.views import common
+from flowdeck.console.models import OPERATE_PERMISSION, RUN_PERMISSION, ApiToken
+from flowdeck.console.tokens import TokenRow
+from flowdeck.console.views import common
+from flowdeck.console.views.signin import login_required
 
 __all__ = ["account"]
 
@@ -39,4 +39,4 @@ async def account(request: HttpRequest) -> HttpResponse:
         ],
         "nav": "account",
     }
-    return await common.page(request, "console/account.html", context)
+    return await common.page(request, "flowdeck/console/account.html", context)

@@ -13,15 +13,15 @@ from typing import Any
 from urllib.parse import urlencode
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from console import activity, bulk, refusals
-from console.models import Activity
-from console.views import common
+from flowdeck.console import activity, bulk, refusals
+from flowdeck.console.models import Activity
+from flowdeck.console.views import common
+from flowdeck.console.views.signin import login_required
 
 __all__ = ["activity_page", "summary"]
 
@@ -120,7 +120,7 @@ def _workflow_url(workflow_id: str) -> str:
     if not workflow_id:
         return ""
     try:
-        return reverse("console-workflow", args=[workflow_id])
+        return reverse("flowdeck:console-workflow", args=[workflow_id])
     except NoReverseMatch:
         return ""
 
@@ -140,7 +140,7 @@ def _rows(filters: Filters, before: int | None) -> dict[str, Any]:
             "user_url": filters.url(user=r.actor),
             "workflow_url": _workflow_url(r.workflow_id),
             "operation_url": (
-                reverse("console-bulk-operation", args=[r.pk])
+                reverse("flowdeck:console-bulk-operation", args=[r.pk])
                 if bulk.is_operation(r.action, r.detail)
                 else ""
             ),
@@ -167,4 +167,4 @@ async def activity_page(request: HttpRequest) -> HttpResponse:
         "newest_url": filters.url() if before else "",
         "zone": timezone.get_current_timezone_name(),
     }
-    return await common.page(request, "console/activity.html", context)
+    return await common.page(request, "flowdeck/console/activity.html", context)

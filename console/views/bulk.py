@@ -4,8 +4,9 @@ progress and each execution's outcome. A resume is a dry run first: its page sum
 resume cleanly and which would stop with F0101 or F0102, and offers to resume the clean ones.
 
 The confirmation carries the count it showed; when the filter matches another number by the time the
-operator confirms, nothing is done and the page says so (confirm again). See `console.bulk` for the
-operation itself. Everything here but reading an operation needs the operate permission.
+operator confirms, nothing is done and the page says so (confirm again). With no filter at all, the
+operator also ticks "every execution" (`all`), or nothing is done. See `console.bulk` for the operation
+itself. Everything here but reading an operation needs the operate permission.
 """
 
 from __future__ import annotations
@@ -13,14 +14,14 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from console import bulk, refusals, runtime
-from console.views import common
-from store import spi
+from flowdeck.console import bulk, refusals, runtime
+from flowdeck.console.views import common
+from flowdeck.console.views.signin import login_required
+from flowdeck.store import spi
 
 __all__ = ["again", "confirm", "go", "operation", "operation_progress", "submit"]
 
@@ -50,7 +51,7 @@ def _verb(params: object) -> str:
 
 
 def _operation_url(op_id: int) -> str:
-    return reverse("console-bulk-operation", args=[op_id])
+    return reverse("flowdeck:console-bulk-operation", args=[op_id])
 
 
 @login_required
@@ -62,6 +63,8 @@ async def confirm(request: HttpRequest) -> HttpResponse:
     where, verb = _where(request.GET), _verb(request.GET)
     engine = await runtime.engine()
     matched = await bulk.count(engine, where)
+    # An end takes stopped executions only: the count it offers is theirs, not everything matched.
+    endable = await bulk.count(engine, where, endable=True) if verb == "end" else matched
     query = urlencode({k: v for k, v in where.as_json().items() if v})
     context = {
         "nav": "executions",
@@ -72,11 +75,12 @@ async def confirm(request: HttpRequest) -> HttpResponse:
             (v, label, f"?{query}&action={v}" if query else f"?action={v}") for v, label in VERBS.items()
         ],
         "matched": matched,
-        "acting_on": min(matched, bulk.CAP),
+        "endable": endable,
+        "acting_on": min(endable, bulk.CAP),
         "cap": bulk.CAP,
-        "list_url": reverse("console-executions") + (f"?{query}" if query else ""),
+        "list_url": reverse("flowdeck:console-executions") + (f"?{query}" if query else ""),
     }
-    return await common.page(request, "console/bulk_confirm.html", context)
+    return await common.page(request, "flowdeck/console/bulk_confirm.html", context)
 
 
 @login_required
@@ -88,16 +92,26 @@ async def submit(request: HttpRequest) -> HttpResponse:
         return await common.forbidden(request)
     where, verb = _where(request.POST), _verb(request.POST)
     confirmed = refusals.whole_number(request.POST, "confirmed", -1, minimum=0, maximum=refusals.MAX_OFFSET)
+    try:
+        everything = request.POST.get("all", "") == "1"
+        bulk.check_everything(where, everything, None if confirmed < 0 else confirmed)
+    except bulk.EverythingRefused as refused:
+        raise refusals.Refused(refused.what, str(refused)) from None
     engine = await runtime.engine()
-    ids, matched = await bulk.snapshot(engine, where)
+    ids, matched = await bulk.snapshot(engine, where, endable=verb == "end")
     if confirmed != min(matched, bulk.CAP):
+        what = "stopped executions (what an end takes)" if verb == "end" else "executions"
         text = (
-            f"The filter matches {matched} executions now, not the {confirmed} you confirmed: nothing was "
+            f"The filter matches {matched} {what} now, not the {confirmed} you confirmed: nothing was "
             + "done. Look again and confirm."
         )
         query = urlencode({**{k: v for k, v in where.as_json().items() if v}, "action": verb})
-        context = {"nav": "executions", "text": text, "again_url": reverse("console-bulk") + "?" + query}
-        return await common.page(request, "console/bulk_changed.html", context, status=409)
+        context = {
+            "nav": "executions",
+            "text": text,
+            "again_url": reverse("flowdeck:console-bulk") + "?" + query,
+        }
+        return await common.page(request, "flowdeck/console/bulk_changed.html", context, status=409)
     reason = request.POST.get("reason", "").strip()[:500]
     if verb == "end" and not reason:
         reason = "ended by an operator"
@@ -158,9 +172,13 @@ def _context(op: bulk.Operation) -> dict[str, object]:
         "op": op,
         "rows": rows,
         "counts": sorted(op.counts().items()),
-        "summary": [(key, summary[key]) for key in ("clean", "F0101", "F0102", "other") if key in summary],
+        "summary": [
+            (key, summary[key])
+            for key in ("clean", bulk.STOPS_AGAIN, "F0101", "F0102", "not_resumable", "other")
+            if key in summary
+        ],
         "clean": len(summary.get("clean", [])),
-        "progress_url": reverse("console-bulk-progress", args=[op.id]),
+        "progress_url": reverse("flowdeck:console-bulk-progress", args=[op.id]),
     }
 
 
@@ -171,7 +189,7 @@ async def operation(request: HttpRequest, op_id: int) -> HttpResponse:
     if op is None:
         return await _not_found(request, op_id)
     context = {**_context(op), "can_operate": await common.can_operate(request)}
-    return await common.page(request, "console/bulk_operation.html", context)
+    return await common.page(request, "flowdeck/console/bulk_operation.html", context)
 
 
 @login_required
@@ -182,4 +200,4 @@ async def operation_progress(request: HttpRequest, op_id: int) -> HttpResponse:
     if op is None:
         return await _not_found(request, op_id)
     context = {**_context(op), "can_operate": await common.can_operate(request)}
-    return await common.fragment(request, "console/partials/bulk_progress.html", context)
+    return await common.fragment(request, "flowdeck/console/partials/bulk_progress.html", context)

@@ -3,7 +3,7 @@ operator check, and rendering (whole pages, or the fragment an htmx request asks
 
 The badge (`console.badges`) follows the list's filter words (running·waiting, running·sleeping, parked,
 cancelling, compensating, stopped, completed, failed, cancelled) and its colour is the diagram legend's
-(`engine.render.common.COLOURS`).
+(`flowdeck.engine.render.common.COLOURS`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 
-from console import badges, live, refusals, waits
-from console.models import OPERATE_PERMISSION, RUN_PERMISSION
-from engine import errors
-from store import spi
+from flowdeck.console import badges, live, refusals, states, waits
+from flowdeck.console.models import OPERATE_PERMISSION, RUN_PERMISSION
+from flowdeck.engine import errors
+from flowdeck.store import spi
 
 __all__ = [
     "Row",
@@ -41,7 +41,7 @@ FOLD_CHARS = 600  # a value longer than this is folded (shown on demand)
 
 
 WaitView = waits.Wait
-"""One wait row (`console.waits.Wait`: the one place a wait is written)."""
+"""One wait row (`flowdeck.console.waits.Wait`: the one place a wait is written)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ waits_of = waits.waits_of
 
 
 def badge_of(state: spi.ExecutionState) -> str:
-    """The one word a status badge shows (and its CSS class), parked aside (`console.badges`)."""
+    """The one word a status badge shows (and its CSS class), parked aside (`flowdeck.console.badges`)."""
     return badges.badge_of(state).word
 
 
@@ -83,7 +83,7 @@ def row_of(
         state.flow_id,
         state.hash,
         status.word,
-        state.status.show(),
+        states.standing_of(state, served).line,
         waits_of(state),
         state.created,
         state.updated,
@@ -128,9 +128,11 @@ async def forbidden(request: HttpRequest, permission: str = OPERATE_PERMISSION) 
     a whole styled page for anything else."""
     text = f"You need the {permission!r} permission to do this."
     if request.headers.get("HX-Request"):
-        return await fragment(request, "console/partials/message.html", {"level": "error", "text": text}, 403)
+        return await fragment(
+            request, "flowdeck/console/partials/message.html", {"level": "error", "text": text}, 403
+        )
     context = {"status": 403, "title": "Not allowed", "text": text, "path": request.get_full_path()}
-    return await page(request, "console/forbidden.html", context, status=403)
+    return await page(request, "flowdeck/console/forbidden.html", context, status=403)
 
 
 async def page(

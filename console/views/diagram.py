@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.render.common import COLOURS
+from flowdeck.engine.render.common import COLOURS
 
 __all__ = ["FORMATS", "context"]
 

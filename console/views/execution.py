@@ -4,7 +4,7 @@ resume with its dry-run report, answer a node, end).
 
 The page is made of fragments (`panel`, `inputs`, `fields`, `history`) that the page fetches again when its
 websocket hears of the execution, so nothing is reloaded and a half-typed form is left alone (the script
-skips a fragment holding the focus). Signalling needs `console.run_executions`; every other verb that
+skips a fragment holding the focus). Signalling needs `flowdeck_console.run_executions`; every other verb that
 changes the execution needs the operator permission and records the user as the actor in the history.
 """
 
@@ -15,16 +15,17 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from console import activity, forms, refusals, runtime, timeline
-from console.models import RUN_PERMISSION
-from console.views import common, outcomes, parked, resumed
-from console.views import diagram as diagram_view
-from engine import errors, render, schema
-from engine.engine import declared_inputs
+from flowdeck.console import activity, answers, drawn, forms, refusals, runtime, states, timeline
+from flowdeck.console.models import RUN_PERMISSION
+from flowdeck.console.views import common, outcomes, parked, resumed
+from flowdeck.console.views import diagram as diagram_view
+from flowdeck.console.views.signin import login_required
+from flowdeck.engine import errors, render
+from flowdeck.engine.engine import declared_inputs
+from flowdeck.store import spi
 
 __all__ = [
     "answer",
@@ -54,19 +55,30 @@ async def _detail(execution_id: str) -> Any:
     return await common.described(await runtime.engine(), execution_id)
 
 
+async def _answer_of(engine: Any, stop: Any, execution_id: str) -> dict[str, Any] | None:
+    """Who answered an answered stop, and when (its Answered event); None for any other stop."""
+    if stop is None or not stop.answered:
+        return None
+    events = (await engine.store.get_history(execution_id)).events
+    said = [e for e in events if e.kind is spi.EventKind.ANSWERED and e.data.get("node") == stop.node]
+    return {"actor": said[-1].data.get("actor"), "at": said[-1].timestamp} if said else None
+
+
 async def _panel_context(request: HttpRequest, detail: Any) -> dict[str, Any]:
     engine = await runtime.engine()
     state = detail.state
     flow = engine.flow_of(state)
-    nodes = list(schema.durable_names(flow)) if flow is not None else []
+    hints = answers.hints(flow) if flow is not None else []
     return {
         "detail": detail,
-        "row": common.row_of(state, None if flow is not None else frozenset(), engine.store.now()),
+        "row": common.row_of(state, await states.served_by(engine), engine.store.now()),
         "stop": detail.stop,
+        "answer": await _answer_of(engine, detail.stop, state.execution_id),
         "failure": state.status if common.badge_of(state) == "failed" else None,
         "cancelled": state.status if common.badge_of(state) == "cancelled" else None,
         "served": flow is not None,
-        "answerable": nodes,
+        "answerable": hints,
+        "answer_hint": next((h for h in hints if detail.stop and h.node == detail.stop.node), None),
         "can_operate": await common.can_operate(request),
         "terminal": state.status.terminal,
     }
@@ -161,7 +173,7 @@ async def execution(request: HttpRequest, execution_id: str) -> HttpResponse:
         **diagram_view.context(),
         "nav": "executions",
     }
-    return await common.page(request, "console/execution.html", context)
+    return await common.page(request, "flowdeck/console/execution.html", context)
 
 
 @login_required
@@ -169,7 +181,7 @@ async def execution(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def panel(request: HttpRequest, execution_id: str) -> HttpResponse:
     detail = await _detail(execution_id)
     return await common.fragment(
-        request, "console/partials/execution_panel.html", await _panel_context(request, detail)
+        request, "flowdeck/console/partials/execution_panel.html", await _panel_context(request, detail)
     )
 
 
@@ -178,7 +190,7 @@ async def panel(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def inputs(request: HttpRequest, execution_id: str) -> HttpResponse:
     detail = await _detail(execution_id)
     return await common.fragment(
-        request, "console/partials/execution_inputs.html", await _inputs_context(request, detail)
+        request, "flowdeck/console/partials/execution_inputs.html", await _inputs_context(request, detail)
     )
 
 
@@ -187,7 +199,7 @@ async def inputs(request: HttpRequest, execution_id: str) -> HttpResponse:
 async def fields(request: HttpRequest, execution_id: str) -> HttpResponse:
     detail = await _detail(execution_id)
     return await common.fragment(
-        request, "console/partials/execution_fields.html", await _fields_context(detail)
+        request, "flowdeck/console/partials/execution_fields.html", await _fields_context(detail)
     )
 
 
@@ -199,7 +211,7 @@ async def history(request: HttpRequest, execution_id: str) -> HttpResponse:
     offset = refusals.whole_number(request.GET, "offset", 0)
     kind, node = request.GET.get("kind", "").strip(), request.GET.get("node", "").strip()
     context = await _history_context(execution_id, offset, kind, node)
-    return await common.fragment(request, "console/partials/history_rows.html", context)
+    return await common.fragment(request, "flowdeck/console/partials/history_rows.html", context)
 
 
 @login_required
@@ -209,10 +221,9 @@ async def diagram(request: HttpRequest, execution_id: str, format: str) -> HttpR
     if format not in DIAGRAM_FORMATS:
         raise Http404(f"no diagram format {format!r}")
     engine = await runtime.engine()
-    detail = await _detail(execution_id)
-    flow, painted = engine.flow_of(detail.state), detail.progress
-    if flow is None:  # a version nobody here serves: drawn from the graph the store kept for it
-        flow, painted, _ = await parked.stored_drawing(engine.store, detail.state)
+    # a version nobody here serves is drawn from the graph the store kept for it
+    found = await drawn.drawable(engine, await _detail(execution_id))
+    flow, painted, detail = found.flow, found.detail.progress, found.detail
     if flow is None:
         return HttpResponse(
             f"No diagram: version {detail.state.hash} of {detail.flow_id} is not served by this server "
@@ -232,7 +243,7 @@ async def diagram(request: HttpRequest, execution_id: str, format: str) -> HttpR
 
 async def _message(request: HttpRequest, level: str, text: str, status: int = 200) -> HttpResponse:
     return await common.fragment(
-        request, "console/partials/message.html", {"level": level, "text": text}, status=status
+        request, "flowdeck/console/partials/message.html", {"level": level, "text": text}, status=status
     )
 
 
@@ -256,7 +267,7 @@ async def _recording(
 async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
     """Deliver the input named by the form's `input_name` from its generated form; a refused value comes
     back with the errors placed next to the fields (400). (The name travels in the body: input names are
-    user text, slashes included.) Needs `console.run_executions`."""
+    user text, slashes included.) Needs `flowdeck_console.run_executions`."""
     if not await common.can_run(request):
         return await common.forbidden(request, RUN_PERMISSION)
     name = request.POST.get("input_name", "")
@@ -286,16 +297,16 @@ async def signal(request: HttpRequest, execution_id: str) -> HttpResponse:
                     {name: posted},
                     refused=f"{name} was not sent: {error}",
                 )
-                template = "console/partials/execution_inputs.html"
+                template = "flowdeck/console/partials/execution_inputs.html"
                 return await common.fragment(request, template, context, status=409)
         if found:
             context = await _inputs_context(request, detail, {name: posted}, {name: found})
             return await common.fragment(
-                request, "console/partials/execution_inputs.html", context, status=400
+                request, "flowdeck/console/partials/execution_inputs.html", context, status=400
             )
     return await common.fragment(
         request,
-        "console/partials/execution_inputs.html",
+        "flowdeck/console/partials/execution_inputs.html",
         await _inputs_context(request, await _detail(execution_id)),
     )
 
@@ -333,7 +344,7 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
             act.refused(error)
             return await common.fragment(
                 request,
-                "console/partials/resume_report.html",
+                "flowdeck/console/partials/resume_report.html",
                 {"execution_id": execution_id, "report": error.report, "refused": str(error)},
                 status=409,
             )
@@ -350,7 +361,7 @@ async def resume(request: HttpRequest, execution_id: str) -> HttpResponse:
     }
     if go:
         context.update(await resumed.outcome_context(execution_id, None))
-    return await common.fragment(request, "console/partials/resume_report.html", context)
+    return await common.fragment(request, "flowdeck/console/partials/resume_report.html", context)
 
 
 @login_required
@@ -362,12 +373,15 @@ async def answer(request: HttpRequest, execution_id: str) -> HttpResponse:
     text = request.POST.get("value", "").strip()
     async with _recording(request, "answer", execution_id, node=node, size=len(text.encode())) as act:
         await _detail(execution_id)
+        engine = await runtime.engine()
         try:
-            value = forms.read_json_text(text) if text else None
+            value = await answers.value_of(engine, execution_id, node, text)
         except ValueError as error:
             act.refused(error)
             return await _message(request, "error", f"value: {error}", 400)
-        engine = await runtime.engine()
+        except errors.FlowError as error:  # a workflow no process serves: nothing judges the answer
+            act.refused(error)
+            return await _message(request, "error", f"Not answered: {error}", 409)
         try:
             await engine.answer(execution_id, node, value, actor=act.actor)
         except errors.FlowError as error:

@@ -6,7 +6,7 @@ The search box holds an id prefix and any `field:<name>.<json.path>=<value>` ter
 exactly); all of them and the filters narrow together.
 
 The query lives in the URL (`?status=waiting:approval&workflow=fulfilment&q=demo-&sort=updated&
-created_from=2026-12-01&created_to=2026-12-01&page=2`, `console.views.list_query`), so a link is
+created_from=2026-12-01&created_to=2026-12-01&page=2`, `flowdeck.console.views.list_query`), so a link is
 shareable and the back button works; htmx pushes it as the filters change. `?partial=rows` answers only
 the table, which the page fetches again when its websocket hears of a change.
 """
@@ -15,19 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from console import activity, runtime
-from console.discovery import registered_flows
-from console.views import common, parked, saved_views
-from console.views.list_query import INSTANTS, PAGE_SIZE, PARKED, SORTS, Query
-from engine import ids as ids_module
-from engine import nodes, traversal
-from engine.engine import declared_inputs
-from engine.flow import Flow
-from store import spi
+from flowdeck.console import activity, runtime
+from flowdeck.console.discovery import registered_flows
+from flowdeck.console.views import common, parked, saved_views
+from flowdeck.console.views.list_query import INSTANTS, PAGE_SIZE, PARKED, SORTS, Query
+from flowdeck.console.views.signin import login_required
+from flowdeck.engine import errors, nodes, traversal
+from flowdeck.engine import ids as ids_module
+from flowdeck.engine.engine import declared_inputs
+from flowdeck.engine.flow import Flow
+from flowdeck.store import spi
 
 __all__ = ["cancel_selected", "executions"]
 
@@ -104,7 +104,7 @@ async def executions(request: HttpRequest) -> HttpResponse:
     query = Query.of(request)
     table = await _table(query)
     if request.GET.get("partial") == "rows" or request.headers.get("HX-Request"):
-        return await common.fragment(request, "console/partials/executions_table.html", table)
+        return await common.fragment(request, "flowdeck/console/partials/executions_table.html", table)
     engine = await runtime.engine()
     context = {
         **table,
@@ -116,7 +116,7 @@ async def executions(request: HttpRequest) -> HttpResponse:
         "sorts": list(SORTS),
         "unbounded_url": query.url(**dict.fromkeys(INSTANTS), page=1),
     }
-    return await common.page(request, "console/executions.html", context)
+    return await common.page(request, "flowdeck/console/executions.html", context)
 
 
 @login_required
@@ -136,15 +136,25 @@ async def cancel_selected(request: HttpRequest) -> HttpResponse:
         if not ids:
             act.settle("invalid", "nothing_selected", "Select at least one execution.")
             return await common.fragment(
-                request, "console/partials/message.html", {"level": "error", "text": act.message}, status=400
+                request,
+                "flowdeck/console/partials/message.html",
+                {"level": "error", "text": act.message},
+                status=400,
             )
         outcomes, words = [], {}
         for eid in ids:
-            outcome = await engine.executions.cancel(eid, reason, actor=actor)
+            try:
+                outcome = await engine.executions.cancel(eid, reason, actor=actor)
+            except errors.FlowExecutionNotFound:  # gone (purged) since the list showed it: asked nothing
+                outcomes.append((eid, "no such execution"))
+                words[eid] = activity.outcome_of(errors.FlowExecutionNotFound(eid))[0]
+                continue
             outcomes.append((eid, _outcome_words(outcome)))
             words[eid] = act.cancel_outcome(outcome)
         act.bulk(words)
-    return await common.fragment(request, "console/partials/cancel_outcomes.html", {"outcomes": outcomes})
+    return await common.fragment(
+        request, "flowdeck/console/partials/cancel_outcomes.html", {"outcomes": outcomes}
+    )
 
 
 def _outcome_words(outcome: spi.CancelOutcome) -> str:

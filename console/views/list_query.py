@@ -1,7 +1,7 @@
 """The executions list's query: every filter and the order, each a query parameter, so that a URL is the
 whole view (shareable, and what a saved view keeps).
 
-The same words are the query of `GET /api/v1/executions` and the options of `flow ls` (both read them
+The same words are the query of `GET /api/v1/executions` and the options of `flowdeck ls` (both read them
 through `Query.of`, and search through `Query.search`), so the three surfaces filter alike:
 
 - `status`: a wire filter word (`failed:<kind>`, `waiting:<name>` …) or `parked` (an unended execution of
@@ -24,9 +24,9 @@ from urllib.parse import urlencode
 
 from django.http import HttpRequest, QueryDict
 
-from console import activity, refusals
-from engine.engine import FlowEngine, SearchResult
-from store import field_terms, spi
+from flowdeck.console import activity, refusals, states
+from flowdeck.engine.engine import FlowEngine, SearchResult
+from flowdeck.store import field_terms, spi
 
 __all__ = ["INSTANTS", "MAX_PAGE", "PAGE_SIZE", "PARKED", "SORTS", "Query", "search_of", "store_filter"]
 
@@ -198,7 +198,7 @@ def search_of(q: str) -> tuple[list[spi.FieldMatch], str | None]:
     matches, words = field_terms.split_terms(q)
     if len(words) > 1:
         raise spi.FilterParseError(
-            "search for one id prefix and any field:<name>.<path>=<value> terms (got "
+            "search for one id prefix and any field:<name>.<path>=<value> or text:<words> terms (got "
             + f"{len(words)} other words: {', '.join(repr(w) for w in words)}); quote a value holding "
             + 'spaces: field:order.customer="Ada Lovelace"'
         )
@@ -206,11 +206,9 @@ def search_of(q: str) -> tuple[list[spi.FieldMatch], str | None]:
 
 
 def store_filter(word: str, served: frozenset[str]) -> spi.ExecutionFilter.Any | None:
-    """The store filter of a status word: `parked` is an unended execution of a version nobody serves
-    (the store's `Orphaned`, whose served set only the console knows); the rest are the wire words."""
-    if not word:
-        return None
-    return spi.ExecutionFilter.Orphaned(served) if word == PARKED else spi.ExecutionFilter.parse(word)
+    """The store filter of a state word (`console.states.store_filter`): `parked` its own population, the
+    unended words without it."""
+    return states.store_filter(word, served)
 
 
 def _checked_search(q: str) -> str:

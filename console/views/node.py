@@ -17,20 +17,20 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from console import forms, runtime
-from console.models import RUN_PERMISSION
-from console.views import common, node_record
-from engine import nodes, progress, schema
-from engine.graph import show_duration
-from store import spi
+from flowdeck.console import drawn, forms, runtime
+from flowdeck.console.models import RUN_PERMISSION
+from flowdeck.console.views import common, gateway, node_place, node_record
+from flowdeck.console.views.signin import login_required
+from flowdeck.engine import nodes, places, progress, schema
+from flowdeck.engine.graph import show_duration
+from flowdeck.store import spi
 
 __all__ = ["node"]
 
-TEMPLATE = "console/partials/node_panel.html"
+TEMPLATE = "flowdeck/console/partials/node_panel.html"
 
 
 def _knobs(node: nodes.Node) -> nodes.Knobs | None:
@@ -124,31 +124,38 @@ def _attempt_rows(attempts: Sequence[node_record.Attempt]) -> list[dict[str, Any
     ]
 
 
-async def _context(request: HttpRequest, detail: Any, key: str, flow: Any) -> dict[str, Any]:
+async def _context(
+    request: HttpRequest, detail: Any, selection: places.Selection, flow: Any
+) -> dict[str, Any]:
     engine = await runtime.engine()
-    eid = detail.execution_id
+    eid, key = detail.execution_id, selection.path
     fields = await engine.store.get_all_fields(eid)
     history = (await engine.store.get_history(eid)).events
     names = schema.durable_names(flow)
     known = frozenset(names)
     plan = names[key]
-    entry = detail.progress.by_name(key) if detail.progress is not None else None
-    attempts = node_record.attempts_of(key, history, detail.status)
+    where = node_place.placed(detail.progress, selection, places.branch_words(flow))
+    entry = where.entry
+    attempts = where.own(node_record.attempts_of(key, history, detail.status))
     about = _about(plan)
     is_foreach = isinstance(plan, nodes.ForEach)
     can_run = await common.can_run(request)
     return {
         "detail": detail,
         "key": key,
+        "selected": places.key_of(key, entry.place) if entry is not None and entry.shared else key,
+        "where": where,
         "kind": progress.node_type(plan),
         "about": about,
         "state": entry,
         "status": entry.status.value if entry else "pending",
         "attempts": _attempt_rows(attempts),
-        "next_retry": node_record.next_retry(key, detail.waits, history),
-        "value": _value(fields, key),
-        "compensation": node_record.compensation_of(key, about["handler"], history, fields),
-        "waits": _waits(key, detail, known),
+        "next_retry": node_record.next_retry(key, detail.waits, history) if where.recorded else None,
+        "value": _value(fields, key) if where.holds_completion else None,
+        "compensation": node_record.compensation_of(key, about["handler"], history, fields)
+        if where.holds_completion
+        else None,
+        "waits": _waits(key, detail, known) if where.recorded else [],
         "input": _input(key, detail, can_run) if isinstance(plan, nodes.Input) else None,
         "items": node_record.items_of(key, fields, history, detail.waits, detail.status)
         if is_foreach
@@ -166,14 +173,17 @@ async def _missing(request: HttpRequest, key: str, text: str) -> HttpResponse:
 @login_required
 @require_GET
 async def node(request: HttpRequest, execution_id: str, key: str) -> HttpResponse:
-    """The side panel's fragment for the node with durable key `key` of the execution."""
+    """The side panel's fragment for the node `key` names in the execution: a durable path, one place of
+    a path several places carry (`decision@n14`), or a gateway (`@n6`)."""
     engine = await runtime.engine()
-    detail = await common.described(engine, execution_id)
-    flow = engine.flow_of(detail.state)
+    # a parked execution's nodes are its stored version's: the panel works there too
+    found = await drawn.drawable(engine, await common.described(engine, execution_id))
+    flow, detail = found.flow, found.detail
     if flow is None:
-        return await _missing(
-            request, key, "This execution's version is not served by this server: its nodes are unknown here."
-        )
-    if key not in schema.durable_names(flow):
+        return await _missing(request, key, f"This execution's nodes are unknown here: {found.problem}.")
+    selection = places.select(flow, key)
+    if selection is None:
         return await _missing(request, key, "This execution's flow has no node with this key.")
-    return await common.fragment(request, TEMPLATE, await _context(request, detail, key, flow))
+    if not selection.path:
+        return await gateway.panel(request, detail, flow, selection.place)
+    return await common.fragment(request, TEMPLATE, await _context(request, detail, selection, flow))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from store import spi
+from flowdeck.store import spi
 
 __all__ = ["Attempt", "Compensation", "Item", "attempts_of", "compensation_of", "items_of", "next_retry"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from console.views import common
-from store import spi
+from flowdeck.console.views import common
+from flowdeck.store import spi
 
 __all__ = ["Said", "cancel_said", "resume_said", "resumed_seq"]
 

@@ -20,21 +20,21 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from console import heartbeat, overview_chart, runtime
-from console.views import common, list_query
-from store import counts, spi
+from flowdeck.console import heartbeat, overview_chart, runtime, states
+from flowdeck.console.views import common, list_query
+from flowdeck.console.views.signin import login_required
+from flowdeck.store import counts, spi
 
 __all__ = ["overview", "overview_numbers"]
 
-# The status words of `count_by_status`, in the order the table shows them (a word the store adds later
-# still shows, after these).
-STATUS_ORDER = ("running", "compensating", "stopped", "failed", "completed", "cancelled")
+# The state words of `states.count_by_state` (parked apart from running: nothing runs it), in the order
+# the table shows them (a word the store adds later still shows, after these).
+STATUS_ORDER = ("running", "parked", "compensating", "stopped", "failed", "completed", "cancelled")
 REFRESH_SECONDS = 5
 MINUTE = timedelta(minutes=1)
 HOUR = timedelta(hours=1)
@@ -44,7 +44,7 @@ SHOWN = 8  # executions listed as retrying now, and as waiting the longest
 def list_url(workflow: str = "", status: str = "") -> str:
     """The executions list filtered to `workflow` and `status` (its filter words), as the list's URL."""
     kept = {k: v for k, v in (("status", status), ("workflow", workflow)) if v}
-    base = reverse("console-executions")
+    base = reverse("flowdeck:console-executions")
     return f"{base}?{urlencode(kept, safe=':')}" if kept else base
 
 
@@ -55,7 +55,7 @@ def span_url(start: datetime, end: datetime, series: str) -> str:
         query = list_query.Query("", "", "", 1, created_after=start, created_before=end)
     else:
         query = list_query.Query(series, "", "", 1, "updated", updated_after=start, updated_before=end)
-    return reverse("console-executions") + query.url()
+    return reverse("flowdeck:console-executions") + query.url()
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,9 @@ async def _total(store: spi.FlowStore, filt: spi.ExecutionFilter.Any, word: str)
     return Cell((await store.list_executions(None, filt, limit=0)).total, list_url(status=word))
 
 
-async def numbers(store: spi.FlowStore, registered: list[str]) -> dict[str, Any]:
+async def numbers(
+    store: spi.FlowStore, registered: list[str], served: frozenset[str] | None = None
+) -> dict[str, Any]:
     """Everything the numbers part shows, read from the store: its reads are independent, so they run
     at once (on PostgreSQL the store serves them on as many connections; SQLite runs them in turn)."""
     now = store.now()
@@ -194,7 +196,7 @@ async def numbers(store: spi.FlowStore, registered: list[str]) -> dict[str, Any]
         sleeping,
         workers,
     ) = await asyncio.gather(
-        store.count_by_status(),
+        states.count_by_state(store, served) if served is not None else store.count_by_status(),
         store.count_by_code(),
         _day_of_minutes(store),
         store.waiting_longest(SHOWN, retrying=True),
@@ -220,18 +222,21 @@ async def numbers(store: spi.FlowStore, registered: list[str]) -> dict[str, Any]
 
 async def _context() -> dict[str, Any]:
     engine = await runtime.engine()
-    registered = sorted(info.id for info in await engine.workflows.list())
-    return await numbers(engine.store, registered)
+    workflows = await engine.workflows.list()
+    registered = sorted(info.id for info in workflows)
+    return await numbers(engine.store, registered, states.served_hashes(workflows))
 
 
 @login_required
 @require_GET
 async def overview(request: HttpRequest) -> HttpResponse:
-    return await common.page(request, "console/overview.html", {**(await _context()), "nav": "overview"})
+    return await common.page(
+        request, "flowdeck/console/overview.html", {**(await _context()), "nav": "overview"}
+    )
 
 
 @login_required
 @require_GET
 async def overview_numbers(request: HttpRequest) -> HttpResponse:
     """The numbers part alone (the page polls it every `REFRESH_SECONDS`)."""
-    return await common.fragment(request, "console/partials/overview_numbers.html", await _context())
+    return await common.fragment(request, "flowdeck/console/partials/overview_numbers.html", await _context())

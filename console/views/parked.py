@@ -16,17 +16,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from console import refusals, runtime
-from console.discovery import flow_versions
-from console.views import common
-from engine import errors, graph_document, progress, render, schema, version_diff
-from engine.flow import Flow
-from engine.graph import build_graph
-from store import spi
+from flowdeck.console import refusals, runtime, states
+from flowdeck.console.discovery import flow_versions
+from flowdeck.console.drawn import skeleton as _skeleton
+from flowdeck.console.drawn import stored_drawing
+from flowdeck.console.views import common, diagram
+from flowdeck.console.views.signin import login_required
+from flowdeck.engine import errors, focus, progress, render, schema, version_diff
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.graph import build_graph
+from flowdeck.store import spi
 
 __all__ = ["parked", "parked_execution", "parked_rows", "stored_drawing", "versions_context"]
 
@@ -122,18 +124,6 @@ async def _svg(
     return _inline(_marked(drawn, marks or {}))
 
 
-def _skeleton(info: spi.WorkflowInfo | None) -> tuple[Flow | None, str]:
-    """The version's skeleton, or why there is none (an old row, or a document this code cannot read)."""
-    if info is None:
-        return None, "this version is not registered in the store"
-    if info.graph is None:
-        return None, "registered before the store kept diagrams: only its node list is known"
-    try:
-        return graph_document.flow_of(info.graph), ""
-    except graph_document.GraphDocumentError as error:
-        return None, str(error)
-
-
 async def _drawn(
     info: spi.WorkflowInfo | None,
     flow: Flow | None,
@@ -181,13 +171,8 @@ def _served(workflow_id: str) -> frozenset[str]:
 
 
 def served_hashes(workflows: Iterable[spi.WorkflowInfo]) -> frozenset[str]:
-    """The version hashes some process serves, over `workflows` (the store's newest of each): the versions
-    this process declares, or the newest when it declares none of that workflow (another process serves
-    it). An unended execution of any other hash is parked; the list's `parked` filter and badge read this."""
-    found: set[str] = set()
-    for info in workflows:
-        found |= _served(info.id) or {info.structural_hash}
-    return frozenset(found)
+    """The version hashes some process serves (`flowdeck.console.states.served_hashes`, the one rule)."""
+    return states.served_hashes(workflows)
 
 
 async def _page_of(store: spi.FlowStore, workflow_id: str, digest: str, offset: int) -> spi.ExecutionPage:
@@ -242,7 +227,7 @@ async def parked(request: HttpRequest) -> HttpResponse:
         "can_operate": await common.can_operate(request),
         "page_size": PAGE,
     }
-    return await common.page(request, "console/parked.html", context)
+    return await common.page(request, "flowdeck/console/parked.html", context)
 
 
 @login_required
@@ -254,32 +239,24 @@ async def parked_rows(request: HttpRequest, workflow_id: str, digest: str) -> Ht
     store = (await runtime.engine()).store
     page = await _page_of(store, workflow_id, digest, offset)
     return await common.fragment(
-        request, "console/partials/parked_rows.html", _rows_context(workflow_id, digest, page, offset)
+        request,
+        "flowdeck/console/partials/parked_rows.html",
+        _rows_context(workflow_id, digest, page, offset),
     )
 
 
 # --------------------------------------------------------------------------------------- one execution
 
 
-async def stored_drawing(
-    store: spi.FlowStore, state: spi.ExecutionState
-) -> tuple[Flow | None, progress.Progress | None, str]:
-    """The execution's own version rebuilt from its stored graph, with its progress; (None, None, why)
-    when the store kept no graph for it. For versions no process here serves."""
-    flow, problem = _skeleton(await store.get_workflow(state.flow_id, state.hash))
+async def _painted(store: spi.FlowStore, state: spi.ExecutionState) -> tuple[str, str, str]:
+    """The execution's progress painted on its own version's stored graph (SVG) and the graph id of the
+    node that matters most on it (where its viewer opens), or why it cannot be drawn."""
+    flow, painted, problem = await stored_drawing(
+        store, state, await states.served_by(await runtime.engine())
+    )
     if flow is None:
-        return None, None, problem
-    fields = await store.get_all_fields(state.execution_id)
-    history = (await store.get_history(state.execution_id)).events
-    return flow, progress.build_progress(flow, state, fields, history), ""
-
-
-async def _painted(store: spi.FlowStore, state: spi.ExecutionState) -> tuple[str, str]:
-    """The execution's progress painted on its own version's stored graph (SVG), or why it cannot be."""
-    flow, painted, problem = await stored_drawing(store, state)
-    if flow is None:
-        return "", problem
-    return await _svg(flow, painted), ""
+        return "", problem, ""
+    return await _svg(flow, painted), "", focus.matters_most(build_graph(flow, painted).nodes)
 
 
 @login_required
@@ -293,7 +270,7 @@ async def parked_execution(request: HttpRequest, execution_id: str) -> HttpRespo
         raise refusals.unknown("execution id", execution_id, f"no execution {execution_id!r}")
     if state.status.terminal:
         raise Http404(f"execution {execution_id!r} has ended: there is nothing to resume")
-    svg, problem = await _painted(engine.store, state)
+    svg, problem, focused = await _painted(engine.store, state)
     report, refused = None, ""
     try:
         report = await engine.resume(execution_id, go=False)
@@ -303,10 +280,12 @@ async def parked_execution(request: HttpRequest, execution_id: str) -> HttpRespo
         "state": state,
         "row": common.row_of(state),
         "svg": svg,
+        "focus": focused,
+        "palette": diagram.context()["palette"],  # the legend under the painted progress
         "problem": problem,
         "parked": engine.flow_of(state) is None,
         "report": report,
         "refused": refused,
         "can_operate": await common.can_operate(request),
     }
-    return await common.fragment(request, "console/partials/parked_execution.html", context)
+    return await common.fragment(request, "flowdeck/console/partials/parked_execution.html", context)

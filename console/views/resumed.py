@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from console import refusals, runtime
-from console.views import common, outcomes
+from flowdeck.console import refusals, runtime
+from flowdeck.console.views import common, outcomes
+from flowdeck.console.views.signin import login_required
 
 __all__ = ["outcome_context", "resumed"]
 
@@ -27,7 +27,7 @@ async def outcome_context(execution_id: str, since: int | None) -> dict[str, Any
     events = list((await engine.store.get_history(execution_id)).events)
     seq = outcomes.resumed_seq(events) if since is None else since
     said = outcomes.resume_said(state, seq, events)
-    url = reverse("console-execution-resumed", args=[execution_id])
+    url = reverse("flowdeck:console-execution-resumed", args=[execution_id])
     return {"outcome": said, "resumed_url": f"{url}?since={seq}"}
 
 
@@ -37,4 +37,4 @@ async def resumed(request: HttpRequest, execution_id: str) -> HttpResponse:
     """The resume message again (`since`: the seq of the resume's event), as the execution goes on."""
     since = refusals.whole_number(request.GET, "since", 0)
     context = await outcome_context(execution_id, since)
-    return await common.fragment(request, "console/partials/resume_outcome.html", context)
+    return await common.fragment(request, "flowdeck/console/partials/resume_outcome.html", context)

@@ -1,7 +1,8 @@
 """Saved views of the executions list: a person's named filters, kept in the database (`SavedView`).
 
 A view is the list's query string, checked and rewritten by the list's own `Query` (so a saved view is a
-URL the list takes, and opening it is following that link); the page number is not part of it. Saving
+URL the list takes, and opening it is following that link); the page number is not part of it. Its status
+word and search are parsed too: a filter that does not parse is refused, and nothing is saved. Saving
 under a name one already has replaces that view. Each person sees, and deletes, only their own.
 """
 
@@ -9,14 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from console import refusals
-from console.models import SavedView
-from console.views.list_query import Query
+from flowdeck.console import refusals
+from flowdeck.console.models import SavedView
+from flowdeck.console.views.list_query import Query, search_of, store_filter
+from flowdeck.console.views.signin import login_required
+from flowdeck.store import spi
 
 __all__ = ["create_view", "delete_view", "views_of"]
 
@@ -43,16 +45,28 @@ def _name(request: HttpRequest) -> str:
 
 
 def _query(request: HttpRequest) -> str:
-    """The list's query string of the POST's `query`, as the list writes it (filters and sort, no page)."""
+    """The list's query string of the POST's `query`, as the list writes it (filters and sort, no page);
+    `refusals.Refused` for one the list cannot take, its status word and its search included (the list
+    would show only what is wrong with them)."""
     text = request.POST.get("query", "").lstrip("?")
     if len(text) > 2000:
         raise refusals.Refused("query", "a view's query is at most 2,000 characters")
     query = Query.of(QueryDict(refusals.check_text("query", text)))
+    try:
+        store_filter(query.status, frozenset())
+    except spi.FilterParseError as problem:
+        raise refusals.Refused("status", str(problem)) from None
+    try:
+        search_of(query.q)
+    except spi.FilterParseError as problem:
+        raise refusals.Refused("q", str(problem)) from None
     return query.url(page=1).lstrip("?")
 
 
 def _back(query: str) -> HttpResponse:
-    return HttpResponseRedirect(reverse("console-executions") + ("?" + query if query else ""), status=303)
+    return HttpResponseRedirect(
+        reverse("flowdeck:console-executions") + ("?" + query if query else ""), status=303
+    )
 
 
 @login_required

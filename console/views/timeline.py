@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from console import refusals, runtime, schemas, timeline
-from console.timeline_races import settle_races
-from console.views import common
+from flowdeck.console import badges, drawn, durations, refusals, runtime, schemas, states, timeline
+from flowdeck.console.timeline_races import settle_races
+from flowdeck.console.timeline_states import LaneState, lane_states
+from flowdeck.console.views import common
+from flowdeck.console.views.signin import login_required
+from flowdeck.engine import places
+from flowdeck.store.events import EventKind
 
 __all__ = ["LANES_PAGE", "history_json", "lanes_page", "layout", "timeline_fragment"]
 
@@ -57,7 +60,7 @@ def absolute(at: datetime) -> str:
 
 
 def _moment(at: datetime, origin: datetime) -> dict[str, str]:
-    return {"iso": at.isoformat(), "title": absolute(at), "text": timeline.offset_text(at, origin)}
+    return {"iso": at.isoformat(), "title": absolute(at), "text": durations.offset_text(at, origin)}
 
 
 class _Scale:
@@ -97,7 +100,7 @@ class _Scale:
 def _bar_title(bar: timeline.Bar, now: datetime) -> str:
     what = f"attempt {bar.attempt}" if bar.kind == "attempt" else bar.kind
     end = "now" if bar.end is None else absolute(bar.end)
-    words = [what, bar.outcome, timeline.duration_text(bar.duration(now)), f"{absolute(bar.start)} → {end}"]
+    words = [what, bar.outcome, durations.duration_text(bar.duration(now)), f"{absolute(bar.start)} → {end}"]
     if bar.due is not None:
         words.append(f"due {absolute(bar.due)}")
     if bar.detail:
@@ -105,7 +108,9 @@ def _bar_title(bar: timeline.Bar, now: datetime) -> str:
     return " · ".join(words)
 
 
-def _lane_view(lane: timeline.Lane, tl: timeline.Timeline, scale: _Scale, now: datetime) -> dict[str, Any]:
+def _lane_view(
+    lane: timeline.Lane, tl: timeline.Timeline, scale: _Scale, now: datetime, state: LaneState | None
+) -> dict[str, Any]:
     bars = []
     for bar in lane.bars:
         x, width = scale.box(bar.start, bar.until(now))
@@ -123,9 +128,9 @@ def _lane_view(lane: timeline.Lane, tl: timeline.Timeline, scale: _Scale, now: d
     lost = [b.detail for b in lane.bars if b.outcome == "lost" and b.detail]
     return {
         "name": lane.name,
-        "outcome": lane.outcome(),
+        "state": state,
         "attempts": lane.attempts(),
-        "busy": timeline.duration_text(lane.busy(now)),
+        "busy": durations.duration_text(lane.busy(now)),
         "started": _moment(lane.start, tl.start),
         "bars": bars,
         "marks": marks,
@@ -151,7 +156,7 @@ def _changed(lane: timeline.Lane, after: int) -> bool:
         b.open
         or max(b.seqs, default=0) > after
         or b.outcome in _DECIDED_LATE
-        or (b.kind == "claim" and len(b.seqs) == 1)
+        or (b.kind == "claim" and EventKind.EXECUTION_RELEASED.value not in b.kinds)
         for b in lane.bars
     )
 
@@ -164,9 +169,14 @@ def layout(
     node: str = "",
     page: int = 0,
     after: int | None = None,
+    said: Mapping[str, LaneState] | None = None,
 ) -> dict[str, Any]:
-    """The fragment's context: the filtered lanes of one page laid out on the shown lanes' window. With
-    `after` (the last seq the page has), only the lanes changed since then are laid out (`delta`)."""
+    """The fragment's context: the filtered lanes of one page laid out on the shown lanes' window, each
+    with its state from `said` (lane name → state; none without). With `after` (the last seq the page
+    has), only the lanes changed since then are laid out (`delta`), and the states of every lane of the
+    page ride along: a node's state may change with no event on its own lane (a foreach compensated by
+    its items' handlers, an arm that lost when another won)."""
+    said = said or {}
     shown = tl.filtered(kind=kind, node=node)
     lanes, pages = lanes_page(shown.lanes, page, LANES_PAGE)
     page = min(max(page, 0), pages - 1)
@@ -175,15 +185,16 @@ def layout(
     ticks = [scale.start + window * (i / (_TICKS - 1)) for i in range(_TICKS)]
     # an unwind shades every track: while there is one, the page takes the whole fragment
     delta = after is not None and not tl.unwinds and after <= tl.seq
-    drawn = [lane for lane in lanes if not delta or _changed(lane, after or 0)]
+    changed = [lane for lane in lanes if not delta or _changed(lane, after or 0)]
     return {
         "tl": tl,
-        "lanes": [_lane_view(lane, tl, scale, now) for lane in drawn],
+        "lanes": [_lane_view(lane, tl, scale, now, said.get(lane.name)) for lane in changed],
+        "said": [{"name": lane.name, "state": said.get(lane.name)} for lane in lanes] if delta else [],
         "delta": delta,
         "order": json.dumps([lane.name for lane in lanes]),
         "unwinds": [(*scale.box(u.start, u.end or now), u.cause) for u in tl.unwinds],
         "ticks": [_moment(t, tl.start) for t in ticks],
-        "span": timeline.duration_text(tl.span),
+        "span": durations.duration_text(tl.span),
         "window": None if scale.whole else (_moment(scale.start, tl.start), _moment(scale.end, tl.start)),
         "origin": _moment(tl.start, tl.start),
         "kinds": tl.event_kinds(),
@@ -217,27 +228,36 @@ async def _folded(engine: Any, execution_id: str) -> timeline.Fold:
     return fold
 
 
-async def timeline_of(execution_id: str) -> tuple[timeline.Timeline, datetime]:
+async def timeline_of(execution_id: str) -> tuple[timeline.Timeline, datetime, dict[str, LaneState]]:
+    """The execution's waterfall as of the store's now, and each lane's state (`timeline_states`)."""
     engine = await runtime.engine()
     detail = await common.described(engine, execution_id)
     fold = await _folded(engine, execution_id)
     now = engine.store.now()
     tl = fold.timeline(now, set(detail.state.waits))
-    if detail.progress is not None:
+    served = await states.served_by(engine)
+    # the progress the diagram and the node panel paint: a parked execution's from its stored version
+    found = await drawn.drawable(engine, detail)
+    progress = found.detail.progress
+    if progress is not None:
         statuses: dict[str, set[str]] = {}
-        for node in detail.progress.nodes:
+        for node in progress.nodes:
             statuses.setdefault(node.name, set()).add(str(node.status))
         tl = settle_races(tl, statuses)
-    return tl, now
+    words = places.branch_words(found.flow) if found.flow is not None else {}
+    badge = badges.badge_of(detail.state, served)
+    said = lane_states(tl, progress, words, badge, runs=detail.state.hash in served)
+    return tl, now, said
 
 
 async def timeline_context(request: HttpRequest, execution_id: str) -> dict[str, Any]:
-    tl, now = await timeline_of(execution_id)
+    tl, now, said = await timeline_of(execution_id)
     kind = request.GET.get("kind", "").strip()
     node = request.GET.get("node", "").strip()
     page = refusals.whole_number(request.GET, "page", 0)
     after = refusals.whole_number(request.GET, "after", -1)
-    context = layout(tl, now, kind=kind, node=node, page=page, after=None if after < 0 else after)
+    since = None if after < 0 else after
+    context = layout(tl, now, kind=kind, node=node, page=page, after=since, said=said)
     return {"execution_id": execution_id, **context}
 
 
@@ -248,7 +268,7 @@ async def timeline_fragment(request: HttpRequest, execution_id: str) -> HttpResp
     `after` (a seq), the delta since the page had the events up to it."""
     context = await timeline_context(request, execution_id)
     template = "timeline_delta" if context["delta"] else "timeline"
-    return await common.fragment(request, f"console/partials/{template}.html", context)
+    return await common.fragment(request, f"flowdeck/console/partials/{template}.html", context)
 
 
 @login_required
@@ -256,7 +276,7 @@ async def timeline_fragment(request: HttpRequest, execution_id: str) -> HttpResp
 async def history_json(request: HttpRequest, execution_id: str) -> HttpResponse:
     """The whole history as the REST route's document, as a file to save; with `after=SEQ`, the events
     after that seq (the REST route's `after`)."""
-    from console.api import api  # the API's renderer writes the bytes the route would
+    from flowdeck.console.api import api  # the API's renderer writes the bytes the route would
 
     after = refusals.whole_number(request.GET, "after", 0)
     engine = await runtime.engine()

@@ -1,17 +1,19 @@
-"""The console's page routes (mounted at the site root by `console.urls`)."""
+"""The console's page routes (mounted by `flowdeck.console.urls`, which passes each through `console.gate`:
+its headers, `Cache-Control: private, no-store` among them, and its checks)."""
 
 from __future__ import annotations
 
 from django.contrib.auth import views as auth_views
 from django.urls import URLPattern, path, register_converter, reverse_lazy
 
-from console.views import (
+from flowdeck.console.views import (
     account,
     activity,
     bulk,
     converters,
     execution,
     executions,
+    favicon,
     metrics,
     node,
     overview,
@@ -29,17 +31,22 @@ register_converter(converters.StoredId, "stored_id")
 
 E = "executions/<stored_id:execution_id>/"
 
+# The console's URL names live in their own namespace, so they never clash with the host project's:
+# reverse("flowdeck:console-executions"), {% url 'flowdeck:login' %}.
+app_name = "flowdeck"
+
 urlpatterns: list[URLPattern] = [
     path("", overview.overview, name="console-home"),
+    path("favicon.ico", favicon.favicon, name="console-favicon"),
     path("overview/numbers/", overview.overview_numbers, name="console-overview-numbers"),
     path(
         "login/",
         auth_views.LoginView.as_view(
-            template_name="console/login.html", next_page=reverse_lazy("console-executions")
+            template_name="flowdeck/console/login.html", next_page=reverse_lazy("flowdeck:console-executions")
         ),
         name="login",
     ),
-    path("logout/", auth_views.LogoutView.as_view(next_page=reverse_lazy("login")), name="logout"),
+    path("logout/", auth_views.LogoutView.as_view(next_page=reverse_lazy("flowdeck:login")), name="logout"),
     path("executions/", executions.executions, name="console-executions"),
     path("executions/cancel/", executions.cancel_selected, name="console-cancel-selected"),
     path("executions/bulk/", bulk.confirm, name="console-bulk"),

@@ -11,16 +11,16 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from console import refusals, runtime
-from console.discovery import registered_flows
-from console.views import common
-from engine import errors, progress, schema
-from engine.graph import show_duration
-from store import node_stats
+from flowdeck.console import refusals, runtime
+from flowdeck.console.discovery import registered_flows
+from flowdeck.console.views import common
+from flowdeck.console.views.signin import login_required
+from flowdeck.engine import errors, progress, schema, traversal
+from flowdeck.engine.graph import show_duration
+from flowdeck.store import node_stats
 
 __all__ = ["NodeNumbers", "numbers", "took", "workflow_node"]
 
@@ -41,7 +41,9 @@ def took(d: timedelta | None) -> str:
 @dataclass
 class NodeNumbers:
     """One node's numbers: executions at it now per state, its recent completions and their duration
-    percentiles, and the executions in which it failed lately, per failure kind ("" untyped)."""
+    percentiles, and the executions in which it failed lately, per failure kind ("" untyped). A node that
+    sits only in a race's arms loses the race when it fails, by design: those are `lost`, never failures
+    (a race that every arm lost fails the execution, which says so itself)."""
 
     path: str
     now: dict[str, int] = field(default_factory=dict)
@@ -49,6 +51,7 @@ class NodeNumbers:
     p50: timedelta | None = None
     p95: timedelta | None = None
     failures: dict[str, int] = field(default_factory=dict)
+    lost: dict[str, int] = field(default_factory=dict)
 
     @property
     def failed(self) -> int:
@@ -66,6 +69,7 @@ class NodeNumbers:
             "p50": took(self.p50),
             "p95": took(self.p95),
             "failures": self.failures,
+            "lost": self.lost,
         }
 
 
@@ -73,6 +77,17 @@ def _known(workflow_id: str) -> dict[str, Any]:
     """The flow's durable paths with their nodes (subflow children included), when this process has it."""
     flow = registered_flows().get(workflow_id)
     return dict(schema.durable_names(flow)) if flow is not None else {}
+
+
+def _raced(workflow_id: str) -> frozenset[str]:
+    """The durable paths every place of which sits in a race's arm: their failures lose a race."""
+    flow = registered_flows().get(workflow_id)
+    if flow is None:
+        return frozenset()
+    places: dict[str, list[bool]] = defaultdict(list)
+    for place in traversal.walk(flow):
+        places[place.path].append(any(kind == "race" for _, kind, _ in place.branches))
+    return frozenset(path for path, raced in places.items() if all(raced))
 
 
 def _owner(path: str, known: Collection[str]) -> str:
@@ -102,8 +117,12 @@ async def numbers(workflow_id: str) -> dict[str, NodeNumbers]:
             failures[entry.path][kind] = failures[entry.path].get(kind, 0) + n
         if stats.path == entry.path or not entry.completions:
             entry.completions, entry.p50, entry.p95 = stats.completions, stats.p50, stats.p95
+    raced = _raced(workflow_id)
     for path, by_kind in failures.items():
-        found[path].failures = dict(sorted(by_kind.items()))
+        if path in raced:
+            found[path].lost = dict(sorted(by_kind.items()))
+        else:
+            found[path].failures = dict(sorted(by_kind.items()))
     return dict(sorted(found.items()))
 
 
@@ -140,7 +159,7 @@ async def workflow_node(request: HttpRequest, workflow_id: str, key: str) -> Htt
         "p95": took(entry.p95),
         "recent": RECENT,
     }
-    return await common.fragment(request, "console/partials/workflow_node.html", context)
+    return await common.fragment(request, "flowdeck/console/partials/workflow_node.html", context)
 
 
 @login_required

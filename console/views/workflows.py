@@ -10,17 +10,18 @@ from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from console import activity, forms, heartbeat, refusals, runtime
-from console.discovery import flow_versions, registered_flows
-from console.models import RUN_PERMISSION
-from console.views import common, diagram, workflow_node
-from engine import errors, render, schema
-from engine.graph import build_graph
-from store import spi
+from flowdeck.console import activity, backlog, forms, heartbeat, refusals, runtime, states
+from flowdeck.console.discovery import flow_versions, registered_flows
+from flowdeck.console.models import RUN_PERMISSION
+from flowdeck.console.views import common, diagram, workflow_node
+from flowdeck.console.views.signin import login_required
+from flowdeck.engine import errors, render, schema
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.engine.graph import build_graph
+from flowdeck.store import spi
 
 __all__ = [
     "health",
@@ -36,9 +37,10 @@ __all__ = [
 
 
 async def _status_counts(store: spi.FlowStore, workflow_id: str | None = None) -> dict[str, dict[str, int]]:
-    """Per workflow id: its executions per status word."""
+    """Per workflow id: its executions per state word (`console.states`: parked apart from running)."""
     counts: dict[str, dict[str, int]] = defaultdict(dict)
-    for count in await store.count_by_status(workflow_id):
+    served = await states.served_by(await runtime.engine())
+    for count in await states.count_by_state(store, served, workflow_id):
         counts[count.workflow_id][count.status] = count.executions
     return counts
 
@@ -52,7 +54,9 @@ async def workflows(request: HttpRequest) -> HttpResponse:
     for info in await engine.workflows.list():
         versions = await engine.store.list_workflow_versions(info.id)
         shown.append({"info": info, "versions": versions, "counts": sorted(counts.get(info.id, {}).items())})
-    return await common.page(request, "console/workflows.html", {"workflows": shown, "nav": "workflows"})
+    return await common.page(
+        request, "flowdeck/console/workflows.html", {"workflows": shown, "nav": "workflows"}
+    )
 
 
 async def _info(workflow_id: str) -> Any:
@@ -119,7 +123,7 @@ async def workflow(request: HttpRequest, workflow_id: str) -> HttpResponse:
         "can_run": await common.can_run(request),
         "run_permission": RUN_PERMISSION,
     }
-    return await common.page(request, "console/workflow.html", context)
+    return await common.page(request, "flowdeck/console/workflow.html", context)
 
 
 @login_required
@@ -150,7 +154,7 @@ async def workflow_diagram(request: HttpRequest, workflow_id: str, format: str) 
 @require_POST
 async def start(request: HttpRequest, workflow_id: str) -> HttpResponse:
     """Start an execution with an optional id and the inputs typed as JSON (blank ones left out). Needs
-    `console.run_executions`."""
+    `flowdeck_console.run_executions`."""
     if not await common.can_run(request):
         return await common.forbidden(request, RUN_PERMISSION)
     wanted = request.POST.get("execution_id", "").strip() or None
@@ -177,12 +181,12 @@ async def start(request: HttpRequest, workflow_id: str) -> HttpResponse:
             act.refused(error)
             return await _message(request, "error", str(error), 400)
         act.execution_ids = [eid]
-    return await common.fragment(request, "console/partials/started.html", {"execution_id": eid})
+    return await common.fragment(request, "flowdeck/console/partials/started.html", {"execution_id": eid})
 
 
 async def _message(request: HttpRequest, level: str, text: str, status: int = 200) -> HttpResponse:
     return await common.fragment(
-        request, "console/partials/message.html", {"level": level, "text": text}, status=status
+        request, "flowdeck/console/partials/message.html", {"level": level, "text": text}, status=status
     )
 
 
@@ -227,7 +231,7 @@ async def parked_resume(request: HttpRequest, workflow_id: str, digest: str) -> 
                 words[eid] = activity.outcome_of(error)[0]
         act.bulk(words)
     context = {"results": results, "go": go, "workflow_id": workflow_id, "hash": digest}
-    return await common.fragment(request, "console/partials/parked_report.html", context)
+    return await common.fragment(request, "flowdeck/console/partials/parked_report.html", context)
 
 
 @login_required
@@ -294,7 +298,15 @@ async def health_executors(request: HttpRequest) -> HttpResponse:
     """The executors part of the health page alone (the page refreshes it every few seconds)."""
     engine = await runtime.engine()
     context = await _executors_context(engine.store)
-    return await common.fragment(request, "console/partials/executor_health.html", context)
+    return await common.fragment(request, "flowdeck/console/partials/executor_health.html", context)
+
+
+async def _backlog(engine: FlowEngine) -> backlog.Backlog | None:
+    """The ready backlog and claim latency, or None when the store does not answer (the page says so)."""
+    try:
+        return await backlog.read(engine)
+    except spi.FlowStoreError:
+        return None
 
 
 @login_required
@@ -310,10 +322,12 @@ async def health(request: HttpRequest) -> HttpResponse:
         **(await _executors_context(engine.store)),
         "nav": "health",
         "own": engine.health(),
+        "here": [e.health() for e in heartbeat.in_this_process() if e is not engine],
+        "backlog": await _backlog(engine),
         "claims": await _claims(engine.store),
         "recent": await _recent_executors(engine.store),
         "recent_minutes": int(RECENT.total_seconds() // 60),
         "store_error": store_error,
         "workflows": sorted(registered_flows()),
     }
-    return await common.page(request, "console/health.html", context)
+    return await common.page(request, "flowdeck/console/health.html", context)

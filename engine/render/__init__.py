@@ -11,12 +11,12 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from engine.graph import FlowGraph, build_graph
-from engine.progress import Progress
-from engine.render import bpmn, dot, elk, jsonfmt, mermaid, svg
+from flowdeck.engine.graph import FlowGraph, build_graph
+from flowdeck.engine.progress import Progress
+from flowdeck.engine.render import bpmn, dot, elk, jsonfmt, mermaid, svg
 
 if TYPE_CHECKING:
-    from engine.flow import Flow
+    from flowdeck.engine.flow import Flow
 
 __all__ = ["FORMATS", "render", "render_svg"]
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from engine.graph import FlowGraph, GraphNode
-from engine.render.common import colour, progress_lines, title
-from engine.render.layout import Box, layered, waypoints
+from flowdeck.engine.graph import FlowGraph, GraphNode
+from flowdeck.engine.render.common import colour, progress_lines, title
+from flowdeck.engine.render.layout import Box, layered, waypoints
 
 __all__ = ["NS", "render"]
 
@@ -45,8 +45,11 @@ _ELEMENTS = {
     "subflow": "subProcess",
     "fork": "parallelGateway",
     "join": "parallelGateway",
-    "race-fork": "parallelGateway",
-    "race-join": "complexGateway",  # the first branch to arrive wins
+    # As the spec maps a race (§4.6): the branches wait for whichever happens first (an event-based split,
+    # not a parallel (+) one, which would say every branch is awaited), and one of them goes on (an
+    # exclusive merge). The fork is named "race".
+    "race-fork": "eventBasedGateway",
+    "race-join": "exclusiveGateway",
 }
 _SIZES = {"event": (36, 36), "gateway": (50, 50), "task": (100, 80)}
 _PAD, _TITLE = 20, 24

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from engine.graph import GraphNode
-from engine.progress import NodeStatus
+from flowdeck.engine.graph import GraphNode
+from flowdeck.engine.progress import NodeStatus
 
 __all__ = ["COLOURS", "OUTLINES", "PENDING_COLOUR", "colour", "label_lines", "outline", "title"]
 
-# Spec §4.7, plus Flowdeck's own: compensated (rolled back), stopped (waiting for a person), and a race's
-# won and lost arms. The one palette: every format and the console's HTML legend read it from here.
+# Spec §4.7, plus Flowdeck's own: compensated (rolled back), stopped (waiting for a person), a race's won
+# and lost arms, an answered stop (awaiting resume) and a node a cancel or an end interrupted. The one
+# palette: every format and the console's HTML legend read it from here.
 COLOURS: dict[str, str] = {
     NodeStatus.COMPLETED: "#90EE90",
     NodeStatus.RUNNING: "#FFD700",
@@ -20,15 +21,19 @@ COLOURS: dict[str, str] = {
     NodeStatus.STOPPED: "#FFA500",
     NodeStatus.WON: "#45B36B",
     NodeStatus.LOST: "#A9A9A9",
+    NodeStatus.ANSWERED: "#7FD8C8",
+    NodeStatus.INTERRUPTED: "#C9B3A6",
 }
-# Outlines that tell statuses apart without colour: a lost arm dashed, a won arm, a stop and a failure
-# drawn heavy, a compensated node dotted.
+# Outlines that tell statuses apart without colour: a lost arm and an interrupted node dashed, a won arm,
+# a stop (answered or not) and a failure drawn heavy, a compensated node dotted.
 OUTLINES: dict[str, str] = {
     NodeStatus.LOST: "dashed",
     NodeStatus.WON: "bold",
     NodeStatus.STOPPED: "bold",
     NodeStatus.FAILED: "bold",
     NodeStatus.COMPENSATED: "dotted",
+    NodeStatus.ANSWERED: "bold",
+    NodeStatus.INTERRUPTED: "dashed",
 }
 PENDING_COLOUR = COLOURS[NodeStatus.PENDING]
 
@@ -100,6 +105,10 @@ def _instant(iso: str) -> str:
     return f"{day} {time[:5]} {zone}"
 
 
+# The statuses whose label carries their detail (the error, the stop, what was answered).
+_EXPLAINED = frozenset({NodeStatus.FAILED, NodeStatus.STOPPED, NodeStatus.LOST, NodeStatus.ANSWERED})
+
+
 def progress_lines(node: GraphNode) -> list[str]:
     if not node.status or node.kind in _STRUCTURAL_TITLES or node.kind in ("fork", "race-fork"):
         return []
@@ -109,6 +118,6 @@ def progress_lines(node: GraphNode) -> list[str]:
         return [f"sleeping until {_instant(node.until)}", *([node.detail] if counted else [])]
     if counted:
         return [f"{node.status} {node.detail}"]
-    if node.status in (NodeStatus.FAILED, NodeStatus.STOPPED, NodeStatus.LOST) and node.detail:
+    if node.status in _EXPLAINED and node.detail:
         return [node.status, _short(node.detail)]
     return [node.status]

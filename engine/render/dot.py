@@ -11,8 +11,8 @@ sequences (`\\N`, `\\l`) or its entity references.
 
 from __future__ import annotations
 
-from engine.graph import FlowGraph, GraphEdge, GraphNode
-from engine.render.common import colour, label_lines, outline
+from flowdeck.engine.graph import FlowGraph, GraphEdge, GraphNode
+from flowdeck.engine.render.common import colour, label_lines, outline
 
 __all__ = ["quote", "render"]
 

@@ -10,12 +10,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.graph import FlowGraph, GraphNode
-from engine.render.common import colour, label_lines
+from flowdeck.engine.graph import FlowGraph, GraphNode
+from flowdeck.engine.render.common import colour, label_lines
 
 __all__ = ["render", "to_data"]
 
-_LAYOUT = {"elk.algorithm": "layered", "elk.direction": "RIGHT"}
+# The model order (the plan's: a parallel's branches top to bottom, as Mermaid and DOT draw them) is kept
+# where crossings allow; without it ELK's crossing minimisation swaps a race's arms around.
+_LAYOUT = {
+    "elk.algorithm": "layered",
+    "elk.direction": "RIGHT",
+    "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
+}
 _SMALL = frozenset({"join-dispatch", "join", "race-join", "fork", "race-fork"})
 
 
@@ -50,7 +56,8 @@ def _child(graph: FlowGraph, node: GraphNode) -> dict[str, Any]:
             width, height = _text_size(lines)
             data["labels"] = [{"text": lines[0], "width": width, "height": height}]
     elif node.kind in _SMALL:
-        data |= {"width": 30, "height": 30}
+        # a diamond (the drawer's): wide enough that a fork's word ("race", "zip") sits inside it legibly
+        data |= {"width": 48, "height": 48}
     else:
         width, height = _text_size(lines)
         data |= {"width": max(120, width), "height": max(40, height)}

@@ -5,7 +5,7 @@ BPMN's element id, ELK's node id), so the console maps a click to this entry; `p
 (shared by a race's arms: `id` tells them apart), `kind` repeats `type` under the name the click panel
 reads, `lines` are the label's lines as DOT draws them (a live repaint changes the drawn text to them).
 Painted, a foreach adds `done`, `total`, `itemsRunning`, `itemsFailed`, and a loop_on or a completed loop
-`iterations`.
+`iterations`; the document gains `focus`, the id of the node that matters most (engine/focus.py).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.graph import FlowGraph, GraphNode
-from engine.render.common import COLOURS, label_lines
+from flowdeck.engine import focus
+from flowdeck.engine.graph import FlowGraph, GraphNode
+from flowdeck.engine.render.common import COLOURS, label_lines
 
 __all__ = ["render", "to_data"]
 
@@ -54,6 +55,7 @@ def to_data(graph: FlowGraph) -> dict[str, Any]:
     }
     if any(n.status for n in graph.nodes):
         data["legend"] = dict(COLOURS)
+        data["focus"] = focus.matters_most(graph.nodes)  # where the console's viewer opens a large drawing
     return data
 
 

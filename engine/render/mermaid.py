@@ -6,19 +6,23 @@ entity), `<`, `>`, `&`, the backtick (which opens a markdown string), the pipe (
 control characters and line breaks, and edge spaces (which Mermaid trims). Everything else is written as
 it is, so `delivery-window` stays readable when someone copies the Mermaid into their docs.
 
-One sequence survives no escaping: Mermaid draws a backslash followed by `n` as a line break, even when
-both came from entity codes. A name holding that pair gets an invisible word joiner (U+2060) between them,
-so it is drawn as written.
+Three pairs survive no escaping. Mermaid draws a backslash followed by `n` as a line break, even when both
+came from entity codes; and it holds an entity code `#34;` as `ﬂ°°34¶ß`, then turns every `ﬂ°` and `¶ß` left
+in the drawing into `&` and `;` (its own or the name's, coded or not: `a¶ßb` was drawn `a;b`). A name holding
+one of these pairs gets an invisible word joiner (U+2060) between its two characters, so it is drawn as
+written.
 """
 
 from __future__ import annotations
 
-from engine.graph import FlowGraph, GraphEdge, GraphNode
-from engine.render.common import colour, label_lines, outline
+from flowdeck.engine.graph import FlowGraph, GraphEdge, GraphNode
+from flowdeck.engine.render.common import colour, label_lines, outline
 
-__all__ = ["WORD_JOINED", "escape", "render"]
+__all__ = ["JOINED", "WORD_JOINED", "escape", "render"]
 
 WORD_JOINED = "\\\u2060n"  # a backslash, a word joiner, then n: drawn as `\n`, never as a line break
+# Each pair Mermaid would draw as something else, and how it is written instead.
+JOINED = {"\\n": WORD_JOINED, "¶ß": "¶\u2060ß", "ﬂ°": "ﬂ\u2060°"}
 
 _SHAPES: dict[str, tuple[str, str]] = {
     "input": ("[/", "/]"),
@@ -50,7 +54,8 @@ def escape(text: str) -> str:
     entity code (edge spaces too, which Mermaid would trim), the rest as written."""
     body = text.strip(" ")
     lead, trail = len(text) - len(text.lstrip(" ")), len(text) - len(text.rstrip(" "))
-    body = body.replace("\\n", WORD_JOINED)
+    for pair, joined in JOINED.items():
+        body = body.replace(pair, joined)
     coded = "".join(c if _plain(c) else f"#{ord(c)};" for c in body)
     if not body:
         return "#32;" * len(text)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from engine import Flow, FlowDomainError, Meta, Schedule
 from examples.fulfilment import services
 from examples.fulfilment.services import Approval, Order
+from flowdeck.engine import Flow, FlowDomainError, Meta, Schedule
 
 __all__ = [
     "FLOWS",
@@ -115,7 +115,7 @@ def _start(name: str) -> Flow:
 
 
 fulfilment_v1 = _start("fulfilment")
-"""The version before customers were told: kept for the demo's parked execution and `flow resume`."""
+"""The version before customers were told: kept for the demo's parked execution and `flowdeck resume`."""
 
 fulfilment = _start("fulfilment").step(
     "notify",

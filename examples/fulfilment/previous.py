@@ -7,8 +7,8 @@ no worker serves it.
 
 from __future__ import annotations
 
-from engine import Flow
 from examples.fulfilment import flows
+from flowdeck.engine import Flow
 
 __all__ = ["FLOWS"]
 

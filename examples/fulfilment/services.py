@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, models, router, transaction
 from django.db.models import F
 from pydantic import BaseModel
 
-from engine import FlowDomainError
 from examples.fulfilment import models as ledger
+from flowdeck.engine import FlowDomainError
 
 __all__ = [
     "CARRIERS",
@@ -90,7 +90,8 @@ CARRIERS: dict[str, str] = {"NL": "PostNL", "BE": "bpost", "DE": "DHL", "FR": "C
 def _once(model: type[M], key: str, execution_id: str, **values: Any) -> M:
     """The row for `key`, written the first time; a repeated call only counts itself."""
     try:
-        with transaction.atomic():
+        # on the database the row is written to (a router may put the ledger beside the executions)
+        with transaction.atomic(using=router.db_for_write(model)):
             return model.objects.create(key=key, execution_id=execution_id, **values)
     except IntegrityError:
         model.objects.filter(key=key).update(calls=F("calls") + 1)

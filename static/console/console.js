@@ -13,7 +13,7 @@
   const COLOURS = PALETTE ? JSON.parse(PALETTE.textContent) : {
     completed: "#90EE90", running: "#FFD700", pending: "#D3D3D3", waiting: "#87CEEB",
     sleeping: "#DDA0DD", failed: "#FF6B6B", compensated: "#F4A460", stopped: "#FFA500",
-    won: "#45B36B", lost: "#A9A9A9", // paint: a race's arms (engine/render/common.COLOURS is the source)
+    won: "#45B36B", lost: "#A9A9A9", answered: "#7FD8C8", interrupted: "#C9B3A6", // paint: a race's arms (engine/render/common.COLOURS is the source)
   };
   const STATUS_OF_COLOUR = Object.fromEntries(Object.entries(COLOURS).map(([k, v]) => [v.toLowerCase(), k]));
 
@@ -130,8 +130,8 @@
         });
       };
       socket.onclose = (closed) => {
-        if (closed.code === 4400) { // the server refused this page's filter: asking again cannot help
-          if (state) { state.classList.remove("on"); state.title = `not live: ${closed.reason}`; }
+        if (closed.code === 4400 || closed.code === 4401) { // a refused filter, or the session ended: asking again cannot help
+          if (state) { state.classList.remove("on"); state.title = closed.code === 4401 ? "not live: the session ended; log in again" : `not live: ${closed.reason}`; }
           return;
         }
         if (state) { state.classList.remove("on"); state.title = "reconnecting"; }
@@ -325,6 +325,18 @@
     drawDiagram(diagram, diagram.dataset.format, false);
   }
 
+  /** The node a drawing too large to show whole opens on (diagram-view.js reads `data-focus`): the
+   * progress document's `focus` (engine/focus.py), fetched beside the first drawing; live-paint.js keeps
+   * it current from each pushed progress. */
+  async function learnFocus(target) {
+    const frame = document.querySelector(`[data-graph-url][data-diagram="${CSS.escape(target.id)}"]`);
+    const url = target.dataset.progressUrl || (frame && frame.dataset.graphUrl);
+    if (!url || target.dataset.focus !== undefined) return;
+    try {
+      target.dataset.focus = JSON.parse(await fetchText(url)).focus || "";
+    } catch (e) { /* no focus: the drawing opens from its start */ }
+  }
+
   let drawing = 0;
   async function drawDiagram(target, format, live) {
     const ticket = ++drawing;
@@ -332,7 +344,7 @@
     target.dataset.format = format;
     const url = target.dataset.diagramBase.replace("FORMAT", format);
     try {
-      const text = await fetchText(url);
+      const [text] = await Promise.all([fetchText(url), learnFocus(target)]);
       if (ticket !== drawing) return;
       const holder = document.createElement("div");
       holder.className = "drawing";
@@ -365,7 +377,7 @@
 
   let mermaidCount = 0;
   async function drawMermaid(holder, text) {
-    await loadScript("vendor/mermaid/mermaid.min.js");
+    await loadScript("flowdeck/vendor/mermaid/mermaid.min.js");
     if (!window.__fdMermaid) {
       window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "neutral" });
       window.__fdMermaid = true;
@@ -375,7 +387,7 @@
   }
 
   async function drawBpmn(holder, xml) {
-    await loadScript("vendor/bpmn-js/bpmn-navigated-viewer.production.min.js");
+    await loadScript("flowdeck/vendor/bpmn-js/bpmn-navigated-viewer.production.min.js");
     holder.classList.add("bpmn");
     const viewer = new window.BpmnJS({ container: holder });
     await viewer.importXML(xml);
@@ -383,7 +395,8 @@
     const overlays = viewer.get("overlays");
     viewer.get("elementRegistry").forEach((element) => {
       const di = element.di;
-      if (!di || !di.get) return;
+      // an external label (a gateway's or an event's name) shares its element's DI: one badge per element
+      if (!di || !di.get || element.type === "label") return;
       const fill = (di.get("color:background-color") || di.get("bioc:fill") || "").toLowerCase();
       const status = STATUS_OF_COLOUR[fill];
       if (!status || status === "pending") return;
@@ -397,8 +410,10 @@
     return viewer;
   }
 
+  const ELK_GATEWAYS = new Set(["fork", "race-fork", "join", "race-join", "join-dispatch"]);
+
   async function drawElk(holder, graph) {
-    await loadScript("vendor/elkjs/elk.bundled.js");
+    await loadScript("flowdeck/vendor/elkjs/elk.bundled.js");
     const laid = await new window.ELK().layout(graph);
     const NS = "http://www.w3.org/2000/svg";
     const svg = document.createElementNS(NS, "svg");
@@ -415,9 +430,16 @@
         const g = document.createElementNS(NS, "g");
         g.setAttribute("class", "node");
         g.dataset.id = child.id;
-        const rect = document.createElementNS(NS, "rect");
+        // A gateway is a diamond, as Mermaid and BPMN draw it; every other node a rounded box.
+        const gateway = ELK_GATEWAYS.has(child.properties && child.properties.nodeType);
+        const rect = document.createElementNS(NS, gateway ? "polygon" : "rect");
         const status = child.properties && child.properties.status;
-        Object.entries({ x, y, width: child.width, height: child.height, rx: 6 }).forEach(([k, v]) => rect.setAttribute(k, v));
+        if (gateway) {
+          const [cx, cy] = [x + child.width / 2, y + child.height / 2];
+          rect.setAttribute("points", `${cx},${y} ${x + child.width},${cy} ${cx},${y + child.height} ${x},${cy}`);
+        } else {
+          Object.entries({ x, y, width: child.width, height: child.height, rx: 6 }).forEach(([k, v]) => rect.setAttribute(k, v));
+        }
         rect.setAttribute("fill", COLOURS[status] || (child.children ? "#fafafa" : "#ffffff"));
         if (child.children && COLOURS[status]) rect.setAttribute("fill-opacity", "0.25"); // paint: the subflow's own status, tinted under its children
         rect.setAttribute("stroke", "#555");
@@ -555,7 +577,10 @@
         code.textContent = path;
         tr.insertCell().appendChild(code);
         badges(tr.insertCell(), n.now, (st) => `st-${st}`, (st) => st);
-        badges(tr.insertCell(), n.failures, () => "st-failed", (kind) => kind || "untyped");
+        const failed = tr.insertCell();
+        badges(failed, n.failures, () => "st-failed", (kind) => kind || "untyped");
+        // a race arm's failure lost the race by design: grey, never counted among failures
+        badges(failed, n.lost || {}, () => "st-lost", (kind) => `lost: ${kind || "untyped"}`);
         [String(n.completions), n.p50, n.p95].forEach((text) => {
           const td = tr.insertCell();
           td.className = "num"; td.textContent = text;

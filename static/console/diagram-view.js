@@ -2,8 +2,8 @@
  *
  * console.js draws a diagram (Mermaid, DOT→SVG, ELK drawn as SVG, or BPMN in bpmn-js) and hands the drawing
  * to `flowdeckDiagram.show`; this file makes it legible and navigable: it opens fitted to its card with no
- * text smaller than MIN_TEXT_PX (a drawing too wide for that is shown from its start at that size, to be
- * panned), drag pans, the wheel and the toolbar zoom, Fit shows it whole, 1:1 is the drawing's own size,
+ * text smaller than MIN_TEXT_PX (a drawing too large for that is shown at that size centred on the node
+ * that matters most, the container's `data-focus`, or from its start when there is none), drag pans, the wheel and the toolbar zoom, Fit shows it whole, 1:1 is the drawing's own size,
  * and full screen gives it the screen. SVG drawings move with svg-pan-zoom, BPMN with bpmn-js's own canvas.
  *
  * A live repaint of the same format keeps the operator's view; a drag never ends in a click, while a plain
@@ -184,6 +184,81 @@
     return { s, x, y };
   }
 
+  // ------------------------------------------------------------------- the node that matters
+
+  /** The drawn parts of graph node `id` in an SVG drawing: DOT's `g#fd-<id>`, ELK's `data-id`, Mermaid's
+   * `…flowchart-<id>-<n>` (live-paint.js finds them the same way). */
+  function partsOf(svg, id) {
+    const dot = svg.querySelector(`g#${CSS.escape("fd-" + id)}, g#${CSS.escape("fd-cluster-" + id)}`);
+    if (dot) return [dot];
+    const elk = svg.querySelectorAll(`g.node[data-id="${CSS.escape(id)}"]`);
+    if (elk.length) return [...elk];
+    const tail = new RegExp(`(?:^|-)flowchart-${id.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-\\d+$`);
+    return [...svg.querySelectorAll("g.node[id]")].filter((g) => tail.test(g.id));
+  }
+
+  /** The box of drawn `parts` in the drawing's own units (the adapter's content box), or null. SVG parts
+   * are measured against svg-pan-zoom's viewport group, both read from the DOM at once, so a transform
+   * it has not applied yet (it paints on the next frame) cannot skew it; bpmn-js applies its at once. */
+  function partsBox(target, adapter, parts) {
+    let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+    const add = (x, y) => { [x0, y0, x1, y1] = [Math.min(x0, x), Math.min(y0, y), Math.max(x1, x), Math.max(y1, y)]; };
+    if (adapter.kind === "bpmn") {
+      const origin = target.getBoundingClientRect();
+      const v = adapter.get();
+      parts.map((el) => el.getBoundingClientRect()).filter((r) => r.width || r.height).forEach((r) => {
+        add((r.left - origin.left - v.x) / v.s, (r.top - origin.top - v.y) / v.s);
+        add((r.right - origin.left - v.x) / v.s, (r.bottom - origin.top - v.y) / v.s);
+      });
+    } else {
+      const viewport = adapter.drawing.querySelector("g.svg-pan-zoom_viewport");
+      if (!viewport) return null;
+      const back = viewport.getScreenCTM().inverse();
+      parts.filter((el) => el.getBBox && el.getScreenCTM).forEach((el) => {
+        const b = el.getBBox();
+        if (!b.width && !b.height) return;
+        const m = back.multiply(el.getScreenCTM());
+        [[b.x, b.y], [b.x + b.width, b.y], [b.x, b.y + b.height], [b.x + b.width, b.y + b.height]].forEach(([x, y]) => {
+          const p = new DOMPoint(x, y).matrixTransform(m);
+          add(p.x, p.y);
+        });
+      });
+    }
+    return isFinite(x0) ? { x: x0, y: y0, width: x1 - x0, height: y1 - y0 } : null;
+  }
+
+  /** Where the node that matters most (the container's `data-focus`, a graph id: engine/focus.py; or the
+   * first part `data-focus-css` selects) lies, in the drawing's own units; null when there is none. */
+  function focusBox(target, adapter) {
+    const id = target.dataset.focus;
+    const css = target.dataset.focusCss; // a server-marked part instead (the parked page's first change)
+    if (!id && !css) return null;
+    if (adapter.kind === "bpmn") {
+      const el = id && adapter.drawing.get("elementRegistry").get(id);
+      return el && el.width ? { x: el.x, y: el.y, width: el.width, height: el.height } : null;
+    }
+    const svg = adapter.drawing;
+    const parts = id ? partsOf(svg, id) : [...svg.querySelectorAll(css)].slice(0, 1);
+    return parts.length ? partsBox(target, adapter, parts) : null;
+  }
+
+  /** One axis of a view centred on the focus, kept so the drawing covers the frame where it can (no
+   * blank beyond its edge while more of it is off the other side). */
+  function centredOn(start, size, f0, fSize, s, frame) {
+    if (size * s + 2 * PAD <= frame) return (frame - size * s) / 2 - start * s;
+    const wanted = frame / 2 - (f0 + fSize / 2) * s;
+    return Math.min(PAD - start * s, Math.max(frame - PAD - (start + size) * s, wanted));
+  }
+
+  function onFocus(box, focus, view, width, height) {
+    const { s } = view;
+    return {
+      s,
+      x: centredOn(box.x, box.width, focus.x, focus.width, s, width),
+      y: centredOn(box.y, box.height, focus.y, focus.height, s, height),
+    };
+  }
+
   function fitAll(target, adapter) {
     const box = adapter.content();
     const s = clampScale(Math.min((target.clientWidth - 2 * PAD) / box.width, (target.clientHeight - 2 * PAD) / box.height));
@@ -201,11 +276,19 @@
     if (label) label.textContent = `${Math.round(adapter.get().s * 100)}%`;
   }
 
+  /** Opens the drawing fitted with legible text, or, when it is too large for that, at the legible scale
+   * centred on the node that matters most (from its start when the page names none). */
   function open(target, state, fixedHeight) {
     const { adapter } = state;
     const plan = legible(target, adapter, state.unitFont, fixedHeight);
     if (!fixedHeight) setHeight(target, plan.height, adapter);
-    adapter.set(plan.view);
+    const box = adapter.content();
+    const [width, height] = [target.clientWidth, target.clientHeight];
+    const whole = box.width * plan.view.s + 2 * PAD <= width && box.height * plan.view.s + 2 * PAD <= height;
+    const focus = whole ? null : focusBox(target, adapter);
+    adapter.set(focus ? onFocus(box, focus, plan.view, width, height) : plan.view);
+    target.dataset.opened = focus ? "focus" : whole ? "whole" : "start";
+    target.dataset.opens = String(Number(target.dataset.opens || 0) + 1); // a test waits on it, never a clock
   }
 
   /** Takes over a fresh drawing in `target` (console.js calls it after each render). */
@@ -235,6 +318,7 @@
       adapter.set(kept.view);
     } else {
       open(target, state, isFull(target.closest("[data-diagram-view]")));
+      alongside(target);
     }
     holder.classList.add("fd-ready");
     showZoom(target, adapter);
@@ -260,8 +344,43 @@
   function touched(target) {
     const state = views.get(target);
     if (!state) return null;
-    const record = () => { state.saved[state.format] = { view: state.adapter.get(), height: target.clientHeight, touched: true }; };
+    const record = () => {
+      state.saved[state.format] = { view: state.adapter.get(), height: target.clientHeight, touched: true };
+      follow(target);
+    };
     return { state, record };
+  }
+
+  // ------------------------------------------------------------ drawings that move together
+  // Stages of one `data-view-group` (the parked page's version pair) show the same part of the plan: the
+  // operator's pan and zoom of one moves the others, and one that has nothing to open on opens where
+  // another of its group did.
+
+  function group(target) {
+    const name = target.dataset.viewGroup;
+    if (!name) return [];
+    return [...document.querySelectorAll(`.diagram[data-view-group="${CSS.escape(name)}"]`)]
+      .filter((other) => other !== target && views.get(other));
+  }
+
+  function follow(target) {
+    if (isFull(target.closest("[data-diagram-view]"))) return;
+    const view = views.get(target).adapter.get();
+    group(target).forEach((other) => {
+      const state = views.get(other);
+      state.adapter.set(view);
+      state.saved[state.format] = { view, height: other.clientHeight, touched: true };
+    });
+  }
+
+  function alongside(target) {
+    const others = group(target);
+    if (target.dataset.opened === "focus") {
+      others.filter((o) => o.dataset.opened === "start").forEach((o) => views.get(o).adapter.set(views.get(target).adapter.get()));
+      return;
+    }
+    const leader = others.find((o) => o.dataset.opened === "focus");
+    if (leader && target.dataset.opened === "start") views.get(target).adapter.set(views.get(leader).adapter.get());
   }
 
   // ------------------------------------------------------------------ beside the node panel
@@ -302,17 +421,17 @@
    * of it is out of sight (or `centre`), the zoom kept unless the node would not fit at it. */
   function reveal(target, elements, centre) {
     const state = views.get(target);
-    const boxes = [...elements].map((e) => e.getBoundingClientRect()).filter((b) => b.width || b.height);
-    if (!state || !boxes.length) return false;
+    const box = state && partsBox(target, state.adapter, [...elements]);
+    if (!box) return false;
+    const { adapter } = state;
+    let v = adapter.get(); // the view as set, which the DOM may not show yet: measured in content units
     const area = clearArea(target);
     const origin = target.getBoundingClientRect();
-    let x0 = Math.min(...boxes.map((b) => b.left)) - origin.left, x1 = Math.max(...boxes.map((b) => b.right)) - origin.left;
-    let y0 = Math.min(...boxes.map((b) => b.top)) - origin.top, y1 = Math.max(...boxes.map((b) => b.bottom)) - origin.top;
+    let [x0, x1] = [box.x * v.s + v.x, (box.x + box.width) * v.s + v.x];
+    let [y0, y1] = [box.y * v.s + v.y, (box.y + box.height) * v.s + v.y];
     const [aw, ah, ax, ay] = [area.width, area.height, area.left - origin.left, area.top - origin.top];
     const inside = x0 >= ax + PAD / 2 && x1 <= ax + aw - PAD / 2 && y0 >= ay + PAD / 2 && y1 <= ay + ah - PAD / 2;
     if (inside && !centre) return true;
-    const { adapter } = state;
-    let v = adapter.get();
     const k = Math.min(1, (aw - 2 * PAD) / Math.max(x1 - x0, 1), (ah - 2 * PAD) / Math.max(y1 - y0, 1));
     if (k < 1) {
       const s = clampScale(v.s * k), f = s / v.s;
@@ -429,10 +548,27 @@
     }), 150);
   });
 
-  document.querySelectorAll("[data-diagram-view] .legend .sw[data-colour]").forEach((sw) => {
-    sw.style.background = sw.dataset.colour; // the palette's colour: no inline style in the template (CSP)
-  });
-  document.querySelectorAll("[data-diagram-view]").forEach(setUp);
+  /** Sets up the stages under `root`: their toolbars, their legends' swatches, and the drawings the
+   * server drew into them (`.diagram[data-static]`, Graphviz's SVG: the parked page). */
+  function scan(root) {
+    root.querySelectorAll("[data-diagram-view] .legend .sw[data-colour]").forEach((sw) => {
+      sw.style.background = sw.dataset.colour; // the palette's colour: no inline style in the template (CSP)
+    });
+    const frames = [...(root.matches && root.matches("[data-diagram-view]") ? [root] : []), ...root.querySelectorAll("[data-diagram-view]")];
+    frames.forEach((frame) => {
+      setUp(frame);
+      const target = frame.querySelector(".diagram[data-static]");
+      const holder = target && target.querySelector(":scope > .drawing");
+      if (!holder || views.get(target) || !holder.querySelector("svg")) return;
+      show(target, holder, "dot", {});
+    });
+  }
+
+  scan(document);
+  // Fragments swapped in later (the parked page's progress and resume previews) bring stages of their own.
+  new MutationObserver((changes) => changes.forEach((c) => c.addedNodes.forEach((n) => {
+    if (n.nodeType === 1 && (n.matches("[data-diagram-view]") || n.querySelector("[data-diagram-view]"))) scan(n);
+  }))).observe(document.body, { childList: true, subtree: true });
 
   window.flowdeckDiagram = {
     /** Status → colour, the palette the page's legend was drawn from (engine/render/common.py). */

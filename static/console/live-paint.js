@@ -17,9 +17,9 @@
   "use strict";
 
   // engine/render/common.OUTLINES, as Graphviz draws each style.
-  const OUTLINES = { lost: "dashed", won: "bold", stopped: "bold", failed: "bold", compensated: "dotted" };
+  const OUTLINES = { lost: "dashed", won: "bold", stopped: "bold", failed: "bold", compensated: "dotted", answered: "bold", interrupted: "dashed" };
   const DASHES = { dashed: "5,2", dotted: "1,5" };
-  const STATUSES = ["completed", "running", "pending", "waiting", "sleeping", "failed", "compensated", "stopped", "won", "lost"];
+  const STATUSES = ["completed", "running", "pending", "waiting", "sleeping", "failed", "compensated", "stopped", "won", "lost", "answered", "interrupted"];
   const checked = new WeakMap(); // container → {format: the graph's ids that a redraw already showed}
 
   function palette() { return (window.flowdeckDiagram && window.flowdeckDiagram.palette) || {}; }
@@ -74,8 +74,8 @@
   function paintElk(svg, node, colour) {
     const g = svg.querySelector(`g.node[data-id="${CSS.escape(node.id)}"]`);
     if (!g) return null;
-    const rect = g.querySelector("rect");
-    if (rect && colour) rect.setAttribute("fill", colour);
+    const shape = g.querySelector(":scope > rect, :scope > polygon"); // a box, or a gateway's diamond
+    if (shape && colour) shape.setAttribute("fill", colour);
     return setText([...g.querySelectorAll("text")], (node.lines || [""]).join("\n").split("\n"));
   }
 
@@ -148,6 +148,7 @@
   /** Paints `target`'s drawing from `graph`, the execution's progress (the diagram's JSON document), at
    * once: true when painted (or nothing was left to do), false when the caller must redraw. */
   function paintWith(target, graph) {
+    if (graph && typeof graph.focus === "string") target.dataset.focus = graph.focus; // where a refit opens
     const format = target.dataset.drawn;
     const view = window.flowdeckDiagram;
     if (!format || !view || format !== target.dataset.format || !graph) return false;

@@ -5,7 +5,11 @@
  *   data-node-url   the fragment URL the node's durable key (URL-encoded) is appended to
  *   data-graph-url  the diagram in the JSON format: each node's drawn `id` and its `path` (durable key)
  *   data-diagram    the id of the element the diagram is drawn into
- * The selection lives in the URL (`#node=payment~charge_id`, the key URL-encoded), so a link opens it.
+ *   data-places     set where a node key names a place: a durable path that several drawn nodes carry
+ *                   (a race's arms all producing `decision`) is selected as `decision@n14`, and a
+ *                   gateway (a fork or join, which has no path) as `@n6`; elsewhere a key is the path
+ * The selection lives in the URL (`#node=payment~charge_id`, the key URL-encoded), so a link opens it; the
+ * panel's fragment names the key it shows (`data-node-key`), so a link by path lands on its place.
  *
  * A click is mapped to a node in every format by walking up from the clicked element to the first one
  * that names a drawn node id: BPMN's `data-element-id`, ELK's `data-id`, an `id` (Mermaid's prefixed ids,
@@ -21,7 +25,9 @@
   if (!panel) return;
   const content = panel.querySelector(".node-panel-content");
   const diagram = document.getElementById(panel.dataset.diagram || "diagram");
-  const pathOf = new Map(); // drawn node id → durable key
+  const keyOf = new Map(); // drawn node id → the key selecting it
+  const places = Boolean(panel.dataset.places);
+  const GATEWAYS = new Set(["fork", "race-fork", "join", "race-join"]);
   let selected = null;
   let pendingReveal = null; // the panel opened before the drawing: bring the node into view once drawn
   let lastHtml = "";
@@ -35,16 +41,23 @@
       const response = await fetch(panel.dataset.graphUrl, { credentials: "same-origin" });
       if (!response.ok) return;
       const graph = await response.json();
-      (graph.nodes || []).forEach((n) => { if (n.path) pathOf.set(String(n.id), String(n.path)); });
+      const drawn = (graph.nodes || []).filter((n) => n.kind !== "branch");
+      const carriers = new Map(); // durable path → how many drawn nodes carry it
+      drawn.forEach((n) => { if (n.path) carriers.set(n.path, (carriers.get(n.path) || 0) + 1); });
+      drawn.forEach((n) => {
+        const id = String(n.id);
+        if (n.path) keyOf.set(id, places && carriers.get(n.path) > 1 ? `${n.path}@${id}` : String(n.path));
+        else if (places && GATEWAYS.has(n.kind)) keyOf.set(id, `@${id}`);
+      });
     } catch (e) { /* no graph: clicks select nothing, links and the URL still work */ }
   })();
 
   function named(text, exact) {
     // The graph node id `text` names: itself, or (ids and titles) its one token that is a node id.
     if (!text) return null;
-    if (pathOf.has(text)) return text;
+    if (keyOf.has(text)) return text;
     if (exact) return null;
-    const hits = text.split(/[^A-Za-z0-9]+/).filter((t) => pathOf.has(t));
+    const hits = text.split(/[^A-Za-z0-9]+/).filter((t) => keyOf.has(t));
     return new Set(hits).size === 1 ? hits[0] : null;
   }
 
@@ -71,7 +84,7 @@
     if (selected === null) return;
     diagram.querySelectorAll("g, [data-element-id], [data-id], [id]").forEach((el) => {
       const id = ownId(el);
-      if (id && pathOf.get(id) === selected && !el.parentElement.closest(".fd-selected")) {
+      if (id && keyOf.get(id) === selected && !el.parentElement.closest(".fd-selected")) {
         el.classList.add("fd-selected");
       }
     });
@@ -125,11 +138,26 @@
     const kept = force ? {} : openDetails();
     lastHtml = html;
     content.innerHTML = html; // our own server-escaped fragment
+    settle(content.querySelector("[data-node-key]"));
     content.querySelectorAll("details[data-keep]").forEach((d) => {
       if (Object.prototype.hasOwnProperty.call(kept, d.dataset.keep)) d.open = kept[d.dataset.keep];
     });
     if (window.htmx) window.htmx.process(content);
     panel.dataset.loadedKey = selected;
+  }
+
+  function settle(body) {
+    // A path that several places carry opens the place its record is (the server's choice): select that
+    // place, so the drawing marks it alone and the URL says which.
+    const shown = body ? body.dataset.nodeKey : null;
+    if (!shown || shown === selected || !shown.includes("@") || !shown.startsWith(`${selected}@`)) return;
+    selected = shown;
+    panel.dataset.key = shown;
+    if (location.hash.startsWith("#node=")) {
+      history.replaceState(null, "", `${location.pathname}${location.search}#node=${encodeURIComponent(shown)}`);
+    }
+    pendingReveal = pendingReveal || { centre: false };
+    graphLoaded.then(markAndReveal);
   }
 
   function open(key, centre) {
@@ -182,7 +210,7 @@
       if (moved) return;
       await graphLoaded;
       const id = resolve(e.target);
-      if (id) select(pathOf.get(id));
+      if (id) select(keyOf.get(id));
     }, true);
     diagram.addEventListener("flowdeck:rendered", markAndReveal);
   }

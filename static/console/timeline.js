@@ -3,7 +3,8 @@
  * (console.js dispatches `flowdeck:live`): debounced, it asks for the delta after the last seq it has
  * (`after=SEQ`) and swaps in only the rows of the lanes that changed, moving the tracks' window; the rows
  * left alone are the same elements. A delta it cannot place (a lane it has never seen the position of,
- * another page count) is answered by loading the fragment whole.
+ * another page count) is answered by loading the fragment whole. The delta also says every lane's state
+ * (its pill) and the history's kinds (the kind filter), which may change with no change to a lane's bars.
  *
  * The filters apply to the history table beside it too: the table is loaded again with them, and a row
  * appended later (console.js appends live rows unfiltered) is hidden unless they select it.
@@ -89,8 +90,35 @@
         const made = delta.querySelector(`template[data-tl-part=${part}]`).content.firstElementChild;
         if (old && made) old.replaceWith(made);
       });
+      said(grid, delta.querySelector("template[data-tl-part=states]"));
+      kinds(delta.querySelector("template[data-tl-part=kinds]"));
       grid.dataset.tlSeq = delta.dataset.tlSeq;
       return true;
+    }
+
+    // A node's state may change with no event on its lane (a foreach compensated by its items' handlers,
+    // an arm that lost when another won): the delta says every lane's state, each row takes its own.
+    function said(grid, part) {
+      if (!part) return;
+      part.content.querySelectorAll("[data-tl-said-of]").forEach((entry) => {
+        const row = [...grid.querySelectorAll(":scope > [data-tl-lane]")].find((r) => r.dataset.tlLane === entry.dataset.tlSaidOf);
+        const made = entry.querySelector("[data-tl-said]");
+        const old = row && row.querySelector("[data-tl-said]");
+        if (!old || !made) return;
+        if (old.outerHTML !== made.outerHTML) old.replaceWith(made);
+        row.dataset.tlState = made.querySelector(".tl-state")?.dataset.state || "";
+      });
+    }
+
+    // The kind filter offers every kind of the history: a kind first seen live joins it (unless in use).
+    function kinds(part) {
+      const old = holder.querySelector("select[data-tl-kind]");
+      const made = part && part.content.querySelector("select[data-tl-kind]");
+      if (!old || !made || document.activeElement === old) return;
+      const words = (select) => [...select.options].map((o) => o.value).join("\u0000");
+      if (words(old) === words(made)) return;
+      made.value = old.value;
+      old.replaceWith(made);
     }
 
     async function fetchFragment(params) {

@@ -23,27 +23,28 @@ written with.
 
 from __future__ import annotations
 
-from store.conformance.atomic import AtomicCases
-from store.conformance.blocking import InProcessBlockingConformance
-from store.conformance.cancel import CancelCases
-from store.conformance.claims import ClaimCases
-from store.conformance.console_reads import ConsoleReadCases
-from store.conformance.executions import ExecutionCases
-from store.conformance.field_search import FieldSearchCases
-from store.conformance.fields import FieldCases
-from store.conformance.history import HistoryCases
-from store.conformance.node_reads import NodeReadCases
-from store.conformance.operator_writes import OperatorWriteCases
-from store.conformance.ordering import OrderingCases
-from store.conformance.overview_reads import OverviewReadCases
-from store.conformance.retention import RetentionCases
-from store.conformance.search import SearchCases
-from store.conformance.signals import SignalCases
-from store.conformance.support import EX1, EX2, LEASE, SERVED, SERVED_BOTH, WF1, WF2, StoreFixture
-from store.conformance.support import SHORT_LEASE as SHORT_LEASE
-from store.conformance.support import seconds as seconds
-from store.conformance.workflows import WorkflowCases
-from store.conformance.writes import WriteCases
+from flowdeck.store.conformance.atomic import AtomicCases
+from flowdeck.store.conformance.blocking import InProcessBlockingConformance
+from flowdeck.store.conformance.cancel import CancelCases
+from flowdeck.store.conformance.claims import ClaimCases
+from flowdeck.store.conformance.console_reads import ConsoleReadCases
+from flowdeck.store.conformance.executions import ExecutionCases
+from flowdeck.store.conformance.field_search import FieldSearchCases
+from flowdeck.store.conformance.fields import FieldCases
+from flowdeck.store.conformance.history import HistoryCases
+from flowdeck.store.conformance.node_reads import NodeReadCases
+from flowdeck.store.conformance.operator_writes import OperatorWriteCases
+from flowdeck.store.conformance.ordering import OrderingCases
+from flowdeck.store.conformance.overview_reads import OverviewReadCases
+from flowdeck.store.conformance.retention import RetentionCases
+from flowdeck.store.conformance.search import SearchCases
+from flowdeck.store.conformance.search_forms import SearchFormCases
+from flowdeck.store.conformance.signals import SignalCases
+from flowdeck.store.conformance.support import EX1, EX2, LEASE, SERVED, SERVED_BOTH, WF1, WF2, StoreFixture
+from flowdeck.store.conformance.support import SHORT_LEASE as SHORT_LEASE
+from flowdeck.store.conformance.support import seconds as seconds
+from flowdeck.store.conformance.workflows import WorkflowCases
+from flowdeck.store.conformance.writes import WriteCases
 
 __all__ = [
     "EX1",
@@ -71,6 +72,7 @@ class FlowStoreConformance(
     SearchCases,
     OrderingCases,
     FieldSearchCases,
+    SearchFormCases,
     WorkflowCases,
     OperatorWriteCases,
     ConsoleReadCases,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from store import spi
-from store.conformance.case import ALREADY, K, R, StoreCase, field
-from store.conformance.support import SHORT_LEASE, StoreFixture
+from flowdeck.store import spi
+from flowdeck.store.conformance.case import ALREADY, K, R, StoreCase, field
+from flowdeck.store.conformance.support import SHORT_LEASE, StoreFixture
 
 
 class AtomicCases(StoreCase):

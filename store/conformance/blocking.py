@@ -6,10 +6,10 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
-from store import spi
-from store.clock import ManualClock, settle
-from store.conformance.case import StoreCase
-from store.conformance.support import EX1, EX2, SERVED, WF1, WF2, StoreFixture, seconds
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock, settle
+from flowdeck.store.conformance.case import StoreCase
+from flowdeck.store.conformance.support import EX1, EX2, SERVED, WF1, WF2, StoreFixture, seconds
 
 
 class _Jumping(ManualClock):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from store import spi
-from store.conformance.case import APPLIED, CANCELLING, K, R, StoreCase, field
-from store.conformance.support import EX1, LEASE, StoreFixture
+from flowdeck.store import spi
+from flowdeck.store.conformance.case import APPLIED, CANCELLING, K, R, StoreCase, field
+from flowdeck.store.conformance.support import EX1, LEASE, StoreFixture
 
 
 class CancelCases(StoreCase):

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from store import spi
-from store.clock import ManualClock
-from store.conformance.support import StoreFixture
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.conformance.support import StoreFixture
 
 K = spi.EventKind
 F = spi.ExecutionFilter

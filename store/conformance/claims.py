@@ -5,9 +5,19 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from store import spi
-from store.conformance.case import APPLIED, LOST, K, R, StoreCase, field
-from store.conformance.support import EX1, EX2, LEASE, SERVED, SHORT_LEASE, WF1, WF2, StoreFixture, seconds
+from flowdeck.store import spi
+from flowdeck.store.conformance.case import APPLIED, LOST, K, R, StoreCase, field
+from flowdeck.store.conformance.support import (
+    EX1,
+    EX2,
+    LEASE,
+    SERVED,
+    SHORT_LEASE,
+    WF1,
+    WF2,
+    StoreFixture,
+    seconds,
+)
 
 
 class ClaimCases(StoreCase):

@@ -10,9 +10,9 @@ import dataclasses
 from datetime import timedelta
 from typing import Any
 
-from store import counts, heartbeats, spi
-from store.conformance.case import StoreCase
-from store.conformance.support import EX1, EX2, SAFETY, SHORT_LEASE, WF1, WF2, StoreFixture, seconds
+from flowdeck.store import counts, heartbeats, spi
+from flowdeck.store.conformance.case import StoreCase
+from flowdeck.store.conformance.support import EX1, EX2, SAFETY, SHORT_LEASE, WF1, WF2, StoreFixture, seconds
 
 K = spi.EventKind
 

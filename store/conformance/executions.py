@@ -6,9 +6,9 @@ import dataclasses
 from datetime import timedelta
 from typing import Any
 
-from store import spi
-from store.conformance.case import APPLIED, K, R, StoreCase
-from store.conformance.support import EX2, WF1, WF2, StoreFixture, seconds
+from flowdeck.store import spi
+from flowdeck.store.conformance.case import APPLIED, K, R, StoreCase
+from flowdeck.store.conformance.support import EX2, WF1, WF2, StoreFixture, seconds
 
 
 class ExecutionCases(StoreCase):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from store import spi
-from store.conformance.case import F, StoreCase
-from store.conformance.support import WF1, WF2, StoreFixture
-from store.field_terms import parse_field_term
+from flowdeck.store import spi
+from flowdeck.store.conformance.case import F, StoreCase
+from flowdeck.store.conformance.support import WF1, WF2, StoreFixture
+from flowdeck.store.field_terms import parse_field_term
 
 ORDER_ADA = {"customer": "ada", "total": 12, "paid": True, "note": None, "items": [{"sku": "a-1"}]}
 ORDER_BOB = {"customer": "bob", "total": 12.5, "paid": False, "note": "1", "items": [{"sku": "b-1"}]}

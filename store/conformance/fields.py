@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from store import spi
-from store.conformance.case import ALREADY, K, R, StoreCase, field
-from store.conformance.support import StoreFixture, seconds
+from flowdeck.store import spi
+from flowdeck.store.conformance.case import ALREADY, K, R, StoreCase, field
+from flowdeck.store.conformance.support import StoreFixture, seconds
 
 
 class FieldCases(StoreCase):

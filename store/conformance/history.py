@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from store import spi
-from store.conformance.case import K, StoreCase, field
-from store.conformance.support import EX1, EX2, WF1, StoreFixture
+from flowdeck.store import spi
+from flowdeck.store.conformance.case import K, StoreCase, field
+from flowdeck.store.conformance.support import EX1, EX2, WF1, StoreFixture
 
 
 class HistoryCases(StoreCase):

@@ -6,9 +6,9 @@ which stamps every event a case writes."""
 
 from __future__ import annotations
 
-from store import node_stats, spi
-from store.conformance.case import StoreCase
-from store.conformance.support import WF1, WF2, StoreFixture, seconds
+from flowdeck.store import node_stats, spi
+from flowdeck.store.conformance.case import StoreCase
+from flowdeck.store.conformance.support import WF1, WF2, StoreFixture, seconds
 
 K = spi.EventKind
 Count = node_stats.NodeCount

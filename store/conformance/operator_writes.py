@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from store import spi
-from store.conformance.case import ALREADY, APPLIED, OP, K, StoreCase, field
-from store.conformance.support import LEASE, SHORT_LEASE, WF1, StoreFixture, seconds
+from flowdeck.store import spi
+from flowdeck.store.conformance.case import ALREADY, APPLIED, OP, K, StoreCase, field
+from flowdeck.store.conformance.support import LEASE, SHORT_LEASE, WF1, StoreFixture, seconds
 
 
 class OperatorWriteCases(StoreCase):
@@ -115,6 +115,25 @@ class OperatorWriteCases(StoreCase):
         await fx.store.resume("e1", "", fx.resumed("e1", "", ""))
         handle = await fx.claim("e1")
         assert await handle.record_progress("ship", None, fx.step_completed("e1", "ship")) == ALREADY
+
+    async def test_flowdeck_answer_at_the_stop_marks_it_answered(self, fx: StoreFixture) -> None:
+        """An answer for the node the execution stopped at leaves it Stopped, marked answered (it waits for
+        a resume only); an answer for another node leaves the stop as it was; a resume lifts both."""
+        await fx.mk_execution("e1")
+        await fx.mk_execution("e2")
+        stop = spi.Stopped("F0001", "ship", "KeyError: 'Atlantis'", "Traceback …")
+        await fx.stop("e1", stop)
+        await fx.stop("e2", stop)
+        assert await fx.store.answer("e1", "ship", field("by-hand", "str"), fx.answered("e1", "ship")) == (
+            OP.APPLIED
+        )
+        assert await fx.store.answer("e2", "notify", None, fx.answered("e2", "notify")) == OP.APPLIED
+        answered = spi.Stopped("F0001", "ship", "KeyError: 'Atlantis'", "Traceback …", answered=True)
+        assert (await fx.state("e1")).status == answered
+        assert spi.status_from_json(spi.status_to_json(answered)) == answered
+        assert (await fx.state("e2")).status == stop
+        assert await fx.store.resume("e1", "v2", fx.resumed("e1", "", "v2")) == OP.APPLIED
+        assert (await fx.state("e1")).status == spi.Running()
 
     async def test_flowdeck_answer_needs_stopped(self, fx: StoreFixture) -> None:
         await fx.mk_execution("e1")

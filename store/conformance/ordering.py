@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from store import spi
-from store.conformance.case import F, StoreCase
-from store.conformance.support import WF1, StoreFixture
-from store.field_terms import parse_field_term
+from flowdeck.store import spi
+from flowdeck.store.conformance.case import F, StoreCase
+from flowdeck.store.conformance.support import WF1, StoreFixture
+from flowdeck.store.field_terms import parse_field_term
 
 
 def order(page: spi.ExecutionPage) -> list[str]:

@@ -1,5 +1,5 @@
 """Conformance cases for what the console's overview reads (Flowdeck additions): failures by kind and stops
-by code, and started/completed/failed per bucket of time.
+by code, started/completed/failed per bucket of time, and the ready backlog (the health page).
 
 A mixin of `FlowStoreConformance`, so every backend runs them."""
 
@@ -9,9 +9,9 @@ from datetime import timedelta
 
 import pytest
 
-from store import counts, spi
-from store.conformance.case import StoreCase
-from store.conformance.support import WF1, WF2, StoreFixture, seconds
+from flowdeck.store import counts, spi
+from flowdeck.store.conformance.case import StoreCase
+from flowdeck.store.conformance.support import LEASE, SERVED, SERVED_BOTH, WF1, WF2, StoreFixture, seconds
 
 
 class OverviewReadCases(StoreCase):
@@ -102,3 +102,27 @@ class OverviewReadCases(StoreCase):
         assert retrying.total == 1
         assert [w.execution_id for w in retrying.items] == ["e2"]
         assert (await fx.store.waiting_longest(0)).items == []
+
+    async def test_ready_backlog_counts_what_a_claim_would_take(self, fx: StoreFixture) -> None:
+        t0 = fx.clock.now()
+        assert await fx.store.ready_backlog(SERVED_BOTH) == counts.Backlog(0, False, None)
+        for eid in ("e1", "e2", "e3"):
+            await fx.mk_execution(eid)
+        await fx.mk_execution("e4", WF2)
+        await fx.mk_execution("e5", status=spi.Completed())
+        await fx.mk_execution("e6", status=spi.Stopped("F0001", "ship", "boom"))
+        await fx.mk_execution("e7", hash="other")  # a version nobody serves: parked, never claimed
+        await fx.mk_waits("e2", {"approval": spi.WakeOnField("approval")})
+        await fx.mk_waits("e3", {"nap": spi.WakeAt(t0 + seconds(30))})
+        await fx.clock.advance(10)
+        assert await fx.store.ready_backlog(SERVED_BOTH) == counts.Backlog(2, False, t0)  # e1, e4
+        assert await fx.store.ready_backlog(SERVED) == counts.Backlog(1, False, t0)  # e1
+        assert await fx.store.ready_backlog(frozenset()) == counts.Backlog(0, False, None)
+        await fx.clock.advance(30)  # e3's sleep came due at t0 + 30
+        assert await fx.store.ready_backlog(SERVED_BOTH) == counts.Backlog(3, False, t0)
+        assert await fx.store.ready_backlog(SERVED_BOTH, cap=1) == counts.Backlog(1, True, t0)
+        await fx.claim("e1")  # a live claim: no longer waiting to be claimed (the others are given back now)
+        assert await fx.store.ready_backlog(SERVED_BOTH) == counts.Backlog(2, False, t0 + seconds(40))
+        await fx.clock.advance(LEASE.total_seconds() + 5)  # the claim lapsed: ready again since its expiry
+        lapsed = await fx.store.ready_backlog(SERVED_BOTH)
+        assert (lapsed.ready, lapsed.oldest_ready) == (3, t0 + seconds(40))

@@ -11,10 +11,10 @@ from datetime import datetime
 
 import pytest
 
-from store import counts, spi
-from store.conformance.case import StoreCase
-from store.conformance.support import WF1, WF2, StoreFixture, seconds
-from store.field_terms import parse_field_term
+from flowdeck.store import counts, spi
+from flowdeck.store.conformance.case import StoreCase
+from flowdeck.store.conformance.support import WF1, WF2, StoreFixture, seconds
+from flowdeck.store.field_terms import parse_field_term
 
 OLD_ENDED = {"done-1": WF1, "done-2": WF1, "failed-1": WF1, "cancelled-1": WF2, "done-wf2": WF2}
 ENDINGS = {

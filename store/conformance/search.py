@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from store import spi
-from store.conformance.case import F, StoreCase
-from store.conformance.support import WF1, WF2, StoreFixture
+from flowdeck.store import spi
+from flowdeck.store.conformance.case import F, StoreCase
+from flowdeck.store.conformance.support import WF1, WF2, StoreFixture
 
 
 class SearchCases(StoreCase):
@@ -94,6 +94,18 @@ class SearchCases(StoreCase):
         await fx.mk_execution("e2", hash="v2", status=spi.Completed())
         await fx.mk_execution("e3")
         assert await self.listed(fx, F.Orphaned(frozenset({""}))) == {"e1"}
+
+    async def test_list_95b_served_and_both_narrow_to_served_or_parked(self, fx: StoreFixture) -> None:
+        await fx.mk_execution("e1", hash="v2")  # running on a version nobody serves: parked
+        await fx.mk_execution("e2", hash="v2", status=spi.Completed())
+        await fx.mk_execution("e3")
+        await fx.mk_execution("e4", hash="v2", status=spi.Stopped("F0001"))
+        served = frozenset({""})
+        assert await self.listed(fx, F.Served(served)) == {"e2", "e3"}
+        assert await self.listed(fx, F.Both(F.Running(), F.Served(served))) == {"e3"}
+        assert await self.listed(fx, F.Both(F.Running(), F.Orphaned(served))) == {"e1"}
+        assert await self.listed(fx, F.Both(F.Stopped(), F.Orphaned(served))) == {"e4"}
+        assert await self.listed(fx, F.Both(F.Stopped(), F.Served(served))) == set()
 
     async def test_list_96_two_kinds_of_row_match_both_wait_filters(self, fx: StoreFixture) -> None:
         await fx.mk_execution("e1")

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from store import spi
-from store.clock import ManualClock
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
 
 __all__ = [
     "EX1",

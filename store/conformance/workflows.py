@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from store import spi
-from store.conformance.case import StoreCase
-from store.conformance.support import StoreFixture
+from flowdeck.store import spi
+from flowdeck.store.conformance.case import StoreCase
+from flowdeck.store.conformance.support import StoreFixture
 
 # A version's graph document as engine/graph_document.py writes it; the store keeps it as given.
 GRAPH: dict[str, Any] = {

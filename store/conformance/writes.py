@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from store import spi
-from store.conformance.case import ALREADY, APPLIED, LOST, WRONG_SIDE, K, R, StoreCase, field
-from store.conformance.support import EX1, EX2, LEASE, SHORT_LEASE, StoreFixture, seconds
+from flowdeck.store import spi
+from flowdeck.store.conformance.case import ALREADY, APPLIED, LOST, WRONG_SIDE, K, R, StoreCase, field
+from flowdeck.store.conformance.support import EX1, EX2, LEASE, SHORT_LEASE, StoreFixture, seconds
 
 
 class WriteCases(StoreCase):

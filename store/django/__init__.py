@@ -1,6 +1,6 @@
 """The Django store: models, migrations and the ORM store serving PostgreSQL and SQLite.
 
-    from store.django.store import DjangoStore
+    from flowdeck.store.django.store import DjangoStore
 
     store = DjangoStore(using="default", clock=SYSTEM_CLOCK, pool_size=None, listen=True)
     ...

@@ -27,8 +27,8 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html
 
-from store.django import models
-from store.events import EventKind
+from flowdeck.store.django import models
+from flowdeck.store.events import EventKind
 
 __all__ = ["CAP", "CappedPaginator", "EventAdmin", "ExecutionAdmin", "WorkflowAdmin"]
 
@@ -170,7 +170,7 @@ class ExecutionAdmin(ReadOnlyAdmin):
 
     @admin.display(description="console")
     def console(self, row: models.Execution) -> str:
-        return console_link("console-execution", row.id)
+        return console_link("flowdeck:console-execution", row.id)
 
     @admin.display(description="events")
     def events(self, row: models.Execution) -> str:
@@ -217,7 +217,7 @@ class EventAdmin(ReadOnlyAdmin):
 
     @admin.display(description="console")
     def console(self, row: models.Event) -> str:
-        return console_link("console-execution", row.execution_id, label="execution page")
+        return console_link("flowdeck:console-execution", row.execution_id, label="execution page")
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
@@ -260,7 +260,7 @@ class WorkflowAdmin(ReadOnlyAdmin):
 
     @admin.display(description="console")
     def console(self, row: models.Workflow) -> str:
-        return console_link("console-workflow", row.id)
+        return console_link("flowdeck:console-workflow", row.id)
 
     @admin.display(description="executions")
     def executions(self, row: models.Workflow) -> str:

@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 
 class FlowStoreConfig(AppConfig):
-    name = "store.django"
+    name = "flowdeck.store.django"
     label = "flowstore"
     verbose_name = "Flowdeck store"
     default_auto_field = "django.db.models.BigAutoField"

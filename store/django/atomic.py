@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 from django.db import connections, transaction
 
-from store import spi
-from store.django import queries
-from store.django.errors import translated
-from store.django.tx import Tx
+from flowdeck.store import spi
+from flowdeck.store.django import queries
+from flowdeck.store.django.errors import translated
+from flowdeck.store.django.tx import Tx
 
 if TYPE_CHECKING:
-    from store.django.claimed import DjangoClaimed
+    from flowdeck.store.django.claimed import DjangoClaimed
 
 __all__ = ["BodyBrokeTransaction", "run"]
 

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from store import spi
-from store.django import atomic, queries, rows
-from store.django.tx import Tx
-from store.held import HeldClaim
+from flowdeck.store import spi
+from flowdeck.store.django import atomic, queries, rows
+from flowdeck.store.django.tx import Tx
+from flowdeck.store.held import HeldClaim
 
 if TYPE_CHECKING:
-    from store.django.store import DjangoStore
+    from flowdeck.store.django.store import DjangoStore
 
 __all__ = ["DjangoClaimed", "Opened"]
 

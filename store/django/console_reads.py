@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from store import counts, heartbeats, node_stats
-from store.django import counts as django_counts
-from store.django import heartbeats as django_heartbeats
-from store.django import node_stats as django_node_stats
+from flowdeck.store import counts, heartbeats, node_stats
+from flowdeck.store.django import counts as django_counts
+from flowdeck.store.django import heartbeats as django_heartbeats
+from flowdeck.store.django import node_stats as django_node_stats
 
 __all__ = ["ConsoleReads"]
 
@@ -60,6 +60,12 @@ class ConsoleReads:
     async def waiting_longest(self, limit: int, retrying: bool = False) -> counts.WaitingPage:
         work = functools.partial(django_counts.waiting_longest, limit=limit, retrying=retrying)
         return await self._run("waiting_longest", work)
+
+    async def ready_backlog(
+        self, served: frozenset[tuple[str, str]], cap: int = counts.BACKLOG_CAP
+    ) -> counts.Backlog:
+        work = functools.partial(django_counts.backlog, served=served, cap=cap, now=self.now())
+        return await self._run("ready_backlog", work)
 
     # ---- what a workflow page reads of each node (store/django/node_stats.py)
 

@@ -4,7 +4,9 @@ kinds, live claims per executor, and the executors that claimed lately. Work fun
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -12,14 +14,15 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
-from store import counts
-from store.django import models, status_tally
+from flowdeck.store import counts
+from flowdeck.store.django import models, status_tally
 
 if TYPE_CHECKING:
-    from store.django.store import Tx
+    from flowdeck.store.django.store import Tx
 
 __all__ = [
     "activity",
+    "backlog",
     "by_code",
     "by_status",
     "by_version",
@@ -221,3 +224,40 @@ def waiting_longest(tx: Tx, limit: int, retrying: bool) -> counts.WaitingPage:
         for eid, wid, created, updated in page
     ]
     return counts.WaitingPage(total, items)
+
+
+def backlog(tx: Tx, served: frozenset[tuple[str, str]], cap: int, now: datetime) -> counts.Backlog:
+    """I8 (`queries._READY_WHERE`) through the ORM, oldest created first up to `cap` + 1 rows (the claim's
+    own order and index, fs_exec_kind_created), then the due sleeps of the rows counted."""
+    if not served:
+        return counts.Backlog(0, False, None)
+    db = tx.connection.alias
+    fields = models.Field.objects.using(db).filter(
+        execution_id=OuterRef(OuterRef("id")), name=OuterRef("field_name")
+    )
+    waits = models.Wait.objects.using(db).filter(execution_id=OuterRef("id"))
+    ready = (
+        models.Execution.objects.using(db)
+        .filter(status_kind__in=models.CLAIMABLE_KINDS)
+        .filter(functools.reduce(operator.or_, (Q(flow_id=f, hash=h) for f, h in sorted(served))))
+        .filter(Q(claim_expiry__isnull=True) | Q(claim_expiry__lte=now))
+        .filter(
+            Q(cancel_requested=True)
+            | Q(claim_token__isnull=False)
+            | ~Exists(waits)
+            | Exists(waits.filter(Q(at__lte=now) | Exists(fields)))
+        )
+        .order_by("created", "serial")
+        .values_list("id", "updated", "claim_expiry")[: max(cap, 0) + 1]
+    )
+    rows = list(ready)
+    counted = rows[: max(cap, 0)]
+    since = {eid: max(updated, expiry) if expiry else updated for eid, updated, expiry in counted}
+    due = (
+        models.Wait.objects.using(db)
+        .filter(execution_id__in=list(since), kind=models.Wait.AT, at__lte=now)
+        .values_list("execution_id", "at")
+    )
+    for eid, at in due:
+        since[eid] = max(since[eid], at)
+    return counts.Backlog(len(counted), len(rows) > len(counted), min(since.values(), default=None))

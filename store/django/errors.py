@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from django import db
 from django.db import connections
 
-from store import spi
+from flowdeck.store import spi
 
 try:  # psycopg is the PostgreSQL driver; an SQLite-only install may lack it
     import psycopg
@@ -35,6 +35,37 @@ def is_retryable(error: BaseException) -> bool:
         text = str(cause).lower()
         return "locked" in text or "busy" in text or "unable to open" in text or "disk i/o" in text
     return isinstance(error, db.OperationalError | db.InterfaceError)
+
+
+SQLITE_BUSY = 5
+_SQLITE_WAITS = (SQLITE_BUSY, SQLITE_LOCKED)
+_SQLITE_WAIT_TEXTS = ("database is locked", "database table is locked", "database is busy")
+
+
+def is_transient(error: BaseException) -> bool:
+    """An exception a step body raised that is the world not answering, for `EngineConfig.transient`:
+    SQLite locked or busy (by its error code, the message where a driver gives none; never "no such
+    table"), a lost PostgreSQL connection, a serialization failure or deadlock (`TransactionRollback`),
+    and the store's own `FlowStoreError` that says it is retryable. Django's wrappers are looked through
+    (`__cause__`)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, spi.FlowStoreError):
+            return seen.retryable
+        if isinstance(seen, sqlite3.Error):
+            return _sqlite_waits(seen)
+        if psycopg is not None and isinstance(seen, psycopg.Error):
+            return isinstance(seen, psycopg.OperationalError | psycopg.InterfaceError)
+        seen = seen.__cause__
+    return False
+
+
+def _sqlite_waits(error: sqlite3.Error) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _SQLITE_WAITS
+    text = str(error).lower()
+    return any(words in text for words in _SQLITE_WAIT_TEXTS)
 
 
 def is_shared_cache_lock(error: BaseException) -> bool:

@@ -9,11 +9,11 @@ import json
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from store import feed
-from store.django import queries, rows
+from flowdeck.store import feed
+from flowdeck.store.django import queries, rows
 
 if TYPE_CHECKING:
-    from store.django.store import Tx
+    from flowdeck.store.django.store import Tx
 
 __all__ = ["event_ids_after", "events_after", "latest_event_id"]
 

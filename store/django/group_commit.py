@@ -36,8 +36,8 @@ from typing import Any
 import psycopg
 from psycopg.pq import ExecStatus, TransactionStatus
 
-from store import spi
-from store.django.errors import is_retryable
+from flowdeck.store import spi
+from flowdeck.store.django.errors import is_retryable
 
 __all__ = ["GroupCommit"]
 

@@ -7,11 +7,11 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from store import heartbeats
-from store.django import models
+from flowdeck.store import heartbeats
+from flowdeck.store.django import models
 
 if TYPE_CHECKING:
-    from store.django.store import Tx
+    from flowdeck.store.django.store import Tx
 
 __all__ = ["listed", "record"]
 

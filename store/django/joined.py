@@ -1,10 +1,11 @@
-"""Writes that join the caller's transaction: a start, a signal or a cancel request made inside the caller's
-`transaction.atomic()` on the store's database, on the caller's own connection and thread.
+"""Writes that join the caller's transaction: a start, a signal, a cancel request, a resume or an end made
+inside the caller's `transaction.atomic()` on the store's database, on the caller's own connection and thread.
 
 Everything else the store does runs on its own threads and connections, committed on its own. These run
 synchronously, in a savepoint of the caller's atomic block, through the same `Tx` and the same statements
-(`queries.CREATE_EXECUTION`, the delivery of `DjangoStore._deliver_in`), so they commit or roll back with
-the caller's rows: rolled back, no execution and no delivery exist; committed, the pollers are woken at
+(`queries.CREATE_EXECUTION`, the delivery of `DjangoStore._deliver_in`, the cancel request of
+`DjangoStore._request_cancel_in`, `operator_writes`), so they commit or roll back with the caller's rows:
+rolled back, no execution, delivery, request, resume or end exists; committed, the pollers are woken at
 that commit (a NOTIFY sent inside the transaction on PostgreSQL, the hub bumped by `on_commit`), never
 before. A refusal (a duplicate id, an input already delivered) rolls back its savepoint only, so the caller's
 transaction goes on. The row the signal reads is read the same way, so a start and a signal of one
@@ -19,13 +20,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 from django.db import connections, transaction
 
-from store import spi
-from store.django import models, search
-from store.django.errors import translated
-from store.django.tx import Tx
+from flowdeck.store import spi
+from flowdeck.store.django import models, operator_writes, search
+from flowdeck.store.django.errors import translated
+from flowdeck.store.django.tx import Tx
 
 if TYPE_CHECKING:
-    from store.django.store import DjangoStore
+    from flowdeck.store.django.store import DjangoStore
 
 __all__ = ["CallerTransaction", "caller_transaction"]
 
@@ -41,7 +42,7 @@ def caller_transaction(store: DjangoStore) -> CallerTransaction | None:
 
 
 class CallerTransaction:
-    """The store's start, signal and cancel request, and the one read a signal needs, on the calling
+    """The store's start, signal, cancel request, resume and end, and the one read they need, on the calling
     thread's connection inside its atomic block. Blocking: call it from synchronous code only."""
 
     def __init__(self, store: DjangoStore) -> None:
@@ -95,6 +96,22 @@ class CallerTransaction:
         now = store.clock.now()
         return self._in_savepoint(
             "request_cancel", lambda tx: store._request_cancel_in(tx, execution_id, reason, actor, now)
+        )
+
+    def resume(self, execution_id: str, hash: str, event: spi.Event) -> spi.OperatorOutcome:
+        """`FlowStore.resume`, in the caller's transaction."""
+        store = self._store
+        now = store.clock.now()
+        return self._in_savepoint(
+            "resume", lambda tx: operator_writes.resume_in(store, tx, execution_id, hash, event, now)
+        )
+
+    def end(self, execution_id: str, status: spi.Failed, event: spi.Event) -> spi.OperatorOutcome:
+        """`FlowStore.end`, in the caller's transaction."""
+        store = self._store
+        now = store.clock.now()
+        return self._in_savepoint(
+            "end", lambda tx: operator_writes.end_in(store, tx, execution_id, status, event, now)
         )
 
     def get_execution(self, execution_id: str) -> spi.ExecutionState | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from store.counts import RETRY_MARK
+from flowdeck.store.counts import RETRY_MARK
 
 # The status kinds a row can carry (the `type` of `spi.status_to_json`).
 RUNNING = "running"

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from store import node_stats, spi
-from store.django import models, rows
+from flowdeck.store import node_stats, spi
+from flowdeck.store.django import models, rows
 
 if TYPE_CHECKING:
-    from store.django.store import Tx
+    from flowdeck.store.django.store import Tx
 
 __all__ = ["node_stats_of", "nodes_now"]
 

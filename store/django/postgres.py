@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 
-from store import spi
-from store.django import queries, rows
-from store.django.claimed import DjangoClaimed
-from store.django.group_commit import GroupCommit
-from store.django.tx import Tx
-from store.django.wakeups import PostgresListener, listener_params, payload
-from store.django.writes import Ask, Claim, creation_params
+from flowdeck.store import spi
+from flowdeck.store.django import queries, rows
+from flowdeck.store.django.claimed import DjangoClaimed
+from flowdeck.store.django.group_commit import GroupCommit
+from flowdeck.store.django.tx import Tx
+from flowdeck.store.django.wakeups import PostgresListener, listener_params, payload
+from flowdeck.store.django.writes import Ask, Claim, creation_params
 
 if TYPE_CHECKING:
-    from store.django.store import DjangoStore
+    from flowdeck.store.django.store import DjangoStore
 
 __all__ = ["PostgresWrites"]
 

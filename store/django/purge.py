@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from store import counts, retention
-from store.django import queries
+from flowdeck.store import counts, retention
+from flowdeck.store.django import queries
 
 if TYPE_CHECKING:
-    from store.django.tx import Tx
+    from flowdeck.store.django.tx import Tx
 
 __all__ = ["count_purgeable", "purge_ended"]
 

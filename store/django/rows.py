@@ -9,8 +9,8 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
-from store import spi
-from store.django import models
+from flowdeck.store import spi
+from flowdeck.store.django import models
 
 
 def to_datetime(value: Any) -> datetime | None:

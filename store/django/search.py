@@ -11,9 +11,9 @@ from typing import Any
 from django.db import connections
 from django.db.models import Exists, OuterRef, Q
 
-from store import spi
-from store.django import field_search, models, queries, rows, status_tally
-from store.django.tx import Tx
+from flowdeck.store import field_terms, spi
+from flowdeck.store.django import field_search, models, queries, rows, status_tally
+from flowdeck.store.django.tx import Tx
 
 __all__ = ["ALL", "FEW_TO_SORT", "Where", "counted", "execution_page", "executions_matching", "states_in"]
 
@@ -46,7 +46,7 @@ class Where:
     flow_id: str | None
     filt: spi.ExecutionFilter.Any | None
     id_prefix: str | None
-    fields: tuple[spi.FieldMatch, ...] = ()
+    fields: tuple[field_terms.SearchTerm, ...] = ()
     created_after: datetime | None = None
     created_before: datetime | None = None
     updated_after: datetime | None = None
@@ -205,7 +205,7 @@ def executions_matching(
     flow_id: str | None,
     filt: spi.ExecutionFilter.Any | None,
     id_prefix: str | None,
-    fields: Sequence[spi.FieldMatch] = (),
+    fields: Sequence[field_terms.SearchTerm] = (),
     *,
     created_after: datetime | None = None,
     created_before: datetime | None = None,
@@ -224,8 +224,11 @@ def executions_matching(
         queryset = queryset.filter(flow_id=flow_id)
     if id_prefix:
         queryset = _id_prefixed(queryset, vendor, id_prefix)
-    if filt is None:
-        return queryset
+    return queryset if filt is None else _narrowed(queryset, using, filt)
+
+
+def _narrowed(queryset: Any, using: str, filt: spi.ExecutionFilter.Any) -> Any:
+    """`queryset` narrowed to the executions `filt` selects."""
     active = ~Q(status_kind__in=models.TERMINAL_KINDS)
     waits = models.Wait.objects.using(using).filter(execution=OuterRef("pk"))
     Arm = spi.ExecutionFilter
@@ -255,6 +258,10 @@ def executions_matching(
             return queryset.filter(Q(cancel_requested=True) & active)
         case Arm.Orphaned(served_hashes):
             return queryset.filter(active & ~Q(hash__in=sorted(served_hashes)))
+        case Arm.Served(served_hashes):
+            return queryset.filter(~active | Q(hash__in=sorted(served_hashes)))
+        case Arm.Both(first, second):
+            return _narrowed(_narrowed(queryset, using, first), using, second)
         case Arm.Stopped(code):
             queryset = queryset.filter(status_kind=models.STOPPED)
             return queryset if code is None else queryset.filter(stop_code=code)

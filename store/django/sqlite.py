@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 
-from store import spi
-from store.django import models, queries, rows, search
-from store.django.claimed import Answered, DjangoClaimed
-from store.django.errors import translated
-from store.django.tx import Tx
-from store.django.writes import Ask, Claim
+from flowdeck.store import spi
+from flowdeck.store.django import models, queries, rows, search
+from flowdeck.store.django.claimed import Answered, DjangoClaimed
+from flowdeck.store.django.errors import translated
+from flowdeck.store.django.tx import Tx
+from flowdeck.store.django.writes import Ask, Claim
 
 if TYPE_CHECKING:
-    from store.django.store import DjangoStore
+    from flowdeck.store.django.store import DjangoStore
 
 __all__ = ["SqliteWrites"]
 

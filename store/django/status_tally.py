@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from store.django import queries
+from flowdeck.store.django import queries
 
 if TYPE_CHECKING:
-    from store.django.tx import Tx
+    from flowdeck.store.django.tx import Tx
 
 __all__ = ["COMPACT_AFTER", "compact", "sums"]
 

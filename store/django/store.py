@@ -31,22 +31,22 @@ from typing import Any, TypeVar
 from django.db import connections, transaction
 from django.db.models import F
 
-from store import counts, feed, heartbeats, retention, rules, spi
-from store.clock import SYSTEM_CLOCK, Clock
-from store.django import feed as django_feed
-from store.django import heartbeats as django_heartbeats
-from store.django import models, queries, rows, search
-from store.django import purge as django_purge
-from store.django.claimed import DjangoClaimed
-from store.django.console_reads import ConsoleReads
-from store.django.errors import is_shared_cache_lock, translated
-from store.django.postgres import PostgresWrites
-from store.django.search import FEW_TO_SORT, counted, executions_matching
-from store.django.sqlite import WATCH_INTERVAL as SQLITE_WATCH_INTERVAL
-from store.django.sqlite import SqliteWrites
-from store.django.tx import Locked, Tx
-from store.django.writes import Ask, Writes, creation_params
-from store.wake_hub import Asked, WakeHub, poll, wait_for_change
+from flowdeck.store import counts, feed, field_terms, heartbeats, retention, rules, spi
+from flowdeck.store.clock import SYSTEM_CLOCK, Clock
+from flowdeck.store.django import feed as django_feed
+from flowdeck.store.django import heartbeats as django_heartbeats
+from flowdeck.store.django import models, operator_writes, queries, rows, search, sqlite_connection
+from flowdeck.store.django import purge as django_purge
+from flowdeck.store.django.claimed import DjangoClaimed
+from flowdeck.store.django.console_reads import ConsoleReads
+from flowdeck.store.django.errors import is_shared_cache_lock, translated
+from flowdeck.store.django.postgres import PostgresWrites
+from flowdeck.store.django.search import FEW_TO_SORT, counted, executions_matching
+from flowdeck.store.django.sqlite import WATCH_INTERVAL as SQLITE_WATCH_INTERVAL
+from flowdeck.store.django.sqlite import SqliteWrites
+from flowdeck.store.django.tx import Locked, Tx
+from flowdeck.store.django.writes import Ask, Writes, creation_params
+from flowdeck.store.wake_hub import Asked, WakeHub, poll, wait_for_change
 
 # `counted`, `executions_matching`, `FEW_TO_SORT` (store/django/search.py) and `SQLITE_WATCH_INTERVAL`
 # (store/django/sqlite.py) are re-exported from here, where tests and tools first found them.
@@ -95,10 +95,13 @@ class DjangoStore(ConsoleReads, spi.FlowStore):
             # Always one connection. SQLite's writers are serialized anyway, and the cross-process watch
             # compares `PRAGMA data_version` readings, which only mean something on one connection.
             self.pool_size = 1
+            sqlite_connection.check_folder(using)  # WAL, busy timeout, IMMEDIATE: sqlite_connection.py
             self._writes = SqliteWrites(self)
         else:
             raise ValueError(f"DjangoStore serves PostgreSQL and SQLite, not {self.vendor!r}")
-        self._pool = ThreadPoolExecutor(self.pool_size, thread_name_prefix=f"flowdeck-store-{using}")
+        self._pool = ThreadPoolExecutor(
+            self.pool_size, f"flowdeck-store-{using}", initializer=sqlite_connection.mark_thread
+        )
 
     # ------------------------------------------------------------------------------------ plumbing
 
@@ -380,59 +383,39 @@ class DjangoStore(ConsoleReads, spi.FlowStore):
     # ---- operator writes
 
     async def resume(self, execution_id: str, hash: str, event: spi.Event) -> spi.OperatorOutcome:
-        now = self.clock.now()
-
-        def work(tx: Tx) -> spi.OperatorOutcome:
-            row = self._lock_row(tx, execution_id)
-            refused = rules.operator_refusal(row, now)
-            if refused is not None or row is None:
-                return refused or spi.OperatorOutcome.NOT_FOUND
-            status = rules.resumed(row.status)
-            row.write(tx, now, [event], status=status, hash=hash)
-            self._wake_after_commit(tx)
-            return spi.OperatorOutcome.APPLIED
-
+        work = functools.partial(
+            operator_writes.resume_in,
+            self,
+            execution_id=execution_id,
+            hash=hash,
+            event=event,
+            now=self.clock.now(),
+        )
         return await self._run("resume", work)
 
     async def answer(
         self, execution_id: str, path: str, value: spi.FieldData | None, event: spi.Event
     ) -> spi.OperatorOutcome:
-        now = self.clock.now()
-
-        def work(tx: Tx) -> spi.OperatorOutcome:
-            row = self._lock_row(tx, execution_id)
-            refused = rules.operator_refusal(row, stopped=True)
-            if refused is not None or row is None:
-                return refused or spi.OperatorOutcome.NOT_FOUND
-            at = {"id": execution_id, "path": path}
-            if tx.one(queries.RECORDED_AT, at)[0]:
-                return spi.OperatorOutcome.ALREADY_RECORDED
-            if value is not None:
-                tx.execute(
-                    queries.INSERT_FIELD_IF_ABSENT,
-                    {**at, "name": path, "value": value.value, "tag": value.tag},
-                )
-            tx.execute(queries.INSERT_MARK_IF_ABSENT, at)
-            tx.execute(queries.DELETE_WAIT, at)
-            row.write(tx, now, [event])
-            self._wake_after_commit(tx)
-            return spi.OperatorOutcome.APPLIED
-
+        work = functools.partial(
+            operator_writes.answer_in,
+            self,
+            execution_id=execution_id,
+            path=path,
+            value=value,
+            event=event,
+            now=self.clock.now(),
+        )
         return await self._run("answer", work)
 
     async def end(self, execution_id: str, status: spi.Failed, event: spi.Event) -> spi.OperatorOutcome:
-        now = self.clock.now()
-
-        def work(tx: Tx) -> spi.OperatorOutcome:
-            row = self._lock_row(tx, execution_id)
-            refused = rules.operator_refusal(row, now)
-            if refused is not None or row is None:
-                return refused or spi.OperatorOutcome.NOT_FOUND
-            tx.execute(queries.DELETE_WAITS, {"id": execution_id})
-            row.write(tx, now, [event], status=status, executor=None, claim_expiry=None, claim_token=None)
-            self._wake_after_commit(tx)
-            return spi.OperatorOutcome.APPLIED
-
+        work = functools.partial(
+            operator_writes.end_in,
+            self,
+            execution_id=execution_id,
+            status=status,
+            event=event,
+            now=self.clock.now(),
+        )
         return await self._run("end", work)
 
     # ------------------------------------------------------------------------------------ reads
@@ -447,7 +430,7 @@ class DjangoStore(ConsoleReads, spi.FlowStore):
         limit: int | None = None,
         offset: int = 0,
         id_prefix: str | None = None,
-        fields: Sequence[spi.FieldMatch] = (),
+        fields: Sequence[field_terms.SearchTerm] = (),
         *,
         order_by: str = "created",
         created_after: datetime | None = None,

@@ -11,8 +11,8 @@ from typing import Any
 
 from django.db import transaction
 
-from store import spi
-from store.django import queries, rows
+from flowdeck.store import spi
+from flowdeck.store.django import queries, rows
 
 __all__ = ["Locked", "Tx"]
 

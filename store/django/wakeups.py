@@ -10,8 +10,8 @@ import threading
 import time
 from typing import Any
 
-from store.django import queries
-from store.wake_hub import WakeHub
+from flowdeck.store.django import queries
+from flowdeck.store.wake_hub import WakeHub
 
 __all__ = ["PostgresListener", "WakeHub", "listener_params", "payload"]
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from store import spi
-from store.django import queries, rows
+from flowdeck.store import spi
+from flowdeck.store.django import queries, rows
 
 if TYPE_CHECKING:
-    from store.django.claimed import DjangoClaimed
-    from store.django.tx import Tx
+    from flowdeck.store.django.claimed import DjangoClaimed
+    from flowdeck.store.django.tx import Tx
 
 __all__ = ["Ask", "Claim", "Writes", "creation_params"]
 

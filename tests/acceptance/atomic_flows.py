@@ -11,8 +11,8 @@ import random
 import time
 from typing import Any
 
-from engine.flow import Flow
 from examples.fulfilment.models import Posting
+from flowdeck.engine.flow import Flow
 
 __all__ = ["FLOW", "FLOWS", "start_many"]
 
@@ -43,7 +43,7 @@ FLOWS = [FLOW]
 
 def start_many(count: int, prefix: str = "ak") -> None:
     """Start `count` executions (`<prefix>-0000` …) from a management shell."""
-    from console import runtime
+    from flowdeck.console import runtime
 
     async def start() -> None:
         engine = await runtime.engine()

@@ -1,8 +1,8 @@
-"""A warm parent that forks `runworkers` processes on demand, so a test can SIGKILL and replace workers
+"""A warm parent that forks `flowdeck_workers` processes on demand, so a test can SIGKILL and replace workers
 a hundred times without paying Django's start-up each time (seconds on a loaded machine).
 
 Run as `python -m tests.acceptance.forking_workers FOLDER -- RUNWORKERS-ARGS…` with DJANGO_SETTINGS_MODULE
-and DATABASE_URL set. Each line "spawn" on stdin forks one child, which runs `runworkers` with the given
+and DATABASE_URL set. Each line "spawn" on stdin forks one child, which runs `flowdeck_workers` with the given
 arguments, its output in FOLDER/worker-<pid>.out and .err; the parent answers the child's pid on a line of
 its own. The children are real processes (killed by the test with SIGKILL); the parent reaps them. It
 forks before any database connection is opened, so no child inherits one.
@@ -22,7 +22,7 @@ def main(argv: list[str]) -> None:
     django.setup()
     from django.core.management import call_command
 
-    from console.management.commands import runworkers  # noqa: F401  (imported once, here)
+    from flowdeck.console.management.commands import flowdeck_workers  # noqa: F401  (imported once, here)
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     for line in sys.stdin:
@@ -46,7 +46,7 @@ def _child(folder: str, args: list[str], call_command: object) -> None:
     sys.stderr = os.fdopen(2, "w", buffering=1)
     code = 0
     try:
-        call_command("runworkers", *args)  # type: ignore[operator]
+        call_command("flowdeck_workers", *args)  # type: ignore[operator]
     except BaseException:
         import traceback
 

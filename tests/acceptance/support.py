@@ -49,7 +49,7 @@ def environment(database_url: str, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         DATABASE_URL=database_url,
-        DJANGO_SETTINGS_MODULE="console.settings",
+        DJANGO_SETTINGS_MODULE="flowdeck.console.settings",
         PYTHONPATH=str(ROOT),
         PYTHONUNBUFFERED="1",
     )
@@ -93,9 +93,11 @@ def refused(result: Result, *fragments: str) -> Result:
 
 
 class Background:
-    """A long-running manage.py process (runworkers, demo, daphne) with its output in files."""
+    """A long-running manage.py process (flowdeck_workers, demo, daphne) with its output in files."""
 
-    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str], folder: Path) -> None:
+    def __init__(
+        self, name: str, argv: Sequence[str], env: dict[str, str], folder: Path, cwd: Path = ROOT
+    ) -> None:
         self.name = name
         self.out_path = folder / f"{name}.out"
         self.err_path = folder / f"{name}.err"
@@ -103,7 +105,7 @@ class Background:
         self._err: IO[str] = self.err_path.open("w")
         self.process = subprocess.Popen(
             list(argv),
-            cwd=ROOT,
+            cwd=cwd,
             env=env,
             stdout=self._out,
             stderr=self._err,
@@ -135,6 +137,21 @@ class Background:
                 pytest.fail(f"{self.name} exited before {what}\n{self.explain()}")
             time.sleep(0.2)
         pytest.fail(f"{self.name}: no {what} within {timeout:g}s\n{self.explain()}")
+
+    def wait_for_count(self, count: Callable[[], int], target: int, what: str, stall: float = 60) -> None:
+        """Wait for `count()` to reach `target` for as long as it keeps rising: a loaded machine is slower,
+        not wrong; `stall` seconds without a rise (or this process's exit) fails, saying so."""
+        seen, rose = count(), time.monotonic()
+        while seen < target:
+            if self.process.poll() is not None:
+                pytest.fail(f"{self.name} exited at {seen} of {target} {what}\n{self.explain()}")
+            if time.monotonic() - rose > stall:
+                stuck = f"{what} stayed at {seen} of {target} for {stall:g}s"
+                pytest.fail(f"{self.name}: {stuck}\n{self.explain()}")
+            time.sleep(0.2)
+            now = count()
+            if now > seen:
+                seen, rose = now, time.monotonic()
 
     def wait_for_output(self, text: str, timeout: float = 120) -> None:
         self.wait_for(lambda: text in self.stdout, repr(text), timeout)

@@ -1,4 +1,4 @@
-"""`manage.py flow …`: every verb once on a demo-seeded SQLite database, and each verb's error path.
+"""`manage.py flowdeck …`: every verb once on a demo-seeded SQLite database, and each verb's error path.
 
 The world is `manage.py demo --no-serve` on a temporary file: executions completed, waiting for approval,
 sleeping, failed, stopped (F0001), cancelled and parked under the previous version of `fulfilment`.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from console import cli
+from flowdeck.console import cli
 from tests.acceptance.support import (
     PYTHON,
     ROOT,
@@ -43,7 +43,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def flow(db: str, *args: str) -> str:
-    return ok(manage(db, "flow", *args)).stdout
+    return ok(manage(db, "flowdeck", *args)).stdout
 
 
 def test_ls_lists_filters_and_pages(db: str) -> None:
@@ -94,14 +94,45 @@ def test_show_explains_a_stopped_execution(db: str) -> None:
     assert "Completed" in [e["kind"] for e in detail["history"]]
 
 
-def test_show_prints_the_traceback_of_a_stopped_execution(db: str) -> None:
+def test_show_puts_a_stop_in_two_lines_and_its_traceback_behind_a_flag(db: str) -> None:
     blocks = flow(db, "show", "demo-stopped").split("\n\n")
-    assert "stopped    F0001 at ship: KeyError: 'Atlantis'" in blocks[0].splitlines()
-    traceback = blocks[1].splitlines()  # the second block, between the status and the node table
-    assert traceback[0] == "Traceback (most recent call last):"
-    assert traceback[-1] == "KeyError: 'Atlantis'"
-    assert any('examples/fulfilment/services.py", line' in line for line in traceback)
-    assert blocks[2].split()[:4] == ["NODE", "TYPE", "STATUS", "DETAIL"]
+    head = blocks[0].splitlines()
+    stop = head.index("stopped    F0001 at ship: KeyError: 'Atlantis' (its traceback: --traceback)")
+    assert head[stop + 1].lstrip().startswith("A mistake in the program")  # the code's advice, then no more
+    assert "Traceback" not in "\n".join(blocks)
+    assert blocks[1].split()[:5] == ["NODE", "BRANCH", "TYPE", "STATUS", "DETAIL"]  # straight after
+    for asked in (["show", "demo-stopped", "--traceback"], ["-v", "2", "show", "demo-stopped"]):
+        traced = flow(db, *asked).split("\n\n")
+        assert "stopped    F0001 at ship: KeyError: 'Atlantis'" in traced[0].splitlines()
+        traceback = traced[1].splitlines()  # the second block, between the status and the node table
+        assert traceback[0] == "Traceback (most recent call last):"
+        assert traceback[-1] == "KeyError: 'Atlantis'"
+        assert any('examples/fulfilment/services.py", line' in line for line in traceback)
+        assert traced[2].split()[:5] == ["NODE", "BRANCH", "TYPE", "STATUS", "DETAIL"]
+
+
+def test_show_tells_same_named_nodes_apart_by_their_branch(db: str) -> None:
+    rows = flow(db, "show", "demo-stopped").split("\n\n")[1].splitlines()
+    width = rows[0].index("TYPE")
+    branch = {
+        r[: rows[0].index("BRANCH")].strip() + " @ " + r[rows[0].index("BRANCH") : width].strip()
+        for r in rows[1:]
+    }
+    assert {b for b in branch if b.startswith("decision")} == {
+        "decision @ race 1 branch 1",
+        "decision @ race 1 branch 2 › race 2 branch 1",
+        "decision @ race 1 branch 2 › race 2 branch 2",
+    }
+    assert "grace @ race 1 branch 2 › race 2 branch 2" in branch
+    assert "ship @ " in branch  # the main line has no branch
+    nodes = json.loads(flow(db, "show", "demo-stopped", "--json"))["nodes"]
+    decisions = [(n["branch"], n["place"]) for n in nodes if n["name"] == "decision"]
+    assert [b for b, _ in decisions] == [
+        "race 1 branch 1",
+        "race 1 branch 2 › race 2 branch 1",
+        "race 1 branch 2 › race 2 branch 2",
+    ]
+    assert len({p for _, p in decisions}) == 3  # each its own drawn node
 
 
 def test_start_signal_and_cancel(db: str) -> None:
@@ -140,6 +171,7 @@ def test_parked_then_resume(db: str) -> None:
         "conflicts": [],
         "execution_id": "demo-parked",
         "resumed": False,
+        "warning": "",  # a parked execution resumes on another version: nothing says it stops again
     }
     assert json.loads(flow(db, "parked", "fulfilment", "--json"))["total"] == 1  # a dry run changes nothing
     assert "resumed demo-parked" in flow(db, "resume", "demo-parked", "--go")
@@ -147,10 +179,12 @@ def test_parked_then_resume(db: str) -> None:
 
 
 def test_answer_then_end_a_stopped_execution(db: str) -> None:
-    answered = flow(db, "answer", "demo-stopped", "ship", '"a courier, by hand"')
+    refused_text = refused(manage(db, "flowdeck", "answer", "demo-stopped", "total", "PostNL"))
+    assert refused_text.stderr.startswith("CommandError: the value for total: not JSON")  # an int takes JSON
+    answered = flow(db, "answer", "demo-stopped", "ship", "PostNL, by hand")  # a text node: as typed
     assert "recorded ship for demo-stopped" in answered
     values = json.loads(flow(db, "show", "demo-stopped", "--json"))["values"]
-    assert values["ship"] == "a courier, by hand"
+    assert values["ship"] == "PostNL, by hand"
     assert "ended demo-stopped" in flow(db, "end", "demo-stopped", "shipped by hand")
     status = json.loads(flow(db, "show", "demo-stopped", "--json"))["status"]
     assert status == {"type": "failed", "error": "shipped by hand", "kind": "Ended"}
@@ -195,7 +229,7 @@ def test_token_list_expiry_and_revoke(db: str) -> None:
         assert secret not in table
     assert "2999-01-31 00:00" in table
 
-    refused(manage(db, "flow", "token", "revoke", "nightly"), "2 unrevoked tokens are named 'nightly'")
+    refused(manage(db, "flowdeck", "token", "revoke", "nightly"), "2 unrevoked tokens are named 'nightly'")
     ids = [
         r["id"] for r in json.loads(flow(db, "token", "list", "--json"))["items"] if r["name"] == "nightly"
     ]
@@ -217,7 +251,7 @@ def test_refused_token_verbs_record_nothing(db: str) -> None:
         ["create", "admin", "--name", "bad\x1bname"],
         ["revoke", "no-such-token"],
     ]
-    for result in manage_many(db, [["flow", "token", *args] for args in calls]):
+    for result in manage_many(db, [["flowdeck", "token", *args] for args in calls]):
         refused(result)
     assert tokens_of(db) == before
 
@@ -228,6 +262,10 @@ def test_every_verb_refuses_bad_input_with_exit_code_2(db: str) -> None:
         (["ls", "--workflow", "nope"], "workflow 'nope' is not registered"),
         (["ls", "--where", "field:order.customer"], "has no '=<value>' after its path"),
         (["ls", "--where", "order.customer=ada"], "is not a field term"),
+        (
+            ["ls", "--workflow", "fulfilment", "--where", "field:order.custmer=ada"],
+            "records no path order.custmer (nearest: order.customer",
+        ),
         (["show", "nope"], "no execution 'nope'"),
         (["start", "nope"], "workflow 'nope' is not registered"),
         (["start", "fulfilment", "--input", "order={bad"], "input 'order' is not valid JSON"),
@@ -257,7 +295,7 @@ def test_every_verb_refuses_bad_input_with_exit_code_2(db: str) -> None:
         (["token", "revoke", "nope"], "no unrevoked token has the id or name 'nope'"),
         (["token", "revoke", "1", "--user", "nobody"], "no user 'nobody'"),
     ]
-    results = manage_many(db, [["flow", *args] for args, _ in cases])
+    results = manage_many(db, [["flowdeck", *args] for args, _ in cases])
     for (_, fragment), result in zip(cases, results, strict=True):
         refused(result, fragment)
 
@@ -266,7 +304,7 @@ def test_flowdeck_script_runs_the_verbs_at_the_top(db: str) -> None:
     import subprocess
 
     done = subprocess.run(
-        [PYTHON, "-m", "console.cli", "ls", "--status", "cancelled", "--json"],
+        [PYTHON, "-m", "flowdeck.console.cli", "ls", "--status", "cancelled", "--json"],
         cwd=Path(ROOT),
         env=environment(db),
         capture_output=True,
@@ -293,15 +331,22 @@ def test_bad_values_print_one_line_per_error(db: str) -> None:
     bad_order = {"id": "o-bad", "customer": "ada", "items": [{"sku": "w", "qty": "many", "price": 1}, {}]}
     ok(
         manage(
-            db, "flow", "start", "fulfilment", "--id", "cli-values", "--input", "order=" + json.dumps(ORDER)
+            db,
+            "flowdeck",
+            "start",
+            "fulfilment",
+            "--id",
+            "cli-values",
+            "--input",
+            "order=" + json.dumps(ORDER),
         )
     )
     start, signal, answer = manage_many(
         db,
         [
-            ["flow", "start", "fulfilment", "--input", "order=" + json.dumps(bad_order)],
-            ["flow", "signal", "cli-values", "approval", '{"approved": 3, "by": ["ops"]}'],
-            ["flow", "answer", "demo-completed", "ship", '{"carrier": 1}'],
+            ["flowdeck", "start", "fulfilment", "--input", "order=" + json.dumps(bad_order)],
+            ["flowdeck", "signal", "cli-values", "approval", '{"approved": 3, "by": ["ops"]}'],
+            ["flowdeck", "answer", "demo-completed", "ship", '{"carrier": 1}'],
         ],
     )
     assert refused(start).stderr.splitlines() == [
@@ -335,7 +380,7 @@ def test_start_refuses_an_id_breaking_the_id_rule_before_reading_inputs(db: str)
     }
     # the inputs are malformed too: the id is what this door checks first, and nothing is written
     results = manage_many(
-        db, [["flow", "start", "fulfilment", "--id", eid, "--input", "order={bad"] for eid in cases]
+        db, [["flowdeck", "start", "fulfilment", "--id", eid, "--input", "order={bad"] for eid in cases]
     )
     for message, result in zip(cases.values(), results, strict=True):
         assert one_line(result) == f"CommandError: {message}"
@@ -350,8 +395,8 @@ RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 WRITE_LEGACY_ROW = f"""
 import asyncio
-from console import runtime
-from store import spi
+from flowdeck.console import runtime
+from flowdeck.store import spi
 from datetime import datetime, timezone
 async def write():
     created = spi.Event(spi.EventKind.CREATED, "fulfilment", {LEGACY_ID!r}, datetime.now(timezone.utc), {{}})
@@ -367,21 +412,21 @@ def test_terminal_control_characters_are_printed_escaped(db: str) -> None:
     for started in manage_many(
         db,
         [
-            ["flow", "start", "fulfilment", "--id", eid, "--input", order]
+            ["flowdeck", "start", "fulfilment", "--id", eid, "--input", order]
             for eid in ("cli-hostile", "cli-end")
         ],
     ):
         ok(started)
-    ok(manage(db, "flow", "cancel", "cli-hostile", HOSTILE))
+    ok(manage(db, "flowdeck", "cancel", "cli-hostile", HOSTILE))
     ok(manage(db, "shell", "-c", WRITE_LEGACY_ROW))
     calls = [
-        ["flow", "show", "cli-hostile"],
-        ["flow", "show", "cli-hostile", "--json"],
-        ["flow", "ls", "--prefix", "legacy"],
-        ["flow", "ls", "--prefix", "legacy", "--json"],
-        ["flow", "show", LEGACY_ID],
-        ["flow", "end", "cli-end", HOSTILE],
-        ["flow", "signal", "cli-hostile", "na\x1b]0;pwned\x07me", "1"],
+        ["flowdeck", "show", "cli-hostile"],
+        ["flowdeck", "show", "cli-hostile", "--json"],
+        ["flowdeck", "ls", "--prefix", "legacy"],
+        ["flowdeck", "ls", "--prefix", "legacy", "--json"],
+        ["flowdeck", "show", LEGACY_ID],
+        ["flowdeck", "end", "cli-end", HOSTILE],
+        ["flowdeck", "signal", "cli-hostile", "na\x1b]0;pwned\x07me", "1"],
     ]
     results = manage_many(db, calls)
     for result in results:
@@ -389,7 +434,8 @@ def test_terminal_control_characters_are_printed_escaped(db: str) -> None:
     show, show_json, ls, ls_json, legacy, end, signal = results
     assert f"cancel requested: {ESCAPED}" in ok(show).stdout.splitlines()
     assert json.loads(ok(show_json).stdout)["cancel_reason"] == HOSTILE  # JSON escapes, and keeps the value
-    assert ok(ls).stdout.splitlines()[1].split()[:3] == ["legacy\\x1b[2J\\nrow", "fulfilment", "running"]
+    # its version ("0ld") is one no process serves: parked, not running
+    assert ok(ls).stdout.splitlines()[1].split()[:3] == ["legacy\\x1b[2J\\nrow", "fulfilment", "parked"]
     assert [i["execution_id"] for i in json.loads(ok(ls_json).stdout)["items"]] == [LEGACY_ID]
     assert "execution  legacy\\x1b[2J\\nrow" in ok(legacy).stdout.splitlines()
     assert ok(end).stdout == f"ended cli-end (failed: {ESCAPED}); no undos ran\n"
@@ -420,7 +466,7 @@ def test_a_database_never_migrated_is_refused_in_one_line_for_every_verb(tmp_pat
         ["token", "create", "admin"],
     ]
     assert set(cli.FLOW_VERBS) == {args[0] for args in calls}
-    lines = [one_line(result) for result in manage_many(url, [["flow", *args] for args in calls])]
+    lines = [one_line(result) for result in manage_many(url, [["flowdeck", *args] for args in calls])]
     count = re.search(r"\((\d+) migration", lines[0])
     assert count is not None, lines[0]
     assert int(count[1]) > 0
@@ -431,12 +477,16 @@ def test_a_database_never_migrated_is_refused_in_one_line_for_every_verb(tmp_pat
 
 def test_arguments_that_are_not_utf8_are_refused_in_one_line(db: str) -> None:
     # bytes that are not UTF-8 reach Python as lone surrogates; no database can store them
-    ok(manage(db, "flow", "start", "fulfilment", "--id", "cli-utf8", "--input", "order=" + json.dumps(ORDER)))
+    ok(
+        manage(
+            db, "flowdeck", "start", "fulfilment", "--id", "cli-utf8", "--input", "order=" + json.dumps(ORDER)
+        )
+    )
     cancel, start = manage_many(
         db,
         [
-            ["flow", "cancel", "cli-utf8", "why\udc9b"],
-            ["flow", "start", "fulfilment", "--input", 'order={"id": "\udcff"}'],
+            ["flowdeck", "cancel", "cli-utf8", "why\udc9b"],
+            ["flowdeck", "start", "fulfilment", "--input", 'order={"id": "\udcff"}'],
         ],
     )
     assert one_line(cancel) == "CommandError: reason is not UTF-8 text: 'why\\udc9b'"

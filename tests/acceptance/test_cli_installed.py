@@ -23,7 +23,19 @@ from tests.acceptance.support import CALL_TIMEOUT, PYTHON, ROOT, Result, ok
 
 pytestmark = pytest.mark.slow
 
-SOURCES = ("pyproject.toml", "README.md", "manage.py", "console", "engine", "store", "examples")
+SOURCES = (
+    "pyproject.toml",
+    "setup.py",
+    "README.md",
+    "manage.py",
+    "public",
+    "console",
+    "engine",
+    "store",
+    "templates",
+    "static",
+    "examples",
+)
 ORDER = {"id": "o-installed", "customer": "ada", "items": [{"sku": "widget", "qty": 1, "price": 400}]}
 
 
@@ -64,7 +76,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     for name in SOURCES:
         source = ROOT / name
         if source.is_dir():
-            shutil.copytree(source, project / name, ignore=ignore)
+            shutil.copytree(source, project / name, ignore=ignore, symlinks=True)
         else:
             shutil.copy2(source, project / name)
     target = ("--target", str(site), str(project))
@@ -81,15 +93,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 
 
 def test_flowdeck_runs_the_installed_package_not_the_clone(installed: Installed) -> None:
-    where = ok(installed.flowdeck("shell", "-c", "import console; print(console.__file__)"))
-    assert where.stdout.splitlines()[-1] == str(installed.site / "console" / "__init__.py")
+    where = ok(installed.flowdeck("shell", "-c", "import flowdeck.console; print(flowdeck.console.__file__)"))
+    assert where.stdout.splitlines()[-1] == str(installed.site / "flowdeck" / "console" / "__init__.py")
 
 
 def test_flowdeck_and_manage_py_share_the_project_folders_database(installed: Installed) -> None:
     database = installed.project / "db.sqlite3"
     migrate = "run `python manage.py migrate` (or `flowdeck migrate`) first"
     # before migrate: both name the same file, in one line, exit 2
-    for before in (installed.flowdeck("ls"), installed.manage("flow", "ls")):
+    for before in (installed.flowdeck("ls"), installed.manage("flowdeck", "ls")):
         assert before.returncode == 2, before.explain()
         line, _, rest = before.stderr.partition("\n")
         assert (line.startswith(f"CommandError: the database {database} is not migrated"), rest) == (True, "")
@@ -98,7 +110,7 @@ def test_flowdeck_and_manage_py_share_the_project_folders_database(installed: In
     ok(installed.flowdeck("migrate", "-v", "0"))
     ok(
         installed.manage(
-            "flow", "start", "fulfilment", "--id", "by-manage", "--input", f"order={json.dumps(ORDER)}"
+            "flowdeck", "start", "fulfilment", "--id", "by-manage", "--input", f"order={json.dumps(ORDER)}"
         )
     )
     ok(
@@ -106,7 +118,7 @@ def test_flowdeck_and_manage_py_share_the_project_folders_database(installed: In
             "start", "fulfilment", "--id", "by-flowdeck", "--input", f"order={json.dumps(ORDER)}"
         )
     )
-    for seen in (installed.flowdeck("ls", "--json"), installed.manage("flow", "ls", "--json")):
+    for seen in (installed.flowdeck("ls", "--json"), installed.manage("flowdeck", "ls", "--json")):
         assert sorted(i["execution_id"] for i in ok(seen).json()["items"]) == ["by-flowdeck", "by-manage"]
     assert database.is_file()
     assert list(installed.site.rglob("*.sqlite3")) == []  # nothing beside the installed package

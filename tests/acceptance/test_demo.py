@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import re
 import signal
+import stat
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.acceptance.support import Background, free_port
+from tests.acceptance.support import Background, free_port, manage, ok, sqlite_url
 
 pytestmark = pytest.mark.slow
 
 STATES = {
     "demo-completed": "completed",
-    "demo-awaiting-approval": "running (input + sleep)",
-    "demo-sleeping": "running (sleep)",
+    "demo-awaiting-approval": "running·waiting",
+    "demo-sleeping": "running·sleeping",
     "demo-declined": "failed:CardDeclined",
     "demo-refunded": "failed:ShipmentRefused",
     "demo-stopped": "stopped:F0001",
@@ -64,6 +66,26 @@ def test_demo_seeds_serves_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     assert "Traceback" not in without_known_engine_noise(demo.stderr), demo.explain()
 
 
+def test_demo_keeps_the_password_it_printed_first(tmp_path: Path) -> None:
+    database = tmp_path / "demo.sqlite3"
+
+    def login(*more: str) -> str:
+        args = ("demo", "--no-serve", "--database", str(database), *more)
+        out = ok(manage(sqlite_url(database), *args)).stdout
+        found = re.search(r"^login: admin / (\S+)$", out, re.M)
+        assert found, out
+        assert f"(kept in {database}.admin-password for the next run; --new-password makes a new one)" in out
+        return found[1]
+
+    first = login()
+    assert login() == first  # a second run: the saved password still works
+    kept = Path(f"{database}.admin-password")
+    assert (kept.read_text(), stat.S_IMODE(kept.stat().st_mode)) == (first + "\n", 0o600)
+    fresh = login("--new-password")
+    assert fresh != first
+    assert login() == fresh
+
+
 def without_known_engine_noise(log: str) -> str:
     """The log without asyncio's "Task exception was never retrieved" records for a race's losing arm that
     parked (an engine logging wart, harmless: the race already decided)."""
@@ -72,7 +94,7 @@ def without_known_engine_noise(log: str) -> str:
     for line in log.splitlines():
         if "Task exception was never retrieved" in line:
             skipping = True
-        elif skipping and line.startswith("engine.interpreter.Parked"):
+        elif skipping and line.startswith("flowdeck.engine.interpreter.Parked"):
             skipping = False
             continue
         if not skipping:

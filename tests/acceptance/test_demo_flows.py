@@ -32,7 +32,7 @@ def test_the_demo_runs_a_flow_of_flowdeck_flow_modules_to_its_end(tmp_path: Path
         started = ok(
             manage(
                 url,
-                "flow",
+                "flowdeck",
                 "start",
                 "counter",
                 "--id",
@@ -50,7 +50,7 @@ def test_the_demo_runs_a_flow_of_flowdeck_flow_modules_to_its_end(tmp_path: Path
         assert demo.finish(timeout=60) == 0, demo.explain()
     finally:
         demo.close()
-    shown = ok(manage(url, "flow", "show", "extra", "--json", env=environment(url, **SETTINGS))).json()
+    shown = ok(manage(url, "flowdeck", "show", "extra", "--json", env=environment(url, **SETTINGS))).json()
     assert (shown["status"], shown["values"]["double"]) == ({"type": "completed"}, 42)
 
 

@@ -63,7 +63,7 @@ def test_the_demo_makes_a_key_keeps_it_beside_its_database_and_the_cli_uses_it(t
     assert len(key) >= 50
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
     # the operator CLI on the demo's database needs no variable; a second demo keeps the same key
-    listed = manage(url, "flow", "ls", env=_without_key(url))
+    listed = manage(url, "flowdeck", "ls", env=_without_key(url))
     assert listed.returncode == 0, listed.explain()
     assert "demo-completed" in listed.stdout
     again = manage(url, "demo", "--no-serve", "--database", str(database), env=_without_key(url))
@@ -84,12 +84,28 @@ def test_a_key_from_the_environment_is_never_written_by_the_demo(tmp_path: Path)
 @pytest.mark.parametrize(
     ("variable", "value", "message"),
     [
-        ("FLOWDECK_HSTS_SECONDS", "a year", "FLOWDECK_HSTS_SECONDS must be a whole number of at least 0"),
-        ("FLOWDECK_SECURE_COOKIES", "yes", "FLOWDECK_SECURE_COOKIES must be 0 or 1 (got 'yes')"),
+        ("FLOWDECK_HSTS_SECONDS", "a year", "FLOWDECK_HSTS_SECONDS: must be a whole number of at least 0"),
+        ("FLOWDECK_SECURE_COOKIES", "yes", "FLOWDECK_SECURE_COOKIES: must be 0 or 1 (got 'yes')"),
         (
             "FLOWDECK_LOGIN_FAILURE_LIMIT",
             "0",
-            "FLOWDECK_LOGIN_FAILURE_LIMIT must be a whole number of at least 1",
+            "FLOWDECK_LOGIN_FAILURE_LIMIT: must be a whole number of at least 1",
+        ),
+        ("FLOWDECK_DEBUG", "yes", "FLOWDECK_DEBUG: must be 0 or 1 (got 'yes')"),  # was: silently off
+        (  # was: a traceback from the logging configuration
+            "FLOWDECK_LOG_LEVEL",
+            "LOUD",
+            "FLOWDECK_LOG_LEVEL: 'LOUD' is not a log level: one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
+        ),
+        (
+            "FLOWDECK_CSRF_TRUSTED_ORIGINS",
+            "flowdeck.example.com",
+            "FLOWDECK_CSRF_TRUSTED_ORIGINS: 'flowdeck.example.com' is not an origin: write its scheme",
+        ),
+        (
+            "FLOWDECK_EVENT_LOOP",
+            "tokio",
+            "FLOWDECK_EVENT_LOOP: 'tokio' is not an event loop: asyncio or uvloop",
         ),
     ],
 )
@@ -102,6 +118,28 @@ def test_a_bad_switch_refuses_to_start_naming_it(
 
     assert refused.returncode == 2, refused.explain()
     assert refused.stderr.startswith(f"error: {message}")
+    assert len(refused.stderr.splitlines()) == 1, refused.explain()
+
+
+def test_every_bad_switch_is_named_at_once_one_line_each(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'flowdeck.sqlite3'}"
+    bad = {
+        "FLOWDECK_SSL_REDIRECT": "yes",
+        "FLOWDECK_HSTS_SECONDS": "-1",
+        "FLOWDECK_LOGIN_COOLOFF_SECONDS": "x",
+    }
+
+    refused = manage(url, "check", env=environment(url, **bad))
+
+    assert (refused.returncode, refused.stdout, refused.stderr.splitlines()) == (
+        2,
+        "",
+        [
+            "error: FLOWDECK_SSL_REDIRECT: must be 0 or 1 (got 'yes')",
+            "error: FLOWDECK_HSTS_SECONDS: must be a whole number of at least 0 (got '-1')",
+            "error: FLOWDECK_LOGIN_COOLOFF_SECONDS: must be a whole number of at least 1 (got 'x')",
+        ],
+    ), refused.explain()
 
 
 def _production_exports() -> dict[str, str]:

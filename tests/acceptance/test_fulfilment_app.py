@@ -8,9 +8,9 @@ import io
 import pytest
 from django.core.management import call_command
 
-from console.discovery import registered_flows
 from examples.fulfilment import flows, services
 from examples.fulfilment import models as ledger
+from flowdeck.console.discovery import registered_flows
 from tests.store.django_support import database_access
 
 __all__ = ["database_access"]

@@ -1,4 +1,4 @@
-"""For real: three `runworkers` processes and the API server on one PostgreSQL database, 200 fulfilment
+"""For real: three `flowdeck_workers` processes and the API server on one PostgreSQL database, 200 fulfilment
 executions started through the REST API, one worker SIGKILLed while it holds claims.
 
 Every execution must reach its terminal state, and the ledger must show each side effect once per
@@ -136,12 +136,12 @@ def test_three_workers_and_the_api_share_200_executions_and_survive_a_kill(tmp_p
                 env=environment(url, DJANGO_SUPERUSER_PASSWORD="not-used-here"),
             )
         )
-        token = ok(manage(url, "flow", "token", "create", "ops", "--json")).json()["token"]
+        token = ok(manage(url, "flowdeck", "token", "create", "ops", "--json")).json()["token"]
 
         port = free_port()
         api = Background(
             "api",
-            [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
+            [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "flowdeck.console.asgi:application"],
             environment(url, ASGI_THREADS="4"),
             tmp_path,
         )
@@ -151,7 +151,7 @@ def test_three_workers_and_the_api_share_200_executions_and_survive_a_kill(tmp_p
                 f"worker{i}",
                 url,
                 tmp_path,
-                "runworkers",
+                "flowdeck_workers",
                 # small pools: the PostgreSQL server's connections are shared with other suites
                 "--workers",
                 "1",

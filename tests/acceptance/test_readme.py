@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from console.cli import FLOW_VERBS
-from engine.errors import STOP_CODES
+from flowdeck.console.cli import FLOW_VERBS
+from flowdeck.engine.errors import STOP_CODES
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
@@ -32,6 +32,6 @@ def test_the_two_commands_a_newcomer_types() -> None:
 
 def test_every_cli_verb_and_command_is_documented() -> None:
     for verb in FLOW_VERBS:
-        assert f"`flow {verb}" in README, verb
-    for command in ("`runworkers ", "`demo "):
+        assert f"`flowdeck {verb}" in README, verb
+    for command in ("`flowdeck_workers ", "`demo "):
         assert command in README

@@ -20,7 +20,7 @@ ORDER = {"id": "o-rw", "customer": "ada", "items": [{"sku": "widget", "qty": 1, 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    url = sqlite_url(tmp_path_factory.mktemp("runworkers") / "rw.sqlite3")
+    url = sqlite_url(tmp_path_factory.mktemp("flowdeck_workers") / "rw.sqlite3")
     ok(manage(url, "migrate", "--verbosity", "0"))
     return url
 
@@ -29,8 +29,8 @@ def test_bad_configuration_exits_2_listing_every_problem(db: str) -> None:
     bad, flows = manage_many(
         db,
         [
-            ["runworkers", "--workers", "0", "--batch-size", "0", "--lease", "2", "--renew-every", "5"],
-            ["runworkers", "--flows", "fulfilment,nope"],
+            ["flowdeck_workers", "--workers", "0", "--batch-size", "0", "--lease", "2", "--renew-every", "5"],
+            ["flowdeck_workers", "--flows", "fulfilment,nope"],
         ],
     )
     refused(
@@ -46,9 +46,18 @@ def test_bad_configuration_exits_2_listing_every_problem(db: str) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_runs_work_logs_it_and_stops_on_a_signal(db: str, tmp_path: Path, sig: signal.Signals) -> None:
     eid = f"rw-{sig.name}"
-    ok(manage(db, "flow", "start", "fulfilment", "--id", eid, "--input", "order=" + json.dumps(ORDER)))
+    ok(manage(db, "flowdeck", "start", "fulfilment", "--id", eid, "--input", "order=" + json.dumps(ORDER)))
     workers = Background.manage(
-        "runworkers", db, tmp_path, "runworkers", "--workers", "2", "--lease", "5", "--renew-every", "1"
+        "flowdeck_workers",
+        db,
+        tmp_path,
+        "flowdeck_workers",
+        "--workers",
+        "2",
+        "--lease",
+        "5",
+        "--renew-every",
+        "1",
     )
     try:
         workers.wait_for_output("2 worker(s) serving fulfilment, payment, follow_up")
@@ -67,7 +76,7 @@ def test_runs_work_logs_it_and_stops_on_a_signal(db: str, tmp_path: Path, sig: s
     assert f"claim          claimed {eid} (fulfilment@" in log
     assert f"received {sig.name}: finishing what is running, then stopping" in log
     assert workers.stdout.rstrip().endswith("stopped"), workers.explain()
-    shown = ok(manage(db, "flow", "show", eid, "--json")).json()
+    shown = ok(manage(db, "flowdeck", "show", eid, "--json")).json()
     assert shown["status"] == {"type": "completed"}
 
 

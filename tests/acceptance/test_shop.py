@@ -1,7 +1,7 @@
 """`examples/shop/`, a Django project of its own with Flowdeck added, run as its developer would run it.
 
 Its own settings, URLs and ASGI application (the console under `/ops/`), migrated on SQLite and on
-PostgreSQL; daphne serves it and `runworkers` runs its flows. An order placed through the shop's view
+PostgreSQL; daphne serves it and `flowdeck_workers` runs its flows. An order placed through the shop's view
 starts its fulfilment in the view's transaction; the worker ships it with the ORM; the console under the
 prefix shows it, its API answers there (and its JSON errors too), and its websocket is routed there.
 """
@@ -167,7 +167,7 @@ def test_an_order_placed_in_the_shop_is_fulfilled_and_shown_in_its_console(
         env,
         tmp_path,
     )
-    workers = Background("shop-workers", [PYTHON, str(SHOP / "manage.py"), "runworkers"], env, tmp_path)
+    workers = Background("shop-workers", [PYTHON, str(SHOP / "manage.py"), "flowdeck_workers"], env, tmp_path)
     try:
         shopper = Browser(port)
         wait_until(lambda: _answers(shopper), "shop page", 60, web.explain)
@@ -204,7 +204,7 @@ def test_an_order_placed_in_the_shop_is_fulfilled_and_shown_in_its_console(
         assert status == 200, body
         described = json.loads(body)
         assert (described["status"], described["flowId"]) == ("completed", "fulfil_order")
-        listed = shop_manage(env, "flow", "ls", "--json")  # the refused order started nothing
+        listed = shop_manage(env, "flowdeck", "ls", "--json")  # the refused order started nothing
         assert [e["execution_id"] for e in json.loads(listed)["items"]] == [f"order-{order_id}"]
         status, body, _ = operator.get("/ops/api/v1/no-such-route")
         assert (status, json.loads(body)["code"]) == (404, "route_not_found")

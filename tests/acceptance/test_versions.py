@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import schema
+from flowdeck.engine import schema
 from tests.acceptance.support import MANAGE, PYTHON, Background, environment, manage, ok, sqlite_url
 from tests.console.versioned_flows import V1, V2
 
@@ -28,15 +28,17 @@ def test_runworkers_runs_a_v1_execution_to_its_end_after_v2_is_declared_newest(t
         url, DJANGO_SETTINGS_MODULE=SETTINGS, FLOWDECK_TEST_FLOWS="tests.console.versioned_flows"
     )
     ok(manage(url, "migrate", "--verbosity", "0", env=before))
-    ok(manage(url, "flow", "start", "versioned", "--id", "old", env=before))
-    ok(manage(url, "flow", "start", "versioned", "--id", "new", env=during))
-    assert ok(manage(url, "flow", "parked", "versioned", "--json", env=during)).json() == {
+    ok(manage(url, "flowdeck", "start", "versioned", "--id", "old", env=before))
+    ok(manage(url, "flowdeck", "start", "versioned", "--id", "new", env=during))
+    assert ok(manage(url, "flowdeck", "parked", "versioned", "--json", env=during)).json() == {
         "items": [],
         "total": 0,
     }
     for eid in ("old", "new"):
-        ok(manage(url, "flow", "signal", eid, "go", "true", env=during))
-    workers = Background("runworkers", [PYTHON, MANAGE, "runworkers", "--workers", "1"], during, tmp_path)
+        ok(manage(url, "flowdeck", "signal", eid, "go", "true", env=during))
+    workers = Background(
+        "flowdeck_workers", [PYTHON, MANAGE, "flowdeck_workers", "--workers", "1"], during, tmp_path
+    )
     try:
         workers.wait_for_output(
             "serving fulfilment, payment, follow_up, versioned (2 versions), typed (2 versions)"
@@ -60,4 +62,4 @@ def test_runworkers_runs_a_v1_execution_to_its_end_after_v2_is_declared_newest(t
 
 
 def _show(url: str, eid: str, env: dict[str, str]) -> dict[str, object]:
-    return dict(json.loads(ok(manage(url, "flow", "show", eid, "--json", env=env)).stdout))
+    return dict(json.loads(ok(manage(url, "flowdeck", "show", eid, "--json", env=env)).stdout))

@@ -6,6 +6,6 @@ from __future__ import annotations
 
 import os
 
-from console.settings import *  # noqa: F403
+from flowdeck.console.settings import *  # noqa: F403
 
 FLOWDECK_FLOW_MODULES = [os.environ.get("FLOWDECK_TEST_FLOWS", "tests.console.versioned_flows")]

@@ -16,7 +16,7 @@ import django
 def age(name: str, seconds: float) -> int:
     from django.db.models import F
 
-    from console.models import ApiToken
+    from flowdeck.console.models import ApiToken
 
     by = timedelta(seconds=seconds)
     tokens = ApiToken.objects.filter(name=name)

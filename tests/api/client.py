@@ -24,6 +24,7 @@ class Live:
     server_log: Path
     workers_log: Path
     run: Callable[..., str]  # runs `python ARGS` beside the server (same database); answers its stdout
+    database: str  # the server's PostgreSQL database (the test process never opens it; it may refuse it)
 
 
 @dataclass(frozen=True)

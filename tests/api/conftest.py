@@ -7,6 +7,7 @@ subprocess, and everything else goes over HTTP, as a client would.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -83,10 +84,18 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 @pytest.fixture(scope="session")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     """The server's address and the callers' credentials; torn down with the session."""
+    with serve(tmp_path_factory) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def serve(tmp_path_factory: pytest.TempPathFactory, label: str = "") -> Iterator[Live]:
+    """A live server (daphne and workers) on a database of its own; `label` names a second one a module
+    needs for itself (one whose state it breaks)."""
     require_postgres()
-    name = f"{DB_PREFIX}{os.getpid()}"
+    name = f"{DB_PREFIX}{os.getpid()}" + (f"_{label}" if label else "")
     _create_database(name)
-    logs = tmp_path_factory.mktemp("live-api")
+    logs = tmp_path_factory.mktemp(f"live-api{label}")
     env = {
         **os.environ,
         "DATABASE_URL": f"{POSTGRES_SERVER}/{name}",
@@ -101,7 +110,16 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     workers_log = logs / "workers.log"
     with server_log.open("wb") as server_out, workers_log.open("wb") as workers_out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "flowdeck.console.asgi:application",
+            ],
             cwd=ROOT,
             env=env,
             stdout=server_out,
@@ -123,6 +141,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             server_log=server_log,
             workers_log=workers_log,
             run=lambda *args: _run(env, *args),
+            database=name,
         )
     finally:
         _stop(workers)

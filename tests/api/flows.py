@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from engine import Flow
+from flowdeck.engine import Flow
 
 
 class Order(BaseModel):

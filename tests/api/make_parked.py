@@ -15,8 +15,8 @@ import django
 
 
 async def make(execution_id: str, workflow_id: str = "holdable") -> None:
-    from console import runtime
-    from store import spi
+    from flowdeck.console import runtime
+    from flowdeck.store import spi
 
     created = spi.Event(spi.EventKind.CREATED, workflow_id, execution_id, datetime.now(UTC), {})
     store = runtime.store()

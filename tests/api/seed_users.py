@@ -1,7 +1,7 @@
 """`python -m tests.api.seed_users`: the callers of the live API tests, printed as JSON.
 
 An operator (`olga`: `console.operate_executions` and `console.run_executions`, as the migration grants
-existing operators), a runner (`rita`: `console.run_executions` only), an operator without the run
+existing operators), a runner (`rita`: `flowdeck_console.run_executions` only), an operator without the run
 permission (`otto`) and a viewer (`victor`: no permission, read-only), each with a token; a superuser
 (`ada`, for the admin); and sessions of the operator, the runner and the viewer, as cookie values.
 """
@@ -19,7 +19,7 @@ def seed() -> dict[str, str]:
     from django.contrib.auth.models import Permission
     from django.contrib.sessions.backends.db import SessionStore
 
-    from console.models import create_token
+    from flowdeck.console.models import create_token
 
     users = get_user_model()
     operator = users.objects.create_user("olga", password="x")

@@ -85,7 +85,7 @@ def test_operator_verbs_need_the_permission(
     assert runner.post("/workflows/holdable/executions", {"executionId": eid}).status == 200
     for caller in (viewer, runner):
         body_of = refused(caller.post(path.format(eid=eid), body), 403, "permission_denied")
-        assert "console.operate_executions" in body_of["error"]
+        assert "flowdeck_console.operate_executions" in body_of["error"]
     assert viewer.get(f"/executions/{eid}").body["cancelRequested"] is False
 
 

@@ -182,3 +182,20 @@ def test_input_values_are_judged_as_json(operator: ApiClient) -> None:
     refused(operator.post(f"/executions/{eid}/signal/approved", raw=b'"true"'), 400, "invalid_input")
     assert operator.post(f"/executions/{eid}/signal/approved", raw=b"false").status == 200
     assert operator.until_status(eid, "completed")["status"] == "completed"
+
+
+def test_search_names_a_field_path_the_workflow_cannot_record(operator: ApiClient) -> None:
+    """Issue 29: a path no version of the chosen workflow can hold is refused, naming it and the nearest
+    paths that exist, instead of answering "no execution matches"."""
+    body = refused(
+        operator.post("/executions/search", {"workflowId": "approval", "where": ["field:order.quantty>1"]}),
+        400,
+        "invalid_filter",
+    )
+    assert "records no path order.quantty (nearest: order.quantity" in body["error"]
+    body = refused(
+        operator.get("/executions", query="workflow=approval&q=field:bogus.x%3D1"), 400, "invalid_filter"
+    )
+    assert "'approval' records no path bogus.x (nearest: " in body["error"]
+    # without a workflow, or on a path the type leaves open, the search runs (and may find nothing)
+    assert operator.post("/executions/search", {"where": ["field:bogus.x=1"]}).status == 200

@@ -19,7 +19,7 @@ from tests.api.test_errors import refused
 
 # Django's DATA_UPLOAD_MAX_MEMORY_SIZE (the project keeps Django's default): the API's body limit.
 BODY_LIMIT = 2_621_440
-# console.api.guard.MAX_JSON_DEPTH, spelled out: the promise, not whatever the code says today.
+# flowdeck.console.api.guard.MAX_JSON_DEPTH, spelled out: the promise, not whatever the code says today.
 MAX_JSON_DEPTH = 64
 
 

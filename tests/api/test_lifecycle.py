@@ -64,6 +64,8 @@ def test_describe_waiting_execution(operator: ApiClient) -> None:
         "executionId": eid,
         "flowId": "holdable",
         "status": "running",
+        "state": "waiting",
+        "stateText": "running·waiting",
         "waits": [{"path": "go", "kind": "waiting", "detail": "go"}],
         "cancelRequested": False,
         "cancelReason": "",
@@ -179,6 +181,8 @@ def test_search(operator: ApiClient) -> None:
         "executionId": f"{prefix}-2",
         "flowId": "holdable",
         "status": "running",
+        "state": "waiting",
+        "stateText": "running·waiting",
         "waits": [{"path": "go", "kind": "waiting", "detail": "go"}],
         "cancelRequested": False,
         "created": found["items"][0]["created"],
@@ -216,3 +220,9 @@ def test_search_by_a_recorded_value(operator: ApiClient) -> None:
     assert found("field:order.quantity=5", limit=1, offset=1) == ([f"{prefix}-1"], 2)
     assert found("field:order.id=o-0", status="waiting:approved") == ([f"{prefix}-0"], 1)
     assert found("field:order.id=o-0", status="completed") == ([], 0)
+    # issue 29: text ignoring case, by prefix and by part; numbers by range
+    assert found("field:order.id=O-2") == ([f"{prefix}-2"], 1)
+    assert found("field:order.id^=O-") == ([f"{prefix}-2", f"{prefix}-1", f"{prefix}-0"], 3)
+    assert found("field:order.id~=-1") == ([f"{prefix}-1"], 1)
+    assert found("field:order.quantity>2") == ([f"{prefix}-2", f"{prefix}-1"], 2)
+    assert found("field:order.quantity<=2", workflowId="approval") == ([f"{prefix}-0"], 1)

@@ -34,15 +34,26 @@ def test_resume_dry_run_then_answer_then_go(operator: ApiClient, viewer: ApiClie
     eid = stopped(operator)
 
     dry = operator.post(f"/executions/{eid}/resume")
-    assert (dry.status, dry.body) == (
+    # on the very version it stopped under, its F0001 unanswered: the same mistake would stop it again
+    body = dict(dry.body)
+    warning = body.pop("warning")
+    assert (dry.status, body) == (
         200,
         {"kept": [], "nextNode": "boom", "conflicts": [], "resumed": False},
     )
+    assert "the same mistake will stop it again: F0001 at boom" in warning
     assert viewer.post(f"/executions/{eid}/resume", {"go": False}).body == dry.body
 
     assert operator.post(f"/executions/{eid}/answer/boom", {}).body == {"ok": True}
     refused(operator.post(f"/executions/{eid}/answer/boom", {}), 409, "already_answered")
-    assert operator.post(f"/executions/{eid}/resume", {}).body["kept"] == ["boom"]
+    shown = operator.get(f"/executions/{eid}").body
+    assert (shown["state"], shown["stateText"], shown["stop"]["answered"]) == (
+        "stopped",
+        "stopped·answered:F0001",
+        True,
+    )
+    answered = operator.post(f"/executions/{eid}/resume", {}).body
+    assert (answered["kept"], answered["warning"]) == (["boom"], "")
 
     went = operator.post(f"/executions/{eid}/resume", {"go": True})
     assert (went.status, went.body["resumed"]) == (200, True)

@@ -27,7 +27,7 @@ def test_parked_execution(live: Live, operator: ApiClient) -> None:
     refused(operator.post(f"/executions/{eid}/signal/go", raw=b"true"), 404, "workflow_not_registered")
 
     dry = operator.post(f"/executions/{eid}/resume").body
-    assert dry == {"kept": [], "nextNode": "go", "conflicts": [], "resumed": False}
+    assert dry == {"kept": [], "nextNode": "go", "conflicts": [], "resumed": False, "warning": ""}
     assert operator.post(f"/executions/{eid}/resume", {"go": True}).body["resumed"] is True
 
     operator.until_waiting(eid, "go")

@@ -1,13 +1,16 @@
 """schemathesis against the live server's `/api/openapi.json` with every check (`--checks all`), bounded in
 time: 0 failures. No 5xx; every response conforms to the document (status, content type, headers, body
 schema, `Allow`); schema-violating requests are refused and schema-valid ones accepted, so the document
-says what the server takes (minimums, integers, the id rule, the status vocabulary, no NUL).
+says what the server takes (minimums, integers, the id rule, the status vocabulary, no NUL, the activity
+range's instants, the list's workflow filter). What the document cannot say is listed, with why, in
+schemathesis.toml.
 
 It runs last in this package (file order): its cancel-alls and starts would disturb the other tests.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +20,9 @@ from tests.api.client import Live
 MAX_SECONDS = 90
 # One operation's expected statuses, with why (a signal's value depends on the execution's inputs).
 CONFIG = Path(__file__).with_name("schemathesis.toml")
+# A fixed seed: CI's verdict is the code's, not the draw's. This one found the activity range's offset of
+# +22:14, which PostgreSQL refuses. `FLOWDECK_FUZZ_SEED=random` explores afresh (do it before a release).
+SEED = os.environ.get("FLOWDECK_FUZZ_SEED", "280593402865424458382817037037312371161")
 
 
 def test_schemathesis_finds_nothing(live: Live, tmp_path: Path) -> None:
@@ -45,6 +51,7 @@ def test_schemathesis_finds_nothing(live: Live, tmp_path: Path) -> None:
         "--generation-database",
         "none",
         "--no-color",
+        *([] if SEED == "random" else ["--seed", SEED]),
         # Its body blocks a worker for a minute waiting for a file; nothing to learn there.
         "--exclude-operation-id",
         "start_gated",

@@ -12,9 +12,9 @@ from django.core.management.base import CommandError
 from django.test import RequestFactory
 from django.utils import timezone
 
-from console import tokens
-from console.auth import BearerToken
-from console.models import ApiToken, create_token
+from flowdeck.console import tokens
+from flowdeck.console.auth import BearerToken
+from flowdeck.console.models import ApiToken, create_token
 
 NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 
@@ -34,6 +34,12 @@ def test_expiry_reads_durations_and_iso_instants(text: str, expected: datetime) 
     assert tokens.parse_expiry(text, NOW) == expected
 
 
+def test_an_expiry_reaches_the_database_in_utc() -> None:
+    """ISO 8601 offsets run to ±23:59; PostgreSQL refuses a literal beyond ±15:59."""
+    expiry = tokens.parse_expiry("2027-01-31T08:00+22:14", NOW)
+    assert (expiry, expiry.utcoffset()) == (datetime(2027, 1, 30, 9, 46, tzinfo=UTC), timedelta(0))
+
+
 @pytest.mark.parametrize(
     ("text", "says"),
     [
@@ -48,6 +54,10 @@ def test_expiry_reads_durations_and_iso_instants(text: str, expected: datetime) 
             "--expires '2026-12-01T09:30' is already past (now is 2026-12-01T09:30:00+00:00)",
         ),
         ("999999w", "--expires '999999w' is past the calendar's end (year 9999)"),
+        (
+            "9999-12-31T23:00-05:00",
+            "--expires '9999-12-31T23:00-05:00' is past the calendar's end (year 9999)",
+        ),
     ],
 )
 def test_a_bad_expiry_is_refused_in_one_line(text: str, says: str) -> None:

@@ -17,7 +17,7 @@ from tests.api.test_errors import refused
 
 
 def cli(live: Live, *args: str) -> Any:
-    return json.loads(live.run("manage.py", "flow", "token", *args, "--json"))
+    return json.loads(live.run("manage.py", "flowdeck", "token", *args, "--json"))
 
 
 def make(live: Live, *extra: str) -> tuple[str, str]:
@@ -72,8 +72,8 @@ def test_a_revoked_token_is_refused_at_once(live: Live) -> None:
 
 def test_the_list_never_shows_the_secret(live: Live) -> None:
     name, token = make(live, "--expires", "30d")
-    listed = live.run("manage.py", "flow", "token", "list")
-    as_json = live.run("manage.py", "flow", "token", "list", "--json")
+    listed = live.run("manage.py", "flowdeck", "token", "list")
+    as_json = live.run("manage.py", "flowdeck", "token", "list", "--json")
     digest = hashlib.sha256(token.encode()).hexdigest()
     for text in (listed, as_json):
         assert token not in text

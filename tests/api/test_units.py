@@ -14,13 +14,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from console import schemas
-from console.api import errors as api_errors
-from console.api import guard, openapi
-from console.middleware import ApiGuard
-from console.models import ApiToken, create_token
-from engine import Flow, errors, ids
-from store import spi
+from flowdeck.console import gate, schemas
+from flowdeck.console.api import errors as api_errors
+from flowdeck.console.api import guard, openapi
+from flowdeck.console.models import ApiToken, create_token
+from flowdeck.engine import Flow, errors, ids
+from flowdeck.store import spi
 
 
 @pytest.mark.django_db
@@ -183,7 +182,7 @@ def test_the_guard_refuses_from_content_length_before_reading_or_routing() -> No
     request = RequestFactory().post(
         "/api/v1/executions/search", data=b"", content_type="application/json", CONTENT_LENGTH=str(10**9)
     )
-    reply = ApiGuard(downstream)(request)
+    reply = gate.api(downstream)(request)
 
     assert (reply.status_code, json.loads(reply.content), reached) == (
         413,
@@ -196,7 +195,8 @@ def test_the_guard_refuses_from_content_length_before_reading_or_routing() -> No
     )
 
 
-def test_pages_outside_the_api_pass_the_guard_untouched() -> None:
+def test_pages_keep_their_own_error_pages_not_the_api_s_json() -> None:
     page = HttpResponseNotFound("<h1>styled</h1>")
-    request = RequestFactory().get("/executions/a%00b")
-    assert ApiGuard(lambda r: page)(request) is page
+    request = RequestFactory().get("/executions/ab")
+    assert gate.page(lambda r: page)(request) is page
+    assert page["Content-Type"].startswith("text/html")

@@ -1,6 +1,6 @@
 """`python -m tests.api.workers`: the engine's workers for the live API tests, until SIGTERM.
 
-What `runworkers` does, kept here so the tests do not depend on the CLI.
+What `flowdeck_workers` does, kept here so the tests do not depend on the CLI.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import django
 
 
 async def serve() -> None:
-    from console import heartbeat, runtime
+    from flowdeck.console import heartbeat, runtime
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from console import live, runtime
-from console.discovery import discover
-from engine.engine import FlowEngine
+from flowdeck.console import live, runtime
+from flowdeck.console.discovery import discover
+from flowdeck.engine.engine import FlowEngine
 from tests.store.django_support import postgres_alias, postgres_reachable
 
 __all__ = ["_postgres_alias_first", "backend_fixture", "engine_fixture", "postgres_alias"]

@@ -3,7 +3,7 @@ four steps, after an input it waits on, so a large drawing is painted and can be
 
 from __future__ import annotations
 
-from engine import Flow
+from flowdeck.engine import Flow
 
 STAGES, BRANCHES, STEPS = 5, 3, 4
 

@@ -10,7 +10,7 @@ import os
 import sys
 from datetime import timedelta
 
-from store import spi
+from flowdeck.store import spi
 
 HASH = "big-history"
 
@@ -48,7 +48,7 @@ if __name__ == "__main__":
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.console.settings")
     django.setup()
-    from console import runtime
+    from flowdeck.console import runtime
 
     async def main() -> None:
         await write(

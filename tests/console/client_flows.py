@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from engine import Flow, FlowDomainError
+from flowdeck.engine import Flow, FlowDomainError
 
 
 class Order(BaseModel):

@@ -1,4 +1,4 @@
-"""Fixtures of the application-client tests (`console.client`): the process's store on each backend's
+"""Fixtures of the application-client tests (`flowdeck.console.client`): the process's store on each backend's
 migrated alias (a SQLite file in WAL mode, as a deployment has it, and PostgreSQL), emptied per case,
 serving `tests.console.client_flows`; and workers running on a store of their own, on a thread of their
 own, as another process's would (they hear of a commit as another process does: NOTIFY on PostgreSQL,
@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from console import runtime
-from console.discovery import discover
-from engine.engine import FlowEngine
-from store.django.store import DjangoStore
+from flowdeck.console import runtime
+from flowdeck.console.discovery import discover
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.engine.flow import Flow
+from flowdeck.store.django.store import DjangoStore
 from tests.console import client_flows
 from tests.store.django_support import database_access, postgres_alias, sqlite_alias
 
@@ -38,11 +39,13 @@ def alias_fixture(request: pytest.FixtureRequest, database_access: None, setting
 
 
 class Workers:
-    """An engine's workers on their own store, loop and thread; `stop()` ends them."""
+    """An engine's workers on their own store, loop and thread, serving `flows` (the client's by default);
+    `stop()` ends them."""
 
-    def __init__(self, alias: str, poll: timedelta) -> None:
+    def __init__(self, alias: str, poll: timedelta, flows: Mapping[str, Flow] | None = None) -> None:
         self.store = DjangoStore(alias)
         self._poll = poll
+        self._flows = client_flows.FLOWS if flows is None else flows
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -54,7 +57,7 @@ class Workers:
     async def _serve(self) -> None:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
         engine = FlowEngine(self.store, (), workers=1, poll_timeout=self._poll)
-        for name, flow in client_flows.FLOWS.items():
+        for name, flow in self._flows.items():
             await engine.register(name, flow)
         try:
             async with engine:

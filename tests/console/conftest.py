@@ -64,7 +64,16 @@ def console_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     server_log, workers_log = logs / "server.log", logs / "workers.log"
     with server_log.open("wb") as server_out, workers_log.open("wb") as workers_out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "flowdeck.console.asgi:application",
+            ],
             cwd=ROOT,
             env=env,
             stdout=server_out,
@@ -121,5 +130,8 @@ def page(chromium: Any) -> Iterator[Any]:
 
 
 def shot(page: Any, name: str) -> None:
+    """The whole page as a PNG in test-artifacts/, to look at. A page the live server's other tests have
+    filled (the parked page: a group per parked version, each with its drawings) is tall, and a full-page
+    capture of it on a loaded 2-core machine took over Playwright's 15 s default: a minute is allowed."""
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"console-{name}.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / f"console-{name}.png"), full_page=True, timeout=60_000)

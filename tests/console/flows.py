@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from engine import Flow
-from engine.context import Context
+from flowdeck.engine import Flow
+from flowdeck.engine.context import Context
 from tests.console.big_flows import sixty
 
 HOSTILE_NAME = "<script>alert(1)</script>"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from engine import Flow, FlowDomainError, Schedule
+from flowdeck.engine import Flow, FlowDomainError, Schedule
 
 
 class Refused(FlowDomainError):

@@ -13,8 +13,8 @@ import django
 
 
 async def seed() -> None:
-    from console import demo, discovery, runtime
-    from engine.engine import FlowEngine
+    from flowdeck.console import demo, discovery, runtime
+    from flowdeck.engine.engine import FlowEngine
 
     store = runtime.store()
     try:

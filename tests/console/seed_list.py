@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import django
 
-from store import spi
+from flowdeck.store import spi
 from tests.console.seed_overview import seed_execution
 
 LONG = (
@@ -48,9 +48,9 @@ async def _parked(store: spi.FlowStore, eid: str) -> None:
 
 
 async def seed() -> None:
-    from console.conf import flowdeck_settings
-    from store.clock import ManualClock
-    from store.django.store import DjangoStore
+    from flowdeck.console.conf import flowdeck_settings
+    from flowdeck.store.clock import ManualClock
+    from flowdeck.store.django.store import DjangoStore
 
     real_now = datetime.now(UTC).replace(microsecond=0)
     clock = ManualClock(real_now - SPAN)

@@ -15,7 +15,7 @@ from typing import Any
 
 import django
 
-from store import spi
+from flowdeck.store import spi
 
 K = spi.EventKind
 FAILURE_KINDS = ("PaymentDeclined", "TimeoutError", "KeyError")
@@ -81,9 +81,9 @@ DAY = timedelta(days=2)  # the seed's claims, on a clock a day behind, outlive t
 
 async def seed_day() -> None:
     """A day of executions of `counter`, heavier in the last hour, every kind of ending among them."""
-    from console.conf import flowdeck_settings
-    from store.clock import ManualClock
-    from store.django.store import DjangoStore
+    from flowdeck.console.conf import flowdeck_settings
+    from flowdeck.store.clock import ManualClock
+    from flowdeck.store.django.store import DjangoStore
 
     real_now = datetime.now(UTC).replace(microsecond=0)
     clock = ManualClock(real_now - timedelta(hours=23, minutes=50))

@@ -12,8 +12,8 @@ import django
 
 
 async def seed(execution_id: str | None) -> None:
-    from console import demo, runtime
-    from engine.engine import FlowEngine
+    from flowdeck.console import demo, runtime
+    from flowdeck.engine.engine import FlowEngine
 
     store = runtime.store()
     try:

@@ -12,9 +12,9 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 from django.utils import timezone
 
-from console import activity, demo
-from console.models import Activity, ActivityExecution
-from engine.engine import FlowEngine
+from flowdeck.console import activity, demo
+from flowdeck.console.models import Activity, ActivityExecution
+from flowdeck.engine.engine import FlowEngine
 from tests.console.test_views import engine, operator, viewer
 
 __all__ = ["engine", "operator", "viewer"]
@@ -140,7 +140,7 @@ async def test_a_failed_write_leaves_the_verbs_answer_alone(
 ) -> None:
     await engine.workflows.start("counter", execution_id="c-1")
     act = activity.Act("olga", "console", "cancel", ["c-1"], detail={"not json": object()})
-    with caplog.at_level("ERROR", logger="console.activity"):
+    with caplog.at_level("ERROR", logger="flowdeck.console.activity"):
         await activity._write(act)
     assert (await Activity.objects.acount(), "could not record cancel by olga" in caplog.text) == (0, True)
 
@@ -236,8 +236,8 @@ async def test_the_page_escapes_what_people_typed(engine: FlowEngine, operator: 
 def test_outcomes_name_the_refusal_as_the_api_does() -> None:
     import asyncio
 
-    from console.api.errors import ApiError
-    from engine import errors
+    from flowdeck.console.api.errors import ApiError
+    from flowdeck.engine import errors
 
     assert [
         activity.outcome_of(errors.FlowNotStopped("e", "running")),

@@ -13,9 +13,9 @@ from django.db.migrations.executor import MigrationExecutor
 from tests.api import conftest as api_support
 from tests.store.django_support import POSTGRES_SERVER, require_postgres
 
-BEFORE = [("console", "0003_grant_run_to_operators")]
-AFTER = [("console", "0004_activity")]
-TABLES = {"console_activity", "console_activityexecution"}
+BEFORE = [("flowdeck_console", "0003_grant_run_to_operators")]
+AFTER = [("flowdeck_console", "0004_activity")]
+TABLES = {"flowdeck_console_activity", "flowdeck_console_activityexecution"}
 
 
 def _migrate(targets: list[tuple[str, str]]) -> set[str]:
@@ -29,7 +29,7 @@ def _migrate(targets: list[tuple[str, str]]) -> set[str]:
 def test_the_activity_tables_come_and_go_with_the_migration() -> None:
     assert _migrate(BEFORE) == set()
     assert _migrate(AFTER) == TABLES
-    from console.models import Activity, ActivityExecution
+    from flowdeck.console.models import Activity, ActivityExecution
 
     row = Activity.objects.create(actor="olga", source="console", action="cancel", outcome="accepted")
     ActivityExecution.objects.create(activity=row, execution_id="e-1")
@@ -58,9 +58,9 @@ def test_the_activity_migration_applies_on_postgresql() -> None:
 
         api_support._run(env, "manage.py", "migrate", "--verbosity", "0")
         assert tables() == TABLES
-        api_support._run(env, "manage.py", "migrate", "console", "0003", "--verbosity", "0")
+        api_support._run(env, "manage.py", "migrate", "flowdeck_console", "0003", "--verbosity", "0")
         assert tables() == set()
-        api_support._run(env, "manage.py", "migrate", "console", "--verbosity", "0")
+        api_support._run(env, "manage.py", "migrate", "flowdeck_console", "--verbosity", "0")
         assert tables() == TABLES
     finally:
         api_support._drop_database(name)

@@ -1,6 +1,6 @@
 """The activity record from the REST API and the CLI: each verb writes its row attributed to the caller
 (the token's user; `--as USER` or `cli:<os user>`), refusals with their code; `GET /api/v1/activity` and
-`flow activity` filter as the page does."""
+`flowdeck activity` filter as the page does."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import AsyncClient
 
-from console import activity, demo, runtime
-from console.discovery import discover
-from console.models import Activity, create_token
-from engine.engine import FlowEngine
+from flowdeck.console import activity, demo, runtime
+from flowdeck.console.discovery import discover
+from flowdeck.console.models import Activity, create_token
+from flowdeck.engine.engine import FlowEngine
 from tests.console.test_activity import rows
 from tests.console.test_views import _user, engine
 
@@ -113,8 +113,9 @@ async def test_the_api_lists_activity_with_filters_and_pages(engine: FlowEngine,
     assert (await get("?user=nobody"))[1]["items"] == []
     assert (await get("?from=1h&source=api"))[1]["items"][0]["action"] == "cancel"
     assert (await get("?to=2000-01-01"))[1]["items"] == []
-    status, refused = await get("?from=soon")
-    assert (status, refused["code"]) == (400, "invalid_filter")
+    status, refused = await get("?from=soon")  # outside the document's pattern: the parameter is named
+    assert (status, refused["code"]) == (400, "invalid_request")
+    assert [error["loc"][-1] for error in refused["detail"]] == ["from"]
     assert (await get("?source=fax"))[0] == 400
     assert (await get("?limit=0"))[0] == 400
 
@@ -138,7 +139,7 @@ def served() -> Iterator[None]:
 
 def flow(*args: str) -> str:
     out = io.StringIO()
-    call_command("flow", *args, stdout=out, stderr=io.StringIO())
+    call_command("flowdeck", *args, stdout=out, stderr=io.StringIO())
     runtime.reset()
     return out.getvalue()
 

@@ -18,12 +18,12 @@ from django.contrib.auth import get_user_model
 from django.db import connections
 from django.test import AsyncClient
 
-from console import live, runtime
-from console.discovery import discover
-from console.models import ApiToken
-from engine.engine import FlowEngine
-from store import spi
-from store.django import admin as store_admin
+from flowdeck.console import live, runtime
+from flowdeck.console.discovery import discover
+from flowdeck.console.models import ApiToken
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store import spi
+from flowdeck.store.django import admin as store_admin
 from tests.console.backends import _postgres_alias_first, backend_fixture, postgres_alias  # noqa: F401  (fixtures)
 from tests.console.seed_overview import seed_execution
 
@@ -163,7 +163,7 @@ async def test_workflows_list_their_versions_and_link_to_the_console(staff: Asyn
 @pytest.mark.parametrize("who", ["anonymous", "not staff"])
 async def test_only_staff_get_in(engine: FlowEngine, who: str) -> None:
     client = AsyncClient() if who == "anonymous" else await _client("nora")
-    for url in ("/admin/", "/admin/flowstore/execution/", "/admin/console/apitoken/"):
+    for url in ("/admin/", "/admin/flowstore/execution/", "/admin/flowdeck_console/apitoken/"):
         reply = await client.get(url)
         assert (reply.status_code, reply["Location"].split("?")[0]) == (302, "/admin/login/"), url
 
@@ -172,7 +172,8 @@ async def test_a_token_made_in_the_admin_works_until_revoked_there(engine: FlowE
     admin = await _client("ada", is_superuser=True)
     owner = await sync_to_async(_user)("otto")
     made = await admin.post(
-        "/admin/console/apitoken/add/", {"user": owner.pk, "name": "ci", "expires_0": "", "expires_1": ""}
+        "/admin/flowdeck_console/apitoken/add/",
+        {"user": owner.pk, "name": "ci", "expires_0": "", "expires_1": ""},
     )
     assert made.status_code == 200, made.content[:600]  # the answer itself, no redirect
     assert "no-store" in made["Cache-Control"]
@@ -186,17 +187,17 @@ async def test_a_token_made_in_the_admin_works_until_revoked_there(engine: FlowE
     assert token.user_id == owner.pk
     assert secrets[0] not in token.key_hash
 
-    listing = await _page(admin, "/admin/console/apitoken/?state=active")
+    listing = await _page(admin, "/admin/flowdeck_console/apitoken/?state=active")
     assert secrets[0] not in listing
     assert ">ci<" in listing
     revoked = await admin.post(
-        "/admin/console/apitoken/", {"action": "revoke", "_selected_action": [token.pk]}, follow=True
+        "/admin/flowdeck_console/apitoken/", {"action": "revoke", "_selected_action": [token.pk]}, follow=True
     )
     assert "Revoked 1 token(s)" in revoked.content.decode()
     assert (await api.get("/api/v1/workflows", headers=bearer)).status_code == 401
-    assert ">ci<" in await _page(admin, "/admin/console/apitoken/?state=revoked")
+    assert ">ci<" in await _page(admin, "/admin/flowdeck_console/apitoken/?state=revoked")
     again = await admin.post(
-        "/admin/console/apitoken/", {"action": "revoke", "_selected_action": [token.pk]}, follow=True
+        "/admin/flowdeck_console/apitoken/", {"action": "revoke", "_selected_action": [token.pk]}, follow=True
     )
     assert "Revoked 0 token(s) (1 already were)" in again.content.decode()
 
@@ -206,7 +207,7 @@ async def test_a_token_needs_a_name_and_a_future_expiry(engine: FlowEngine) -> N
     owner = await sync_to_async(_user)("otto")
     for name, day in (("", ""), ("123", ""), ("ok", "2001-01-01")):
         reply = await admin.post(
-            "/admin/console/apitoken/add/",
+            "/admin/flowdeck_console/apitoken/add/",
             {"user": owner.pk, "name": name, "expires_0": day, "expires_1": "00:00:00" if day else ""},
         )
         assert reply.status_code == 200, name
@@ -219,7 +220,7 @@ async def test_staff_without_the_token_permissions_only_look(engine: FlowEngine)
     await sync_to_async(ApiToken.objects.create)(
         user=await sync_to_async(_user)("otto"), name="ci", key_hash="x"
     )
-    listing = await _page(staff, "/admin/console/apitoken/")
+    listing = await _page(staff, "/admin/flowdeck_console/apitoken/")
     assert ">ci<" in listing
     assert 'value="revoke"' not in listing
-    assert (await staff.get("/admin/console/apitoken/add/")).status_code == 403
+    assert (await staff.get("/admin/flowdeck_console/apitoken/add/")).status_code == 403

@@ -279,7 +279,7 @@ def test_a_read_only_user_is_offered_no_start_or_signal(console_live: Console, p
     shot(page, "read-only-execution")
     page.goto(f"{console_live.base}/workflows/slow_undo/")
     assert page.inner_text("#start-not-allowed") == (
-        "Starting an execution needs the console.run_executions permission."
+        "Starting an execution needs the flowdeck_console.run_executions permission."
     )
     assert page.locator("form[hx-post$='/start/']").count() == 0
     status = page.evaluate(

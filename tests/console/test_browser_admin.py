@@ -47,7 +47,7 @@ def test_the_admin_runs_its_scripts_and_styles_under_the_policy(
     page.locator(f"a[href='/executions/{eid}']").wait_for()
     shot(page, "admin-execution")
 
-    page.goto(f"{console_live.base}/admin/console/apitoken/add/")
+    page.goto(f"{console_live.base}/admin/flowdeck_console/apitoken/add/")
     # DateTimeShortcuts.js ran: it adds the "Today" and calendar links beside the expiry
     page.locator(".datetimeshortcuts a", has_text="Today").first.wait_for()
     page.select_option("select[name=user]", label="victor")

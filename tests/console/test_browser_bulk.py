@@ -59,7 +59,14 @@ def test_resume_all_matching_dry_run_then_go(seeded: Console, page: Any) -> None
         row.get_attribute("class"): row.locator("td.num").inner_text()
         for row in page.locator("#bulk-summary tbody tr").all()
     }
-    assert counts == {"sum-clean": "2", "sum-F0101": "1", "sum-F0102": "0", "sum-other": "0"}
+    assert counts == {
+        "sum-clean": "2",
+        "sum-stops_again": "0",
+        "sum-F0101": "1",
+        "sum-F0102": "0",
+        "sum-not_resumable": "0",
+        "sum-other": "0",
+    }
     assert page.locator("tr[data-execution-id='bulk-f0101'] .outcome").inner_text() == "conflict"
     assert "bulk-f0101" in page.locator("#bulk-summary tr.sum-F0101").inner_text()
     assert page.locator("#bulk-state .outcome").inner_text() == "done"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.render.common import COLOURS
+from flowdeck.engine.render.common import COLOURS
 from tests.console.conftest import Console, shot
 from tests.console.test_browser_diagram import _show, _waiting_order
 

@@ -52,6 +52,13 @@ def test_a_click_on_a_node_opens_its_panel(console_live: Console, page: Any, fmt
     if fmt != "mermaid":
         page.click(f"#diagram-formats button[data-format={fmt}]")
     page.wait_for_selector(f"#diagram[data-drawn={fmt}]")
+    if fmt == "bpmn":  # one badge per element: an event's or a gateway's external label has none of its own
+        sleeping = page.locator("#diagram .bpmn-status", has_text="sleeping")
+        assert sleeping.count() == 1
+    if fmt == "elk":  # the races' forks and joins are diamonds, as the other formats draw them
+        assert page.locator("#diagram g.node > polygon").count() == 4
+    # The drawing opens on where the order waits (`approval`); shown whole, every node is a click away.
+    page.click(".fd-tools button[data-view=fit]")
     # bpmn-js lays a hit box over each shape's label, so a person's click lands on the box: click there
     force = fmt == "bpmn"
     _label(page, "reservations").click(force=force)
@@ -232,3 +239,35 @@ def test_a_zoomed_drawing_keeps_its_zoom_beside_the_panel_and_gets_its_view_back
     page.wait_for_function("document.querySelector('#node-panel').hidden")
     back = page.evaluate(VIEW)
     assert [round(back[k], 3) for k in "sxy"] == [round(zoomed[k], 3) for k in "sxy"]
+
+
+def test_each_place_of_a_shared_name_and_each_gateway_opens_its_own_panel(
+    console_live: Console, page: Any
+) -> None:
+    eid = _start(console_live, "fulfilment", {"order": _order()}, "panel-places")
+    _until_waiting(console_live, eid)
+    drawn = console_live.operator.get(f"/executions/{eid}/diagram?format=json").body["nodes"]
+    auto, person, _ = [n["id"] for n in drawn if n.get("path") == "decision"]
+    outer = next(n["id"] for n in drawn if n["kind"] == "race-fork")
+    _login(page, console_live)
+    # A link by the shared path alone opens the place its record is, and the URL then names that place.
+    page.goto(f"{console_live.base}/executions/{eid}#node=decision")
+    _wait_panel(page, f"decision@{auto}")
+    assert page.evaluate("decodeURIComponent(location.hash)") == f"#node=decision@{auto}"
+    panel = page.locator("#node-panel")
+    assert "in race 1 branch 1" in panel.locator(".node-head").inner_text()
+    # Only that place is marked in the drawing, not the two other `decision`s.
+    page.wait_for_selector("#diagram .fd-selected")
+    marked = page.evaluate(
+        "[...document.querySelectorAll('#diagram .fd-selected')].map((el) => el.textContent).join(' ')"
+    )
+    assert marked.count("decision") == 1
+    panel.locator(f"a[data-node-link='decision@{person}']").click()
+    _wait_panel(page, f"decision@{person}")
+    assert "Nothing ran at this place" in panel.inner_text()
+    # A gateway opens a panel of its own: the outer race, undecided while a person may still answer.
+    page.goto(f"{console_live.base}/executions/{eid}#node=%40{outer}")
+    _wait_panel(page, f"@{outer}")
+    assert "undecided" in panel.inner_text()
+    assert panel.locator(".gateway-arm").count() == 2
+    shot(page, "panel-gateway")

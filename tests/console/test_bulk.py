@@ -16,10 +16,10 @@ from django.db import connections
 from django.test import AsyncClient
 from django.utils import timezone
 
-from console import bulk, discovery, live, runtime
-from console.models import Activity, create_token
-from engine import Flow
-from engine.engine import FlowEngine
+from flowdeck.console import bulk, discovery, live, runtime
+from flowdeck.console.models import Activity, create_token
+from flowdeck.engine import Flow
+from flowdeck.engine.engine import FlowEngine
 from tests.console.test_views import _user
 from tests.console.versioned_flows import V0
 
@@ -94,8 +94,10 @@ async def test_the_api_dry_run_summarises_then_go_resumes_the_clean_ones(token: 
     summary = {k: sorted(v) for k, v in dry["summary"].items()}
     assert summary == {
         "clean": ["p-clean-1", "p-clean-2"],
+        "stops_again": [],
         "F0101": ["p-f0101"],
         "F0102": ["p-f0102"],
+        "not_resumable": [],
         "other": [],
     }
     assert dry["codes"] == {"p-f0101": "resume_conflict", "p-f0102": "resume_conflict"}
@@ -111,11 +113,14 @@ async def test_the_api_dry_run_summarises_then_go_resumes_the_clean_ones(token: 
         True,
         False,
     ]
+    resumed = len((await engine.executions.history("p-clean-1", None)).events)
     status, again = await post(token, {"action": "resume", "go": True, "fromOperation": dry["id"]})
     assert status == 200
-    # a second go re-pins them to the version they are on already: the same state, nothing duplicated
-    assert sorted(again["outcomes"].values()) == ["accepted", "accepted"]
+    # a second go finds them running on a served version, no longer parked: refused, nothing written
+    assert again["codes"] == {"p-clean-1": "not_resumable", "p-clean-2": "not_resumable"}
+    assert sorted(again["outcomes"].values()) == ["refused", "refused"]
     assert (await engine.store.get_execution("p-clean-1")).hash == newest
+    assert len((await engine.executions.history("p-clean-1", None)).events) == resumed
     reply = await AsyncClient().get(f"/api/v1/operations/{dry['id']}", headers=token["headers"])
     assert (reply.status_code, reply.json()["summary"]["F0102"]) == (200, ["p-f0102"])
 
@@ -230,3 +235,27 @@ async def test_the_population_is_capped_newest_first_and_the_cap_is_recorded(
         ["m-1", "m-2"],
     )
     assert not (await engine.store.get_execution("m-0")).cancel_requested
+
+
+async def test_an_action_on_every_execution_needs_all_and_the_count_seen(token: dict[str, Any]) -> None:
+    """No filter acts on every execution (issue 27, item 6): only with `"all": true` and `expectedCount`;
+    without them, or with `all` and a filter, a 400 naming what is wrong and nothing recorded."""
+    engine = await runtime.engine()
+    for eid in ("c-1", "c-2"):
+        await engine.workflows.start("counter", execution_id=eid)
+    for body, missing in (
+        ({"action": "cancel"}, "all"),
+        ({"action": "cancel", "expectedCount": 2}, "all"),
+        ({"action": "cancel", "all": False, "expectedCount": 2}, "all"),
+        ({"action": "end", "all": True}, "expectedCount"),
+        ({"action": "cancel", "all": True, "expectedCount": 1, "idPrefix": "c-"}, "all"),
+        ({"action": "resume", "all": True, "expectedCount": 2, "where": ["field:n.k=1"]}, "all"),
+    ):
+        status, refused = await post(token, body)
+        assert (status, refused["code"], refused["detail"]) == (400, "invalid_filter", {"parameter": missing})
+    assert not await Activity.objects.filter(action__startswith="bulk").aexists()
+    assert not (await engine.store.get_execution("c-1")).cancel_requested
+    status, changed = await post(token, {"action": "cancel", "all": True, "expectedCount": 3})
+    assert (status, changed["code"]) == (409, "count_changed")
+    status, op = await post(token, {"action": "cancel", "all": True, "expectedCount": 2})
+    assert (status, op["outcomes"]) == (200, {"c-1": "accepted", "c-2": "accepted"})

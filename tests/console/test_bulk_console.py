@@ -15,8 +15,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import AsyncClient
 
-from console import bulk, runtime
-from console.models import Activity
+from flowdeck.console import bulk, runtime
+from flowdeck.console.models import Activity
 from tests.console.test_bulk import _close_thread_connections, parked_mix, served
 from tests.console.test_views import _user
 
@@ -135,12 +135,38 @@ async def test_a_filter_matching_nothing_runs_as_an_empty_operation(served: None
     assert "No execution matched: nothing was done." in shown
 
 
+async def test_acting_on_every_execution_needs_the_every_box_ticked(served: None) -> None:
+    """With no filter the confirmation asks the operator to tick "every execution" (`all`), and the run
+    refuses without it (issue 27, item 6): a styled 400, nothing recorded, nothing cancelled."""
+    engine = await runtime.engine()
+    for eid in ("c-1", "c-2"):
+        await engine.workflows.start("counter", execution_id=eid)
+    olga = await client()
+    page = (await olga.get("/executions/bulk/?action=cancel")).content.decode()
+    assert 'name="all" value="1" required id="bulk-all"' in page
+    assert 'id="bulk-all"' not in (await olga.get("/executions/bulk/?action=cancel&q=c-")).content.decode()
+    refused = await olga.post("/executions/bulk/run/", {"action": "cancel", "confirmed": "2"})
+    said = refused.content.decode()
+    assert (refused.status_code, "to act on every execution, say all" in said, "<!doctype html>" in said) == (
+        400,
+        True,
+        True,
+    )
+    form = {"action": "cancel", "confirmed": "2", "all": "1", "q": "c-"}
+    assert (await olga.post("/executions/bulk/run/", form)).status_code == 400  # all with a filter
+    assert not await Activity.objects.filter(action__startswith="bulk").aexists()
+    assert not (await engine.store.get_execution("c-1")).cancel_requested
+    reply = await olga.post("/executions/bulk/run/", {"action": "cancel", "confirmed": "2", "all": "1"})
+    assert reply.status_code == 303
+    assert [(await engine.store.get_execution(e)).cancel_requested for e in ("c-1", "c-2")] == [True, True]
+
+
 # -------------------------------------------------------------------------------------------- CLI
 
 
 def flow(*args: str) -> str:
     out = io.StringIO()
-    call_command("flow", *args, stdout=out, stderr=io.StringIO())
+    call_command("flowdeck", *args, stdout=out, stderr=io.StringIO())
     runtime.reset()
     return out.getvalue()
 

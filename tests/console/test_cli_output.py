@@ -8,8 +8,8 @@ import logging
 import pydantic
 import pytest
 
-from console.management.commands import _output
-from engine import errors
+from flowdeck.console.management.commands import _output
+from flowdeck.engine import errors
 
 EVERY_CONTROL = "".join(map(chr, [*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029]))
 

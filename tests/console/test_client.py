@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from console import client, runtime
-from engine import errors
-from store import spi
-from store.clock import ManualClock
+from flowdeck.console import client, runtime
+from flowdeck.engine import errors
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
 from tests.console.client_support import (  # noqa: F401  (fixtures)
     Workers,
     alias_fixture,
@@ -83,6 +83,28 @@ def test_signal_cancel_describe_and_search(workers: Workers) -> None:
     assert ([s.execution_id for s in found.items], found.total) == ([eid], 1)
     by_field = client.search(where=["field:order.id=o-2"])
     assert [s.execution_id for s in by_field.items] == [other]
+
+
+def test_the_readme_s_tour_of_the_client(workers: Workers) -> None:
+    """README.md's "Starting flows from your code" shows these lines (tests/docs checks they are here)."""
+    order = {"id": "o-7", "cents": 250}
+    eid = client.start("approval", order=order)  # -> the execution id (random unless given)
+    other = client.start("approval", execution_id=f"order-{order['id']}", order=order)
+    detail = client.describe(eid)  # status, waits, inputs, progress
+    page = client.search("approval", where=["field:order.id=o-7"], limit=50)
+    client.signal(eid, "approved", True)  # deliver an input
+    client.cancel(other, reason="customer asked")  # -> Accepted / AlreadyRequested / AlreadyTerminal
+    record = client.result(eid, timeout=30)  # waits for the end: record.verdict
+
+    assert other == "order-o-7"
+    assert (detail.flow_id, [(i.name, i.delivered) for i in detail.inputs]) == (
+        "approval",
+        [("order", True), ("approved", False)],
+    )
+    assert (sorted(s.execution_id for s in page.items), page.total) == (sorted([eid, other]), 2)
+    assert record.verdict == "o-7: yes"
+    with pytest.raises(client.FlowExecutionCancelled):
+        client.result(other, timeout=20)
 
 
 def test_failed_and_stopped_executions_raise_from_result(workers: Workers) -> None:

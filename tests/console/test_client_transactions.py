@@ -20,10 +20,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from console import client, runtime
-from engine import errors
-from store import spi
-from store.django import models, queries
+from flowdeck.console import client, runtime
+from flowdeck.engine import errors
+from flowdeck.store import spi
+from flowdeck.store.django import models, queries
 from tests.console.client_support import (  # noqa: F401  (fixtures)
     Workers,
     alias_fixture,

@@ -9,8 +9,8 @@ import types
 
 import pytest
 
-from console import discovery
-from engine import Flow, schema
+from flowdeck.console import discovery
+from flowdeck.engine import Flow, schema
 from tests.console.versioned_flows import V0, V1, V2
 
 MODULE = "tests.console.declared_here"

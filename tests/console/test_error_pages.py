@@ -17,8 +17,8 @@ from django.http import HttpRequest, HttpResponse
 from django.test import Client
 from django.urls import path
 
-from console import urls as console_urls
-from engine.engine import FlowEngine
+from flowdeck.console import urls as console_urls
+from flowdeck.engine.engine import FlowEngine
 from tests.console.test_views import engine  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.urls(__name__)]

@@ -1,4 +1,4 @@
-"""An async view's `Http404` becomes its page on the request's own thread (`ErrorPageInRequestThread`),
+"""An async view's `Http404` becomes its page on the request's own thread (`console.gate.page`),
 where the request's end closes the connection the page's reads opened; left to Django, the page is drawn on
 a thread of its own whose connection nothing closes.
 
@@ -15,8 +15,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.test import AsyncClient
 from django.urls import path
 
-from console import refusals
-from console import urls as console_urls
+from flowdeck.console import gate, refusals
+from flowdeck.console import urls as console_urls
 
 pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.urls(__name__)]
 
@@ -37,7 +37,11 @@ def _noting_not_found(request: HttpRequest, exception: Exception | None = None) 
     return refusals.not_found(request, exception)
 
 
-urlpatterns = [path("missing/", _missing), *console_urls.urlpatterns]  # the page links to the console
+urlpatterns = [
+    path("missing/", gate.page(_missing)),
+    path("ungated/", _missing),
+    *console_urls.urlpatterns,
+]  # the page links to the console
 handler404 = _noting_not_found
 
 
@@ -49,11 +53,10 @@ async def test_the_404_page_of_an_async_view_is_drawn_on_the_request_s_thread() 
     assert seen["page"] == seen["request"]
 
 
-async def test_without_the_middleware_it_is_drawn_elsewhere(settings: object) -> None:
-    """The case the middleware exists for: this test fails the day Django draws it on the request's
-    thread itself (and the middleware can go)."""
-    settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if not m.endswith("ErrorPageInRequestThread")]  # type: ignore[attr-defined]
+async def test_without_the_gate_it_is_drawn_elsewhere() -> None:
+    """The case the gate's handling exists for: this test fails the day Django draws it on the request's
+    thread itself (and the gate can leave it to Django)."""
     seen.clear()
-    reply = await AsyncClient().get("/missing/")
+    reply = await AsyncClient().get("/ungated/")
     assert reply.status_code == 404
     assert seen["page"] != seen["request"]

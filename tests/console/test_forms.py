@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from console import forms
-from engine import values
+from flowdeck.console import forms
+from flowdeck.engine import values
 
 
 class Colour(enum.StrEnum):

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from django.test import AsyncClient
 
-from console import runtime
-from engine.engine import FlowEngine
-from store.clock import ManualClock
-from store.django.store import DjangoStore
-from store.heartbeats import Heartbeat
+from flowdeck.console import runtime
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.django.store import DjangoStore
+from flowdeck.store.heartbeats import Heartbeat
 from tests.console.test_views import ESCAPED, engine, operator
 
 __all__ = ["engine", "operator"]

@@ -19,10 +19,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import AsyncClient
 
-from console import runtime
-from console.discovery import discover
-from console.models import create_token
-from engine.engine import FlowEngine
+from flowdeck.console import runtime
+from flowdeck.console.discovery import discover
+from flowdeck.console.models import create_token
+from flowdeck.engine.engine import FlowEngine
 from tests.console.backends import (  # noqa: F401  (fixtures)
     _postgres_alias_first,
     backend_fixture,
@@ -117,13 +117,13 @@ async def test_the_api_lists_with_the_console_lists_words(engine: FlowEngine) ->
 
 def flow(*args: str) -> Any:
     out = io.StringIO()
-    call_command("flow", "ls", "--json", *args, stdout=out, stderr=io.StringIO())
+    call_command("flowdeck", "ls", "--json", *args, stdout=out, stderr=io.StringIO())
     runtime.reset()
     return json.loads(out.getvalue())
 
 
 def _options(words: dict[str, str]) -> list[str]:
-    """The query words as `flow ls` options (`q`'s id prefix is its `--prefix`)."""
+    """The query words as `flowdeck ls` options (`q`'s id prefix is its `--prefix`)."""
     options = []
     for name, value in words.items():
         options += ["--prefix" if name == "q" else f"--{name.replace('_', '-')}", value]

@@ -15,12 +15,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import AsyncClient
 
-from console import badges, live, runtime
-from console.discovery import discover
-from console.models import SavedView
-from console.views.executions import signalable_inputs
-from engine.engine import FlowEngine
-from store import spi
+from flowdeck.console import badges, live, runtime
+from flowdeck.console.discovery import discover
+from flowdeck.console.models import SavedView
+from flowdeck.console.views.executions import signalable_inputs
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store import spi
 from tests.console.seed_overview import seed_execution
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -95,7 +95,7 @@ async def test_badges_read_status_then_qualifier_and_the_line_says_why(
         "f-1": ("failed", "failed"),
         "s-1": ("stopped", "stopped"),
         "w-1": ("waiting", "running·waiting"),
-        "r-1": ("sleeping", "running·sleeping"),
+        "r-1": ("retrying", "running·retrying"),  # a failed attempt backing off: retrying, not asleep
         "c-1": ("completed", "completed"),
         "p-1": ("parked", "parked"),
     }
@@ -131,7 +131,7 @@ async def test_duration_and_relative_times_with_the_absolute_on_hover(
     await seed_execution(engine.store, "w-1", "waiting")
     page = (await olga.get("/executions/")).content.decode()
     ended = cell_of(page, "c-1")
-    assert re.search(r'<td class="num" data-duration>(&lt;1 s|\d+ s)</td>', ended)
+    assert re.search(r'<td class="num" data-duration data-label="Duration">(&lt;1 s|\d+ s)</td>', ended)
     unended = r'<span class="muted" title="unended: created until now">(&lt;1 s|\d+ s)</span>'
     assert re.search(unended, cell_of(page, "w-1"))
     moment = r'<time datetime="([^"]+)" title="(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC)" data-ago>([^<]+)</time>'
@@ -143,7 +143,7 @@ async def test_duration_and_relative_times_with_the_absolute_on_hover(
 def test_durations_and_relative_times_read_in_two_units_at_most() -> None:
     from datetime import UTC, datetime
 
-    from console.templatetags.console_tags import ago, span
+    from flowdeck.console.templatetags.console_tags import ago, span
 
     assert [span(timedelta(seconds=s)) for s in (0.4, 7, 192, 7500, 97200, 172800)] == [
         "<1 s",
@@ -260,6 +260,12 @@ async def test_saved_views_are_per_person_escaped_and_deleted(engine: FlowEngine
         ({"name": "a\x00", "query": ""}, "must not contain a NUL"),
         ({"name": "bad", "query": "sort=id"}, "sort by one of"),
         ({"name": "bad", "query": "created_from=soon"}, "a day is written"),
+        # a filter that does not parse (issue 27, item 11): the list would only ever show its error
+        ({"name": "bad", "query": "status=bogus"}, "unknown status filter &#x27;bogus&#x27;"),
+        ({"name": "bad", "query": "status=failed:"}, "narrows to nothing"),
+        ({"name": "bad", "query": "q=field:order.customer"}, "has no &#x27;=&lt;value&gt;&#x27;"),
+        ({"name": "bad", "query": "q=a+b"}, "search for one id prefix"),
+        ({"name": "bad", "query": "q=field:o.n=" + "9" * 200}, "a number is at most 100 digits"),
     ],
 )
 async def test_a_view_that_cannot_be_saved_is_refused(

@@ -9,9 +9,9 @@ import asyncio
 import json
 from typing import Any
 
-from console import live
-from store import spi
-from store.memory import MemoryStore
+from flowdeck.console import live
+from flowdeck.store import spi
+from flowdeck.store.memory import MemoryStore
 
 
 class Clock:

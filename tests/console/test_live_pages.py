@@ -9,7 +9,7 @@ import asyncio
 import threading
 from typing import Any
 
-from console import live, live_pages
+from flowdeck.console import live, live_pages
 
 
 class _Feed:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from console import discovery, live, runtime
+from flowdeck.console import discovery, live, runtime
 from tests.console.live_messages import covers, next_message
 from tests.console.test_live import Writer, alias, socket_of, writer  # noqa: F401  (fixtures)
 from tests.store.django_support import (  # noqa: F401  (fixtures)

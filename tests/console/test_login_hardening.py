@@ -11,9 +11,9 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.test import AsyncClient, Client
 
-from console import demo, runtime
-from console.discovery import discover
-from console.models import create_token
+from flowdeck.console import demo, runtime
+from flowdeck.console.discovery import discover
+from flowdeck.console.models import create_token
 
 pytestmark = pytest.mark.django_db
 
@@ -51,7 +51,7 @@ def test_after_the_failure_limit_the_right_password_is_refused_with_a_styled_pag
     page = refused.content.decode()
     assert "Too many failed logins for lena from this address (5 in a row)" in page
     assert "refused for the next 15 minutes, even with the right password" in page
-    assert "/static/console/console.css" in page  # the console's own page, not a bare text answer
+    assert "/static/flowdeck/console/console.css" in page  # the console's own page, not a bare text answer
     assert refused["Content-Type"] == "text/html; charset=utf-8"
     assert client.get("/executions/").status_code == 302  # still logged out
 

@@ -1,6 +1,6 @@
 """`GET /metrics` in-process: guarded as the API is, parseable by prometheus_client's own parser, and right
 after real executions ran through a real worker (an engine of its own on the same store, publishing its
-heartbeat as `runworkers` does): started and ended per workflow and status, attempts and their durations
+heartbeat as `flowdeck_workers` does): started and ended per workflow and status, attempts and their durations
 per node, retries, claim latency, the executions now, workers alive, store failures.
 
 Each case runs with the executions on SQLite (the test database) and on PostgreSQL (the store suite's
@@ -9,6 +9,7 @@ migrated alias); users, sessions and tokens stay in the test database."""
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -21,11 +22,12 @@ from django.db import connections
 from django.test import AsyncClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from console import heartbeat, live, metrics, runtime
-from console.discovery import discover
-from console.models import create_token
-from engine.engine import FlowEngine
-from store import spi
+from flowdeck.console import heartbeat, live, metrics, runtime
+from flowdeck.console.discovery import discover
+from flowdeck.console.models import create_token
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.engine.flow import Flow
+from flowdeck.store import spi
 from tests.console import panel_flows
 from tests.console.backends import _postgres_alias_first, backend_fixture, postgres_alias  # noqa: F401  (fixtures)
 from tests.engine.engine_support import until
@@ -34,6 +36,19 @@ pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True, d
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+_locked_once: set[str] = set()
+
+
+def _write(ctx: Any) -> None:
+    """A body whose first try meets a locked database, as an ORM write beside a busy writer does."""
+    if ctx.key not in _locked_once:
+        _locked_once.add(ctx.key)
+        raise sqlite3.OperationalError("database is locked")
+
+
+LOCKED = Flow.init("locked").step("write", _write)
 
 
 @pytest.fixture
@@ -61,8 +76,10 @@ async def viewer(web: FlowEngine) -> AsyncClient:
 async def workers(web: FlowEngine, viewer: AsyncClient) -> AsyncIterator[FlowEngine]:
     """A worker process's engine on the same store, started after the login (whose session write must not
     meet a worker's open SQLite transaction), publishing its heartbeat."""
-    engine = FlowEngine(web.store, (), workers=1, poll_timeout=timedelta(milliseconds=200))
-    for name, flow in panel_flows.FLOWS.items():
+    engine = FlowEngine(
+        web.store, (), workers=1, poll_timeout=timedelta(milliseconds=200), transient=runtime.TRANSIENT
+    )
+    for name, flow in {**panel_flows.FLOWS, "locked": LOCKED}.items():
         await engine.register(name, flow)
     async with engine, heartbeat.publishing(engine, every=timedelta(seconds=60)):
         yield engine
@@ -104,6 +121,29 @@ async def test_a_bearer_token_or_a_session_reads_them(web: FlowEngine, viewer: A
     assert _value(await _scrape(viewer), "flowdeck_store_up") == 1
 
 
+async def test_head_answers_as_get_and_other_methods_are_a_plain_405(web: FlowEngine) -> None:
+    """A scraper's HEAD is a GET without the body; a POST (even a session's, with no CSRF token) is the
+    405 naming what the address takes, never the CSRF page."""
+    user = await sync_to_async(get_user_model().objects.create_user)("prom", password="x")
+    token = await sync_to_async(create_token)(user, "prometheus")
+    bearer = {"Authorization": f"Bearer {token}"}
+    session = AsyncClient(enforce_csrf_checks=True)
+    await session.aforce_login(user)
+
+    head = await AsyncClient().head("/metrics", headers=bearer)
+    assert (head.status_code, head["Content-Type"], head.content) == (200, metrics.CONTENT_TYPE, b"")
+    refused = [
+        await session.post("/metrics"),
+        await AsyncClient().post("/metrics", headers=bearer),
+        await AsyncClient().put("/metrics"),
+        await AsyncClient().delete("/metrics"),
+    ]
+    assert [(r.status_code, r["Content-Type"], r["Allow"]) for r in refused] == [
+        (405, "text/plain; charset=utf-8", "GET, HEAD")
+    ] * 4
+    assert refused[0].content.decode() == "/metrics does not take POST; it takes GET, HEAD\n"
+
+
 async def _run(engine: FlowEngine, workflow: str) -> str:
     eid = await engine.workflows.start(workflow)
     await until(
@@ -119,6 +159,7 @@ async def test_real_executions_are_counted_timed_and_claimed(
     assert _value(before, "flowdeck_executions_started_total", workflow="flaky") == 0
     runs = {"flaky": [await _run(workers, "flaky")], "fanout": [await _run(workers, "fanout") for _ in "ab"]}
     runs["undone"] = [await _run(workers, "undone")]
+    runs["locked"] = [await _run(workers, "locked")]
     samples = await _scrape(viewer)
 
     ended: dict[tuple[str, str], int] = {}
@@ -132,7 +173,12 @@ async def test_real_executions_are_counted_timed_and_claimed(
             ended[(workflow, word)] = ended.get((workflow, word), 0) + 1
             history = await web.store.get_history(eid)
             claimed[workflow] = claimed.get(workflow, 0) + _kinds(history, spi.EventKind.EXECUTION_CLAIMED)
-    assert ended == {("flaky", "stopped"): 1, ("fanout", "completed"): 2, ("undone", "failed"): 1}
+    assert ended == {
+        ("flaky", "stopped"): 1,
+        ("fanout", "completed"): 2,
+        ("undone", "failed"): 1,
+        ("locked", "completed"): 1,
+    }
     for (workflow, word), n in ended.items():
         assert _value(samples, "flowdeck_executions", workflow=workflow, status=word) == n
     assert _value(samples, "flowdeck_executions_ended_total", workflow="fanout", status="completed") == 2
@@ -145,6 +191,10 @@ async def test_real_executions_are_counted_timed_and_claimed(
     assert _value(samples, attempts, workflow="flaky", node="charge", outcome="retried") == 2
     assert _value(samples, attempts, workflow="flaky", node="charge", outcome="failed") == 1
     assert _value(samples, "flowdeck_node_retries_total", workflow="flaky", node="charge") == 2
+    assert _value(samples, "flowdeck_transient_retries_total", workflow="flaky", node="charge") == 0
+    # a locked database in a body: retried (EngineConfig.transient) and counted apart
+    assert _value(samples, "flowdeck_node_retries_total", workflow="locked", node="write") == 1
+    assert _value(samples, "flowdeck_transient_retries_total", workflow="locked", node="write") == 1
     assert _value(samples, attempts, workflow="undone", node="refuse", outcome="failed") == 1
     # a foreach's items are one node: three items in each of two runs
     assert _value(samples, attempts, workflow="fanout", node="items~*", outcome="completed") == 6

@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import resolve_url
 from django.test import Client, RequestFactory
 
-from console.middleware import ImplausibleSessionCookie
+from flowdeck.console.middleware import ImplausibleSessionCookie
 
 HOSTILE = ["abc\x00def", "../../etc", "x" * 200]
 
@@ -43,3 +43,25 @@ def test_an_implausible_session_cookie_is_an_anonymous_visit(cookie: str) -> Non
     response = client.get("/executions/")
     assert response.status_code == 302
     assert response["Location"].startswith(resolve_url(settings.LOGIN_URL))
+
+
+@pytest.mark.parametrize("cookie", HOSTILE)
+def test_the_console_s_gate_drops_an_implausible_session_without_the_middleware(cookie: str) -> None:
+    """A host runs no middleware of ours: the session its SessionMiddleware made from the cookie (lazy, not
+    yet looked up) is replaced by an empty one before the console's view reads it."""
+    from importlib import import_module
+
+    from flowdeck.console import gate
+
+    seen: dict[str, object] = {}
+
+    def view(request: HttpRequest) -> HttpResponse:
+        seen["key"] = request.session.session_key
+        seen["cookies"] = dict(request.COOKIES)
+        return HttpResponse()
+
+    request = RequestFactory().get("/executions/")
+    request.COOKIES[settings.SESSION_COOKIE_NAME] = cookie
+    request.session = import_module(settings.SESSION_ENGINE).SessionStore(cookie)
+    gate.page(view)(request)
+    assert seen == {"key": None, "cookies": {}}

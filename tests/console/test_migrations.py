@@ -11,19 +11,19 @@ from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-BEFORE = [("console", "0002_token_expiry_and_revocation")]
-AFTER = [("console", "0003_grant_run_to_operators")]
+BEFORE = [("flowdeck_console", "0002_token_expiry_and_revocation")]
+AFTER = [("flowdeck_console", "0003_grant_run_to_operators")]
 
 
 @pytest.mark.django_db
 def test_models_need_no_new_migration() -> None:
     out = io.StringIO()
     try:
-        call_command("makemigrations", "console", check=True, dry_run=True, stdout=out, stderr=out)
+        call_command("makemigrations", "flowdeck_console", check=True, dry_run=True, stdout=out, stderr=out)
     except SystemExit:
         pytest.fail(
-            "console/models.py changed without a migration: run `python manage.py makemigrations console` "
-            f"and commit the new file.\n{out.getvalue()}"
+            "console/models.py changed without a migration: run `python manage.py makemigrations "
+            f"flowdeck_console` and commit the new file.\n{out.getvalue()}"
         )
 
 
@@ -54,7 +54,7 @@ def test_operators_are_granted_the_run_permission() -> None:
     def perms(name: str) -> set[str]:
         return users.objects.get(username=name).get_all_permissions()
 
-    both = {"console.operate_executions", "console.run_executions"}
+    both = {"flowdeck_console.operate_executions", "flowdeck_console.run_executions"}
     assert (perms("olga"), perms("gus"), perms("victor")) == (both, both, set())
     assert sorted(Group.objects.get(name="ops").permissions.values_list("codename", flat=True)) == [
         "operate_executions",

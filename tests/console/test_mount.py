@@ -15,8 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.test import Client
 from django.urls import include, path
 
-from console import mount
-from engine.engine import FlowEngine
+from flowdeck.console import mount
+from flowdeck.engine.engine import FlowEngine
 from tests.console.test_views import engine  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.urls(__name__)]
@@ -26,7 +26,7 @@ def _project_page(request: HttpRequest) -> HttpResponse:
     return HttpResponse("the project's own page")
 
 
-urlpatterns = [path("api/mine/", _project_page), path("ops/", include("console.urls"))]
+urlpatterns = [path("api/mine/", _project_page), path("ops/", include("flowdeck.console.urls"))]
 
 
 @pytest.fixture

@@ -19,10 +19,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import AsyncClient
 
-from console import live, runtime
-from console.discovery import discover
-from engine.engine import FlowEngine
-from store import spi
+from flowdeck.console import live, runtime
+from flowdeck.console.discovery import discover
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store import spi
 from tests.console import panel_flows
 from tests.console.backends import _postgres_alias_first, backend_fixture, postgres_alias  # noqa: F401  (fixtures)
 from tests.console.flows import HOSTILE_NAME

@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.test import AsyncClient
 
-from engine.engine import FlowEngine
+from flowdeck.engine.engine import FlowEngine
 from tests.console.backends import (  # noqa: F401  (fixtures)
     _postgres_alias_first,
     backend_fixture,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from console import overview_chart
-from store import counts
+from flowdeck.console import overview_chart
+from flowdeck.store import counts
 
 T0 = datetime(2026, 12, 1, 15, 0, tzinfo=UTC)
 

@@ -16,9 +16,9 @@ from django.contrib.auth.models import Permission
 from django.db import connections
 from django.test import AsyncClient
 
-from console import discovery, live, runtime
-from engine import Flow, schema
-from engine.engine import FlowEngine
+from flowdeck.console import discovery, live, runtime
+from flowdeck.engine import Flow, schema
+from flowdeck.engine.engine import FlowEngine
 from tests.console.flows import HOSTILE_NAME
 from tests.console.versioned_flows import V0, V2
 
@@ -88,7 +88,7 @@ def _marked(svg: str, mark: str) -> list[str]:
 
 
 def _figures(page: str) -> dict[str, str]:
-    return dict(re.findall(r'<figure class="version version-(old|new)">(.*?)</figure>', page, re.S))
+    return dict(re.findall(r'<figure class="version version-(old|new)[^"]*"[^>]*>(.*?)</figure>', page, re.S))
 
 
 async def test_the_parked_version_is_drawn_beside_the_newest_with_the_changes_marked(deployed: None) -> None:

@@ -13,9 +13,9 @@ from django.contrib.auth import get_user_model
 from django.test import AsyncClient
 from django.utils import timezone
 
-from console import demo
-from console.models import ApiToken, create_token
-from engine.engine import FlowEngine
+from flowdeck.console import demo
+from flowdeck.console.models import ApiToken, create_token
+from flowdeck.engine.engine import FlowEngine
 from tests.console.test_views import PAGES, _user, engine, operator, viewer
 
 __all__ = ["engine", "operator", "viewer"]
@@ -23,7 +23,7 @@ __all__ = ["engine", "operator", "viewer"]
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 HTMX = {"headers": {"HX-Request": "true"}}
-SAYS = "You need the &#x27;console.run_executions&#x27; permission to do this."
+SAYS = "You need the &#x27;flowdeck_console.run_executions&#x27; permission to do this."
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ async def test_a_read_only_user_may_not_start(engine: FlowEngine, viewer: AsyncC
     whole = await viewer.post("/workflows/counter/start/", form)
     assert whole.status_code == 403
     html = whole.content.decode()
-    assert ("<h1>Not allowed</h1>" in html, SAYS in html, "/static/console/console.css" in html) == (
+    assert ("<h1>Not allowed</h1>" in html, SAYS in html, "/static/flowdeck/console/console.css" in html) == (
         True,
         True,
         True,
@@ -100,8 +100,8 @@ def test_the_demo_admin_holds_every_permission() -> None:
     admin = get_user_model().objects.get(username=demo.DEMO_USER)
     assert (
         admin.is_superuser,
-        admin.has_perm("console.run_executions"),
-        admin.has_perm("console.operate_executions"),
+        admin.has_perm("flowdeck_console.run_executions"),
+        admin.has_perm("flowdeck_console.operate_executions"),
     ) == (
         True,
         True,

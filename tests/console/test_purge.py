@@ -1,4 +1,4 @@
-"""`flow purge`: the dry run counts per status and deletes nothing, the real run deletes in batches what
+"""`flowdeck purge`: the dry run counts per status and deletes nothing, the real run deletes in batches what
 ended before the cutoff (never an unended execution), bad input exits 2, and both are recorded in the
 activity record with who ran them. On SQLite (the test database) and PostgreSQL (the store suite's alias).
 """
@@ -15,11 +15,11 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.core.management.base import CommandError
 
-from console import runtime
-from console.conf import flowdeck_settings
-from console.discovery import discover
-from console.models import Activity, ActivityExecution
-from store.clock import ManualClock
+from flowdeck.console import runtime
+from flowdeck.console.conf import flowdeck_settings
+from flowdeck.console.discovery import discover
+from flowdeck.console.models import Activity, ActivityExecution
+from flowdeck.store.clock import ManualClock
 from tests.console.backends import _postgres_alias_first, backend_fixture, postgres_alias  # noqa: F401  (fixtures)
 from tests.console.seed_overview import seed_execution
 from tests.console.test_activity_surfaces import flow
@@ -41,7 +41,7 @@ def world(backend: str) -> Iterator[None]:
 
 
 async def _seed() -> None:
-    from store.django.store import DjangoStore
+    from flowdeck.store.django.store import DjangoStore
 
     engine = await runtime.engine()
     clock = ManualClock(datetime.now(UTC) - timedelta(days=40))

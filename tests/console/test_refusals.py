@@ -15,9 +15,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from engine import Flow
-from engine.engine import FlowEngine
-from store import spi
+from flowdeck.engine import Flow
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store import spi
 from tests.console.test_views import engine, operator, viewer  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -209,7 +209,7 @@ async def test_ids_written_before_the_rule_are_listed_and_open(
     listing = await operator.get("/executions/")
     assert listing.status_code == 200
     html = listing.content.decode()
-    links = re.findall(r'<td><a href="(/executions/[^"]+)">', html)
+    links = re.findall(r'<td class="eid"><a href="(/executions/[^"]+)">', html)
     assert len(links) == len(LEGACY)
     assert "/executions/legacy%0Anewline" in links
     assert '">legacy\\nnewline</a>' in html  # the newline shows as an escape, not as a space
@@ -219,9 +219,9 @@ async def test_ids_written_before_the_rule_are_listed_and_open(
         eid = re.search(r'data-execution-id="([^"]*)"', page.content.decode())
         assert eid is not None
     for eid in LEGACY:
-        panel = await operator.get(reverse("console-execution-panel", args=[eid]))
+        panel = await operator.get(reverse("flowdeck:console-execution-panel", args=[eid]))
         assert panel.status_code == 200, eid
-        history = await operator.get(reverse("console-execution-history", args=[eid]))
+        history = await operator.get(reverse("flowdeck:console-execution-history", args=[eid]))
         assert re.findall(r'data-seq="(\d+)"', history.content.decode()) == ["1"], eid
 
 
@@ -230,7 +230,9 @@ async def test_an_operator_cancels_a_row_written_before_the_rule(
     operator: AsyncClient,  # noqa: F811
 ) -> None:
     await _legacy(engine, "legacy\nnewline")
-    one = await operator.post(reverse("console-execution-cancel", args=["legacy\nnewline"]), {"reason": "r"})
+    one = await operator.post(
+        reverse("flowdeck:console-execution-cancel", args=["legacy\nnewline"]), {"reason": "r"}
+    )
     assert one.status_code == 200
     assert (await engine.executions.describe("legacy\nnewline")).cancel_requested is True
 
@@ -246,7 +248,11 @@ _DOT_SEGMENTS = {".", "..", "%2e", "%2e%2e", ".%2e", "%2e."}  # what a browser r
 @example("%2e")
 @example("50%off")
 def test_every_stored_id_round_trips_through_its_address(eid: str) -> None:
-    for name in ("console-execution", "console-execution-panel", "console-execution-signal"):
+    for name in (
+        "flowdeck:console-execution",
+        "flowdeck:console-execution-panel",
+        "flowdeck:console-execution-signal",
+    ):
         address = reverse(name, args=[eid])
         assert not _DOT_SEGMENTS & {part.lower() for part in address.split("/")}, address
         # what the browser sends, as the server decodes it (PATH_INFO)
@@ -254,7 +260,7 @@ def test_every_stored_id_round_trips_through_its_address(eid: str) -> None:
 
 
 def test_an_id_keeping_the_rule_is_written_as_it_is() -> None:
-    assert reverse("console-execution", args=["order-17_a:b@c"]) == "/executions/order-17_a:b@c"
+    assert reverse("flowdeck:console-execution", args=["order-17_a:b@c"]) == "/executions/order-17_a:b@c"
 
 
 # ------------------------------------------------------------------------- signal form field names

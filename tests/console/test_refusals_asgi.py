@@ -12,9 +12,9 @@ import pytest
 from asgiref.testing import ApplicationCommunicator
 from channels.testing import WebsocketCommunicator
 
-from console import live
-from store import spi
-from store.django.store import DjangoStore
+from flowdeck.console import live
+from flowdeck.store import spi
+from flowdeck.store.django.store import DjangoStore
 from tests.console.live_messages import next_event
 from tests.console.test_live import _socket, alias  # noqa: F401  (fixture)
 from tests.store.django_support import (  # noqa: F401  (fixtures)
@@ -81,7 +81,7 @@ async def test_an_id_written_before_the_rule_can_still_be_watched(alias: str) ->
 
 @pytest.fixture
 def application() -> Any:
-    from console.asgi import application
+    from flowdeck.console.asgi import application
 
     return application
 
@@ -109,7 +109,7 @@ async def _get(application: Any, path: str) -> dict[str, Any]:
     [
         "/static/../../console/settings.py",
         "/static/..%2f..%2fconsole/settings.py",
-        "/static/console/../../../console/settings.py",
+        "/static/flowdeck/console/../../../console/settings.py",
         "/static/a\x00b.css",
         "/static/nothing-here.css",
     ],
@@ -126,6 +126,6 @@ async def test_a_static_path_naming_no_static_file_is_the_styled_404(application
 
 @pytest.mark.django_db
 async def test_a_static_file_is_still_served(application: Any) -> None:
-    response = await _get(application, "/static/console/console.css")
+    response = await _get(application, "/static/flowdeck/console/console.css")
     assert response["status"] == 200
     assert b"--ink:" in response["body"]

@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from console import timeline
-from console.timeline import Bar
-from console.views.timeline import lanes_page
-from store.clock import ManualClock
-from store.events import Event, EventKind
+from flowdeck.console import durations, timeline
+from flowdeck.console.timeline import Bar
+from flowdeck.console.views.timeline import lanes_page
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.events import Event, EventKind
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 K = EventKind
@@ -207,10 +207,10 @@ def test_an_empty_history_is_an_empty_timeline() -> None:
 
 def test_durations_and_offsets_read_as_an_operator_says_them() -> None:
     words = [
-        timeline.duration_text(timedelta(seconds=s)) for s in (0.00085, 0.012, 1.25, 42.0, 185, 7800, 273600)
+        durations.duration_text(timedelta(seconds=s)) for s in (0.00085, 0.012, 1.25, 42.0, 185, 7800, 273600)
     ]
     assert words == ["850 µs", "12 ms", "1.25 s", "42.0 s", "3 min 05 s", "2 h 10 min", "3 d 4 h"]
-    assert timeline.offset_text(ms(1250), ms(0)) == "+1.25 s"
+    assert durations.offset_text(ms(1250), ms(0)) == "+1.25 s"
 
 
 def test_lanes_page_clamps() -> None:
@@ -234,7 +234,7 @@ def _race() -> History:
 
 
 def test_a_lost_race_arm_is_lost_and_the_winner_won_as_the_progress_says() -> None:
-    from console.timeline_races import settle_races
+    from flowdeck.console.timeline_races import settle_races
 
     tl = _race().build(waiting=set())
     raced = settle_races(tl, {"decision": {"lost", "won"}, "grace": {"lost"}, "approval": {"won"}})
@@ -248,7 +248,7 @@ def test_a_lost_race_arm_is_lost_and_the_winner_won_as_the_progress_says() -> No
 
 
 def test_a_lost_arm_left_open_until_a_later_stop_is_lost_not_interrupted() -> None:
-    from console.timeline_races import settle_races
+    from flowdeck.console.timeline_races import settle_races
 
     h = _race().at(7).add(K.STEP_STARTED, step_name="ship").add(K.STEP_FAILED, step_name="ship", error="x")
     tl = h.at(8).add(K.STOPPED, code="F0001", node="ship").build(waiting=set())
@@ -289,3 +289,33 @@ def test_each_event_is_on_the_lane_the_waterfall_draws_it_on() -> None:
     assert not timeline.matches(started, kind="StepCompleted")
     assert not timeline.matches(started, node="pay")
     assert timeline.matches(started)
+
+
+def test_the_kind_filter_offers_every_kind_of_the_history_and_each_selects_something() -> None:
+    """The claim's ExecutionResumed and the unwind's start and end are drawn nowhere as bars: the filter
+    still offers them (the event table beside it has them), and each selects the execution lane."""
+    h = History().add(K.CREATED).add(K.EXECUTION_CLAIMED, executor_id="w").add(K.EXECUTION_RESUMED)
+    h.add(K.STEP_STARTED, step_name="r").at(10).add(K.STEP_COMPLETED, step_name="r")
+    h.add(K.STEP_STARTED, step_name="ship").add(K.STEP_FAILED, step_name="ship", error="refused")
+    h.add(K.COMPENSATION_STARTED, cause={"type": "failure", "error": "refused"})
+    h.at(20).add(K.NODE_COMPENSATED, node_name="r").add(K.COMPENSATION_COMPLETED)
+    h.add(K.FAILED, error="refused").add(K.EXECUTION_RELEASED)
+    tl = h.build()
+    assert tl.event_kinds() == [k.value for k in K if k in {e.kind for e in h.events}]
+    for kind in ("ExecutionResumed", "CompensationStarted", "CompensationCompleted"):
+        assert tl.filtered(kind=kind).node_names() == ["execution"], kind
+    claim = tl.lane("execution").bars[0]  # type: ignore[union-attr]
+    claimed = {"ExecutionClaimed", "ExecutionResumed", "ExecutionReleased"}
+    assert (claim.kinds, claim.seqs, claim.outcome) == (claimed, (2, 3, 12), "released")
+    marks = [(m.kind, m.detail) for m in tl.lane("execution").markers]  # type: ignore[union-attr]
+    assert marks == [
+        ("Created", ""),
+        ("CompensationStarted", "refused"),
+        ("CompensationCompleted", ""),
+        ("Failed", "refused"),
+    ]
+    assert timeline.Fold().extend(h.events[:3]).timeline(ms(0)).event_kinds() == [
+        "Created",
+        "ExecutionResumed",
+        "ExecutionClaimed",
+    ]

@@ -17,10 +17,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import AsyncClient
 
-from console import discovery, live, runtime
-from engine import Flow, schema
-from engine.engine import FlowEngine
-from store import spi
+from flowdeck.console import discovery, live, runtime
+from flowdeck.engine import Flow, schema
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store import spi
 from tests.console.versioned_flows import TYPED_V1, V0, V1, V2
 from tests.engine.engine_support import until
 

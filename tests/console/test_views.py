@@ -13,10 +13,11 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import AsyncClient
 
-from console import live, runtime
-from console.discovery import discover
-from engine.engine import FlowEngine
+from flowdeck.console import live, runtime
+from flowdeck.console.discovery import discover
+from flowdeck.engine.engine import FlowEngine
 from tests.console.flows import HOSTILE_NAME
+from tests.console.seed_overview import seed_execution
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -107,6 +108,32 @@ async def test_the_executions_list_searches_by_a_recorded_value(
     assert "search for one id prefix" in page
 
 
+async def test_the_executions_list_names_a_path_the_workflow_cannot_record(
+    engine: FlowEngine, operator: AsyncClient
+) -> None:
+    """Issue 29: with the workflow chosen, a path its input types cannot hold is a message beside the table
+    naming it and the nearest path, not "no execution matches"; the new forms search as the box says."""
+    for eid, n in (("c-1", 2), ("c-2", 3), ("c-3", 4)):
+        await engine.workflows.start("counter", execution_id=eid, inputs={"count": {"n": n}})
+
+    async def listed(q: str) -> tuple[list[str], str]:
+        reply = await operator.get("/executions/", {"workflow": "counter", "q": q})
+        assert reply.status_code == 200
+        page = reply.content.decode()
+        return re.findall(r'data-execution-id="([^"]+)"', page), page
+
+    rows, page = await listed("field:count.m=3")
+    assert rows == []
+    assert '<p class="message error">' in page
+    assert "records no path count.m (nearest: count.n" in page
+    assert "No execution matches" not in page  # nothing was searched: the table does not say none matched
+    assert "Nothing was searched" in page
+    rows, page = await listed("field:cuont.n=3")
+    assert "records no path cuont.n (nearest: count" in page
+    assert (await listed("field:count.n>=3"))[0] == ["c-3", "c-2"]
+    assert (await listed("field:count.n<3"))[0] == ["c-1"]
+
+
 async def test_a_viewer_cannot_cancel(engine: FlowEngine, viewer: AsyncClient) -> None:
     await engine.workflows.start("counter", execution_id="c-1")
     reply = await viewer.post("/executions/c-1/cancel/", {"reason": "no"})
@@ -172,7 +199,8 @@ async def test_a_hostile_name_is_escaped_everywhere(engine: FlowEngine, operator
 async def test_resume_preview_is_for_all_and_go_for_operators(
     engine: FlowEngine, viewer: AsyncClient
 ) -> None:
-    await engine.workflows.start("counter", execution_id="c-1")
+    # stopped: only a stopped or parked execution has a resume to preview (a running one is refused, 409)
+    await seed_execution(engine.store, "c-1", "stopped", "F0001")
     preview = await viewer.post("/executions/c-1/resume/", {})
     html = preview.content.decode()
     assert preview.status_code == 200
@@ -182,14 +210,14 @@ async def test_resume_preview_is_for_all_and_go_for_operators(
     assert go.status_code == 403
     ended = await viewer.post("/executions/c-1/end/", {"reason": "done by hand"})
     assert ended.status_code == 403
-    assert (await engine.executions.describe("c-1")).status.show() == "running"
+    assert (await engine.executions.describe("c-1")).status.show().startswith("stopped")
 
 
 async def test_parked_executions_move_to_the_newest_version(
     engine: FlowEngine, operator: AsyncClient
 ) -> None:
-    from console import demo
     from examples.fulfilment import flows
+    from flowdeck.console import demo
 
     await demo.seed_parked(engine.store)
     newest = await engine.register("fulfilment", flows.fulfilment)

@@ -15,10 +15,10 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.test import AsyncClient
 
-from console import live, runtime
-from console.discovery import discover
-from engine.engine import FlowEngine
-from store import spi
+from flowdeck.console import live, runtime
+from flowdeck.console.discovery import discover
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store import spi
 from tests.console.flows import HOSTILE_NAME
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -128,6 +128,7 @@ async def test_the_workflow_page_counts_each_node(engine: FlowEngine, viewer: As
         "p50": "300 ms",
         "p95": "1.2s",
         "failures": {"": 1, "Declined": 2},
+        "lost": {},
     }
 
 

@@ -8,7 +8,7 @@ integer) to v2 (a string): a value is judged by the version its execution runs.
 
 from __future__ import annotations
 
-from engine import Flow
+from flowdeck.engine import Flow
 
 
 def _version(name: str, *extra: str) -> Flow:

@@ -18,8 +18,8 @@ import django
 
 
 async def serve() -> None:
-    from console import runtime
-    from console.discovery import discover
+    from flowdeck.console import runtime
+    from flowdeck.console.discovery import discover
 
     discover(["tests.console.flows"])
     engine = await runtime.engine()

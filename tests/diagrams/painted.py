@@ -17,12 +17,12 @@ from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, ConfigDict
 
-from console.schemas import NodeProgressDto, node_progress_of
-from engine import Flow
-from engine.graph import build_graph
-from engine.progress import Progress
-from engine.render import render
-from engine.render.common import COLOURS
+from flowdeck.console.schemas import NodeProgressDto, node_progress_of
+from flowdeck.engine import Flow
+from flowdeck.engine.graph import build_graph
+from flowdeck.engine.progress import Progress
+from flowdeck.engine.render import render
+from flowdeck.engine.render.common import COLOURS
 from tests.diagrams import tools
 
 FORMATS = ("mermaid", "dot", "bpmn", "elk", "json")
@@ -164,6 +164,7 @@ class Diagram(BaseModel):
     nodes: list[DiagramNode]
     edges: list[DiagramEdge]
     legend: dict[str, str]
+    focus: str | None = None  # the node the console opens the drawing on (engine/focus.py)
 
 
 def json_nodes(flow: Flow, progress: Progress) -> dict[str, DiagramNode]:

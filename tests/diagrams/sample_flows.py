@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from engine import Flow, Loop, Schedule
 from examples import seed
+from flowdeck.engine import Flow, Loop, Schedule
 
 
 def _none(ctx: object) -> None:

@@ -6,10 +6,12 @@ from datetime import timedelta
 
 from hypothesis import strategies as st
 
-from engine import Flow, Loop, Schedule
+from flowdeck.engine import Flow, Loop, Schedule
 
 HOSTILE = [
     '"',
+    "¶ß",  # Mermaid's placeholder for an entity code's `;`
+    "ﬂ°°65",  # ... and for its `&#`
     "'",
     "[",
     "]",

@@ -11,11 +11,11 @@ from datetime import timedelta
 
 import pytest
 
-from engine import Flow, FlowDomainError, Loop, Schedule
-from engine.engine import FlowEngine
-from engine.progress import NodeStatus, Progress
-from store.clock import ManualClock
-from store.memory import MemoryStore
+from flowdeck.engine import Flow, FlowDomainError, Loop, Schedule
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.engine.progress import NodeStatus, Progress
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.memory import MemoryStore
 from tests.diagrams import painted
 from tests.diagrams.painted import FORMATS
 from tests.engine.engine_support import make_engine, until, waiting_for

@@ -9,12 +9,12 @@ from datetime import timedelta
 
 import pytest
 
-from engine import Flow
-from engine.graph import build_graph
-from engine.progress import NodeStatus, Progress
-from store import spi
-from store.clock import ManualClock
-from store.memory import MemoryStore
+from flowdeck.engine import Flow
+from flowdeck.engine.graph import build_graph
+from flowdeck.engine.progress import NodeStatus, Progress
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.memory import MemoryStore
 from tests.diagrams import painted
 from tests.diagrams.painted import FORMATS
 from tests.engine.engine_support import make_engine, until, waiting_for

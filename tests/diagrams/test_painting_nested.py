@@ -7,11 +7,11 @@ from datetime import timedelta
 
 import pytest
 
-from engine import Flow, FlowDomainError
-from engine.progress import NodeStatus, Progress
-from store import spi
-from store.clock import ManualClock
-from store.memory import MemoryStore
+from flowdeck.engine import Flow, FlowDomainError
+from flowdeck.engine.progress import NodeStatus, Progress
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.memory import MemoryStore
 from tests.diagrams import painted
 from tests.diagrams.painted import FORMATS
 from tests.engine.engine_support import make_engine, until, waiting_for

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from engine.flow import Flow
-from engine.progress import NodeProgress, NodeStatus, Progress, build_progress
-from engine.render import render
-from engine.render.common import COLOURS
 from examples import seed
-from store import spi
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.progress import NodeProgress, NodeStatus, Progress, build_progress
+from flowdeck.engine.render import render
+from flowdeck.engine.render.common import COLOURS
+from flowdeck.store import spi
 from tests.diagrams.sample_flows import every_kind
 
 Row = spi.ExecutionState

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from engine.progress import NodeStatus
 from examples import seed
-from store import spi
-from store.clock import ManualClock
-from store.memory import MemoryStore
+from flowdeck.engine.progress import NodeStatus
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.memory import MemoryStore
 from tests.engine.engine_support import make_engine, until, waiting_for
 
 C, R, P, W, S, F = (

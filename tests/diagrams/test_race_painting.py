@@ -10,15 +10,15 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from engine import Flow, FlowDomainError
-from engine.graph import build_graph
-from engine.progress import NodeStatus, Progress, build_progress
-from engine.render import render
-from engine.render.bpmn import NS
-from engine.render.common import COLOURS
-from store import spi
-from store.clock import ManualClock
-from store.memory import MemoryStore
+from flowdeck.engine import Flow, FlowDomainError
+from flowdeck.engine.graph import build_graph
+from flowdeck.engine.progress import NodeStatus, Progress, build_progress
+from flowdeck.engine.render import render
+from flowdeck.engine.render.bpmn import NS
+from flowdeck.engine.render.common import COLOURS
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.memory import MemoryStore
 from tests.diagrams import tools
 from tests.engine.engine_support import make_engine, until, waiting_for
 
@@ -120,6 +120,27 @@ async def test_a_small_order_is_won_by_the_automatic_arm() -> None:
     assert placed(await _progress(10, approve=False)) == SMALL
 
 
+async def test_each_decision_place_owns_only_the_record_its_arm_wrote() -> None:
+    """The three `decision` places share a durable path, so the record under it (attempts, value, wait)
+    belongs to the place whose facts it carries: the refused automatic decision its failure, the person's
+    decision its value; the timed-out arm's decision, which never ran, none. Unshared places own theirs."""
+
+    def owners(progress: Progress) -> list[tuple[str, bool, bool]]:
+        return [(n.name, n.shared, n.recorded) for n in progress.nodes if n.name in ("decision", "total")]
+
+    waiting = await _progress(250_000, approve=False)
+    assert owners(waiting) == [
+        ("total", False, True),
+        ("decision", True, True),
+        ("decision", True, False),
+        ("decision", True, False),
+    ]
+    approved = await _progress(250_000, approve=True)
+    assert [n.recorded for n in approved.nodes if n.name == "decision"] == [True, True, False]
+    small = await _progress(10, approve=False)
+    assert [n.recorded for n in small.nodes if n.name == "decision"] == [True, False, False]
+
+
 def _stopped(progress: Progress) -> Progress:
     """The demo's stopped order: its race decided, stopped at `ship` (what build_progress paints for a
     Stopped status is checked in test_progress.py; here the painting of that row in every format)."""
@@ -191,3 +212,27 @@ def test_the_graph_ids_are_the_places() -> None:
     row = spi.ExecutionState("e1", "orders", spi.Running(), None, None, "h", T0, T0, {}, False, None)
     named = [n.id for n in build_graph(order).nodes if n.path and n.kind != "branch"]
     assert [n.place for n in build_progress(order, row, {}, []).nodes] == named
+
+
+def test_bpmn_and_elk_draw_a_race_as_a_race_with_its_arms_in_plan_order() -> None:
+    """BPMN draws a race as the spec maps it: an event-based split named "race" (a parallel (+) split would
+    say every branch is awaited) and an exclusive merge; ELK keeps the branches top to bottom in plan
+    order, as Mermaid and DOT draw them, and gives the gateways room for their word."""
+    drawn = build_graph(order).nodes
+    forks = [n.id for n in drawn if n.kind == "race-fork"]
+    joins = [n.id for n in drawn if n.kind == "race-join"]
+    bpmn = ET.fromstring(render(order, "bpmn").encode())
+    tags = {e.get("id"): (e.tag.split("}")[1], e.get("name")) for e in bpmn.iter() if e.get("id")}
+    assert {tags[f] for f in forks} == {("eventBasedGateway", "race")}
+    assert {tags[j][0] for j in joins} == {"exclusiveGateway"}
+    text = render(order, "elk")
+    (result,) = tools.elk([text])
+    assert result["ok"], result
+    placed = result["placed"]
+    outer_arm_1 = next(n.id for n in drawn if n.path == "decision")  # the automatic decision
+    approval = next(n.id for n in drawn if n.path == "approval")
+    grace = next(n.id for n in drawn if n.path == "grace")
+    assert placed[outer_arm_1]["y"] < placed[forks[1]]["y"]  # outer race: branch 1 above the inner race
+    assert placed[approval]["y"] < placed[grace]["y"]  # inner race: the person above the grace period
+    sizes = {c["id"]: (c["width"], c["height"]) for c in json.loads(text)["children"]}
+    assert {sizes[g] for g in forks + joins} == {(48, 48)}

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from graphviz.backend import dot_command
 
-import engine.render as render_package
-from engine.graph import FlowGraph, GraphEdge, GraphNode, Scope, build_graph
-from engine.render import FORMATS, render, render_svg, svg
-from engine.render.bpmn import NS
+import flowdeck.engine.render as render_package
 from examples import seed
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.graph import FlowGraph, GraphEdge, GraphNode, Scope, build_graph
+from flowdeck.engine.render import FORMATS, render, render_svg, svg
+from flowdeck.engine.render.bpmn import NS
 from tests.diagrams import tools
 from tests.diagrams.sample_flows import every_kind, nested
 
@@ -187,7 +188,11 @@ def test_bpmn_shapes_never_overlap_and_children_sit_inside_their_subprocess() ->
 
 def test_elk_nests_a_subflow_as_a_hierarchical_node() -> None:
     data = json.loads(render(nested, "elk"))
-    assert data["layoutOptions"] == {"elk.algorithm": "layered", "elk.direction": "RIGHT"}
+    assert data["layoutOptions"] == {
+        "elk.algorithm": "layered",
+        "elk.direction": "RIGHT",
+        "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
+    }
     inner = data["children"][0]
     # One line in the box's corner: the children fill the rest (two lines there were drawn over each other).
     assert inner["labels"] == [{"text": "inner", "width": 55, "height": 28}]
@@ -275,3 +280,13 @@ def test_missing_node_tools_fail_with_the_install_command(
     monkeypatch.setattr(tools, "NODE_TOOLS", tmp_path / "node_tools")
     with pytest.raises(pytest.fail.Exception, match=r"run `bash \.ci/node-tools\.sh`"):
         tools.mermaid(["graph LR"])
+
+
+def test_mermaid_draws_names_that_hold_its_own_entity_placeholders() -> None:
+    """Mermaid holds `#34;` as `ﬂ°°34¶ß` and turns every `ﬂ°°`, `ﬂ°`, `¶ß` back into `&#`, `&`, `;` before
+    drawing: a name holding them was drawn as another (`¶ß` as `;`, `ﬂ°°65¶ß` as `A`). (Drawn in Chromium:
+    tests/diagrams/test_mermaid_browser.py.)"""
+    names = ["a¶ßb", "ﬂ°°65¶ß", "ﬂ°x", '"¼¶ßË|', "¶ß+-.->EÙ"]
+    texts = [render(Flow.init("f").input(name, int), "mermaid") for name in names]
+    drawn = [tools.mermaid_label_lines(r["labels"][0]) for r in tools.mermaid(texts)]
+    assert drawn == [[name] for name in names]

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from engine import progress as progress_
-from engine.flow import Flow
-from engine.progress import NodeProgress, NodeStatus, Progress
-from engine.render import render, render_svg
+from flowdeck.engine import progress as progress_
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.progress import NodeProgress, NodeStatus, Progress
+from flowdeck.engine.render import render, render_svg
 from tests.diagrams import tools
 from tests.diagrams.sample_flows import ALL
 

@@ -6,6 +6,7 @@ missing tool FAILS the test with that instruction: a diagram nobody checked is n
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from engine.render.mermaid import WORD_JOINED
+from flowdeck.engine.render.mermaid import JOINED
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_TOOLS = ROOT / "node_tools"
@@ -107,19 +108,25 @@ def dot(sources: Sequence[str], program: str = "dot") -> list[tuple[bool, str, s
 
 # ------------------------------------------------------------------------------------------ decoding
 
-_MERMAID_NUMERIC = re.compile(r"ﬂ°°(\d+)¶ß")
-
 
 def mermaid_label_lines(label: str) -> list[str]:
-    """A label as Mermaid parsed it (entity codes held as its placeholders), back to the text lines."""
-    return [
-        unjoined(_MERMAID_NUMERIC.sub(lambda m: chr(int(m.group(1))), part)) for part in label.split("<br>")
-    ]
+    """A label as Mermaid parsed it, back to the text lines the browser shows: Mermaid holds each entity code
+    `#…;` as `ﬂ°°…¶ß` (`ﬂ°…¶ß` for a named one) and, before drawing, turns EVERY `ﬂ°°`, `ﬂ°` and `¶ß` back
+    into `&#`, `&` and `;` (whether or not an entity made them), then the HTML is read, and what it drew
+    passes that replacement once more (a coded `¶` before `ß` was drawn `;`)."""
+    parts = _placeholders_read(label).split("<br>")
+    return [unjoined(_placeholders_read(html.unescape(part))) for part in parts]
+
+
+def _placeholders_read(text: str) -> str:
+    return text.replace("ﬂ°°", "&#").replace("ﬂ°", "&").replace("¶ß", ";")
 
 
 def unjoined(text: str) -> str:
     """Drop the word joiner the Mermaid renderer puts inside a `\\n` pair (engine/render/mermaid.py)."""
-    return text.replace(WORD_JOINED, "\\n")
+    for pair, joined in JOINED.items():
+        text = text.replace(joined, pair)
+    return text
 
 
 _DOT_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)

@@ -15,7 +15,7 @@ NOT_ON_THE_PAGE: frozenset[tuple[str, str]] = frozenset()
 
 
 def documented() -> set[tuple[str, str]]:
-    from console.api import api
+    from flowdeck.console.api import api
 
     document = api.get_openapi_schema(path_prefix="")
     return {

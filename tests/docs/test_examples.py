@@ -1,6 +1,9 @@
-"""Every example in docs/ is executed: each python block as a script of its own (its printed output checked
-when the page shows it), each console block's commands against a demo-seeded SQLite database, and every
-other block is marked illustrative (tests/docs/fences.py has the rules)."""
+"""Every example in docs/ and README.md is executed: each python block as a script of its own (its printed
+output checked when the page shows it), each console block's commands and each `manage.py` line of the sh
+blocks marked `<!-- run by tests/docs/test_examples.py -->` against a demo-seeded SQLite database; or it is
+an excerpt of a file a test runs, or (python) added to a startproject by
+tests/acceptance/test_wheel_project.py, or (sh) run by the test or CI script it names; every other block is
+marked illustrative (tests/docs/fences.py has the rules)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import os
 import shlex
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -39,12 +43,18 @@ def test_the_docs_have_examples_of_both_kinds() -> None:
     assert {"getting-started.md", "operating.md"} <= set(CONSOLE_PAGES)
 
 
+THIS_TEST = Path(__file__).resolve()
+RUN_HERE = [block for block in all_blocks() if block.run_by == THIS_TEST]
+
+
 @pytest.mark.parametrize("block", all_blocks(), ids=lambda b: b.where)
 def test_every_block_is_run_or_marked_illustrative(block: Block) -> None:
     assert block.language, f"{block.where}: a fenced block names its language"
     if block.language in RUN:
         assert block.mark != ILLUSTRATIVE_MARK, f"{block.where}: {block.language} blocks are always run"
         return
+    if block.excerpt_of is not None or block.run_by is not None:
+        return  # checked below: the file it is taken from, the test or script that runs it
     assert block.language in ILLUSTRATIVE, (
         f"{block.where}: ```{block.language} is neither run ({sorted(RUN)}) nor illustrative"
     )
@@ -84,9 +94,55 @@ def test_an_excerpt_is_the_text_of_a_file_the_tests_run(block: Block) -> None:
     assert source.is_file(), f"{block.where}: no file {source.relative_to(ROOT)}"
     text, at = source.read_text(), 0
     for part in block.parts():
-        found = text.find(part, at)
+        # the part as shown, or deeper indented (lines of a function's body shown from its left edge)
+        found, width = next(
+            ((f, len(i)) for i in ("", "    ", "        ") if (f := text.find(_indent(part, i), at)) >= 0),
+            (-1, 0),
+        )
         assert found >= 0, f"{block.where}: not in {source.relative_to(ROOT)} (in this order):\n{part}"
-        at = found + len(part)
+        at = found + len(_indent(part, " " * width))
+
+
+def _indent(part: str, prefix: str) -> str:
+    return textwrap.indent(part, prefix)[len(prefix) :]  # the first line is found where it begins
+
+
+@pytest.mark.parametrize("block", [b for b in all_blocks() if b.run_by], ids=lambda b: b.where)
+def test_a_block_run_by_a_test_names_one_that_runs_it(block: Block) -> None:
+    runner = block.run_by
+    assert runner is not None
+    assert runner.is_file(), f"{block.where}: no file {runner.relative_to(ROOT)}"
+    if runner == THIS_TEST:
+        assert _manage_lines(block), f"{block.where}: no `python manage.py` line to run"
+        return
+    # a script that takes the block from the page, or holds its commands
+    said = runner.read_text()
+    commands = [line.split("  #")[0].strip() for line in block.text.splitlines() if line.strip()]
+    assert block.page in said or all(c in said for c in commands), (
+        f"{block.where}: {runner.relative_to(ROOT)} neither reads {block.page} nor runs {commands}"
+    )
+
+
+def _manage_lines(block: Block) -> list[list[str]]:
+    """The block's `python manage.py` commands (a virtualenv's python too), as argv after manage.py."""
+    found = []
+    for line in block.text.splitlines():
+        words = shlex.split(line, comments=True)
+        if len(words) >= 2 and words[0].endswith("python") and words[1] == "manage.py":
+            found.append(words[2:])
+    return found
+
+
+@pytest.mark.slow
+def test_sh_blocks_run_here_run_on_the_demo_database(tmp_path: Path) -> None:
+    assert RUN_HERE, "README.md's demo commands are run here"
+    path = tmp_path / "readme.sqlite3"
+    url = sqlite_url(path)
+    ok(manage(url, "demo", "--no-serve", "--database", str(path)))
+    for block in RUN_HERE:
+        for argv in _manage_lines(block):
+            result = manage(url, *argv)
+            assert result.returncode == 0, f"{block.where}:\n{result.explain()}"
 
 
 @pytest.mark.slow

@@ -36,15 +36,15 @@ def test_exit_code_line() -> None:
 def test_blocks_marks_and_sessions(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(
-        "# t\n\n<!-- illustrative -->\n```sh\nls\n```\n\n```console\n$ python manage.py flow ls\n"
-        "EXECUTION\n$ python manage.py flow parked wf\n```\n"
+        "# t\n\n<!-- illustrative -->\n```sh\nls\n```\n\n```console\n$ python manage.py flowdeck ls\n"
+        "EXECUTION\n$ python manage.py flowdeck parked wf\n```\n"
     )
     shell, console = blocks(page)
     assert (shell.language, shell.mark, shell.text, shell.line) == ("sh", "<!-- illustrative -->", "ls\n", 4)
     assert (console.language, console.mark) == ("console", "")
     assert sessions(console) == [
-        ("python manage.py flow ls", ["EXECUTION"]),
-        ("python manage.py flow parked wf", []),
+        ("python manage.py flowdeck ls", ["EXECUTION"]),
+        ("python manage.py flowdeck parked wf", []),
     ]
     page.write_text("```python\nprint(1)\n")
     with pytest.raises(AssertionError, match="never closed"):

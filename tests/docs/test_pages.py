@@ -10,8 +10,8 @@ import sys
 import pytest
 import yaml
 
-from console.cli import FLOW_VERBS
-from engine.errors import STOP_CODES
+from flowdeck.console.cli import FLOW_VERBS
+from flowdeck.engine.errors import STOP_CODES
 from tests.docs.fences import DOCS, ROOT, Block, all_blocks
 
 
@@ -26,8 +26,8 @@ def test_every_stop_code_is_on_the_failures_page_with_its_advice() -> None:
 def test_every_cli_verb_is_on_the_operating_page() -> None:
     page = (DOCS / "operating.md").read_text()
     for verb in FLOW_VERBS:
-        assert f"`flow {verb}" in page, verb
-    for command in ("`runworkers ", "`demo "):
+        assert f"`flowdeck {verb}" in page, verb
+    for command in ("`flowdeck_workers ", "`demo "):
         assert command in page
 
 

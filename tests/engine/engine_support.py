@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from engine.engine import FlowEngine
 from examples import seed
-from store import spi
-from store.clock import ManualClock
-from store.django.store import DjangoStore
-from store.memory import MemoryStore
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.django.store import DjangoStore
+from flowdeck.store.memory import MemoryStore
 
 LEASE = timedelta(seconds=30)
 RENEW = timedelta(seconds=10)
@@ -121,6 +121,18 @@ async def until(
                 f"execution {execution_id} never got there: {state!r}\n"
                 + "\n".join(f"  {e.kind.value} {e.detail}" for e in history)
             )
+        await asyncio.sleep(0.002)
+
+
+async def released(engine: FlowEngine, *, seconds: float = 10.0) -> None:
+    """Once the engine holds no claim. A worker forgets its claim just after the store write that released
+    it, so a test that saw the row unclaimed waits here for the engine to agree rather than for loop turns.
+    Fails, naming the claims, if that takes more than `seconds` of real time."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while engine.health().claims_held:
+        if loop.time() > deadline:
+            pytest.fail(f"the engine still holds {engine.health().claims_held!r}")
         await asyncio.sleep(0.002)
 
 

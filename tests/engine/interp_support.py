@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from engine import interpreter, values
-from engine.flow import Flow
-from engine.interpreter import AttemptReport
-from store import spi
-from store.clock import ManualClock
+from flowdeck.engine import interpreter, values
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.interpreter import AttemptReport
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
 
 LEASE = timedelta(seconds=30)
 _ids = itertools.count(1)

@@ -13,9 +13,9 @@ import warnings
 
 import pytest
 
-from engine import body_threads
-from engine.flow import Flow
-from engine.local import run_local
+from flowdeck.engine import body_threads
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.local import run_local
 
 REQUEST = contextvars.ContextVar("REQUEST", default="none")
 
@@ -37,6 +37,28 @@ def test_the_body_sees_the_callers_context_variables() -> None:
         return await body_threads.run_in_thread(REQUEST.get)
 
     assert asyncio.run(main()) == "order-7"
+
+
+def test_every_body_thread_is_prepared_before_its_next_body() -> None:
+    """A composition root's preparation (`prepare_threads`) reaches threads already started as well as
+    new ones, before the body runs; a preparation of the same name replaces the earlier one."""
+    prepared = threading.local()
+
+    def body() -> str:
+        return getattr(prepared, "mark", "unprepared")
+
+    async def main() -> list[str]:
+        await body_threads.run_in_thread(body)  # a thread started before any preparation
+        body_threads.prepare_threads("test", lambda: setattr(prepared, "mark", "first"))
+        first = await asyncio.gather(*(body_threads.run_in_thread(body) for _ in range(4)))
+        body_threads.prepare_threads("test", lambda: setattr(prepared, "mark", "second"))
+        second = await asyncio.gather(*(body_threads.run_in_thread(body) for _ in range(4)))
+        return [*first, *second]
+
+    try:
+        assert asyncio.run(main()) == ["first"] * 4 + ["second"] * 4
+    finally:
+        body_threads.prepare_threads("test", None)
 
 
 def test_an_exception_in_the_body_reaches_the_caller_as_it_was() -> None:
@@ -96,7 +118,7 @@ def test_a_flows_sync_steps_run_on_body_threads() -> None:
 
 BOUND_SCRIPT = """
 import asyncio, threading
-from engine import body_threads
+from flowdeck.engine import body_threads
 
 body_threads.limit(2)
 running, most, gate, release = 0, 0, threading.Lock(), threading.Event()

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from engine import Flow
-from engine.context import Context
-from engine.flow import Flow as FlowType
-from engine.interpreter import AttemptReport, run_attempt
-from store import spi
+from flowdeck.engine import Flow
+from flowdeck.engine.context import Context
+from flowdeck.engine.flow import Flow as FlowType
+from flowdeck.engine.interpreter import AttemptReport, run_attempt
+from flowdeck.store import spi
 from tests.engine.interp_support import Calls, CountingClaimed, World, world_fixture  # noqa: F401
 
 LOG: list[str] = []

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from engine import Flow, FlowDomainError, Schedule
-from engine.context import Context
-from store import spi
+from flowdeck.engine import Flow, FlowDomainError, Schedule
+from flowdeck.engine.context import Context
+from flowdeck.store import spi
 from tests.engine.interp_support import Calls, Crash, World, world_fixture  # noqa: F401
 
 LOG: list[str] = []
@@ -308,7 +308,7 @@ async def test_cancelling_a_stopped_execution_runs_its_undos(world: World) -> No
 
 
 async def test_cancel_during_a_long_back_off_unwinds(world: World) -> None:
-    from engine import FlowRetry
+    from flowdeck.engine import FlowRetry
 
     def down(ctx: Any) -> None:
         raise FlowRetry("remote down")

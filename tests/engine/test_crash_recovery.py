@@ -19,13 +19,13 @@ from types import ModuleType
 
 import pytest
 
-from engine.engine import FlowEngine
-from engine.flow import Flow
 from examples import seed
 from examples.seed import Approval, Order
-from store import spi
-from store.clock import ManualClock, settle
-from store.django.store import DjangoStore
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.engine.flow import Flow
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock, settle
+from flowdeck.store.django.store import DjangoStore
 from tests.engine.engine_support import LEASE, advance, kinds, make_engine, until, waiting_for
 from tests.store.django_support import postgres_url
 
@@ -192,7 +192,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from engine.flow import Flow
+from flowdeck.engine.flow import Flow
 
 
 def note(name: str) -> None:
@@ -235,8 +235,8 @@ async def main(execution_id: str) -> None:
     import django
 
     django.setup()
-    from engine.engine import FlowEngine
-    from store.django.store import DjangoStore
+    from flowdeck.engine.engine import FlowEngine
+    from flowdeck.store.django.store import DjangoStore
 
     async with FlowEngine(DjangoStore("default"), [flow], **KNOBS) as engine:
         await engine.workflows.start("ledgered", execution_id=execution_id)
@@ -274,7 +274,7 @@ async def test_a_killed_process_is_taken_over_at_the_node_in_flight(
     env = {
         **os.environ,
         "DATABASE_URL": postgres_url(),
-        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "DJANGO_SETTINGS_MODULE": "flowdeck.console.settings",
         "PYTHONPATH": str(ROOT),
         "FLOWDECK_LEDGER": str(ledger),
         "FLOWDECK_HANG": "1",

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from engine import Flow
-from engine.dry_run import Conflict, ResumeReport, dry_run
-from store import spi
+from flowdeck.engine import Flow
+from flowdeck.engine.dry_run import Conflict, ResumeReport, dry_run
+from flowdeck.store import spi
 from tests.engine.interp_support import Calls, World, world_fixture  # noqa: F401
 
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from engine import errors, run_local
-from engine.config import EngineConfig
-from engine.engine import FlowEngine, InputStatus
-from engine.flow import Flow
 from examples import seed
-from store import spi
-from store.clock import ManualClock
+from flowdeck.engine import errors, run_local
+from flowdeck.engine.config import EngineConfig
+from flowdeck.engine.engine import FlowEngine, InputStatus
+from flowdeck.engine.flow import Flow
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
 from tests.engine.engine_support import POLL, advance, kinds, make_engine, until, waiting_for
 
 ORDER = seed.sample_order()
@@ -347,7 +347,8 @@ async def test_cancel_outcomes(store: spi.FlowStore, clock: ManualClock) -> None
         state = await until(store, eid)
         assert state.status == spi.Cancelled("changed my mind")
         assert await engine.executions.cancel(eid) == spi.AlreadyTerminal(spi.Cancelled("changed my mind"))
-        assert await engine.executions.cancel("nope") == spi.AlreadyTerminal(spi.Cancelled())
+        with pytest.raises(errors.FlowExecutionNotFound):  # the store's answer for it is the engine's 404
+            await engine.executions.cancel("nope")
 
 
 async def test_cancel_all_counts_accepted_requests(store: spi.FlowStore, clock: ManualClock) -> None:

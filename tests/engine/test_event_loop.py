@@ -7,7 +7,7 @@ import asyncio
 import pytest
 import uvloop
 
-from engine import event_loop
+from flowdeck.engine import event_loop
 
 
 async def _loop_type() -> type:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from engine import Flow, FlowDomainError, FlowRetry, Schedule, values
-from engine.interpreter import AttemptReport, run_attempt
-from store import spi
+from flowdeck.engine import Flow, FlowDomainError, FlowRetry, Schedule, values
+from flowdeck.engine.interpreter import AttemptReport, run_attempt
+from flowdeck.store import spi
 from tests.engine.interp_support import (  # noqa: F401
     Calls,
     CountingClaimed,

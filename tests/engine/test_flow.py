@@ -8,10 +8,10 @@ from datetime import timedelta
 
 import pytest
 
-from engine import Flow, FlowUnclosedDispatch, Loop, Meta, Schedule, arguments, nodes
-from engine.flow import LoopAgain, LoopDone
-from engine.nodes import NO_STATE, Body, Knobs
 from examples.seed import Order, payment
+from flowdeck.engine import Flow, FlowUnclosedDispatch, Loop, Meta, Schedule, arguments, nodes
+from flowdeck.engine.flow import LoopAgain, LoopDone
+from flowdeck.engine.nodes import NO_STATE, Body, Knobs
 
 FILE = arguments.display_site(__file__, 0).rsplit(":", 1)[0]
 

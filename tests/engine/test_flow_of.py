@@ -3,8 +3,8 @@ its version (the execution is parked here)."""
 
 from __future__ import annotations
 
-from store import spi
-from store.clock import ManualClock
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
 from tests.engine.engine_support import make_engine
 from tests.engine.test_versions import V1, V2, _started_under_v1
 

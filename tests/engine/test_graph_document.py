@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from engine import Flow, graph_document, render, schema
-from engine.graph import build_graph
-from engine.graph_document import GraphDocumentError
-from engine.progress import Progress
-from engine.version_diff import Change, diff, marks
-from store import spi
+from flowdeck.engine import Flow, graph_document, render, schema
+from flowdeck.engine.graph import build_graph
+from flowdeck.engine.graph_document import GraphDocumentError
+from flowdeck.engine.progress import Progress
+from flowdeck.engine.version_diff import Change, diff, marks
+from flowdeck.store import spi
 from tests.diagrams import tools
 from tests.diagrams.sample_flows import ALL, every_kind, review
 
@@ -60,7 +60,7 @@ def _state(status: spi.Status, waits: dict[str, spi.Wake] | None = None) -> spi.
 
 
 def test_progress_paints_the_stored_version_as_the_served_one() -> None:
-    from engine.progress import build_progress
+    from flowdeck.engine.progress import build_progress
 
     skeleton = graph_document.flow_of(_stored(every_kind))
     fields = {

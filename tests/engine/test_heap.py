@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from engine import heap
+from flowdeck.engine import heap
 
 
 def _walked(thing: object) -> bool:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine import Flow, FlowEngine, FlowInvalidId, ids
-from store.memory import MemoryStore
+from flowdeck.engine import Flow, FlowEngine, FlowInvalidId, ids
+from flowdeck.store.memory import MemoryStore
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engine import Flow, Loop, Schedule
-from engine.interpreter import AttemptReport, assemble_record, run_attempt
-from store import spi
-from store.clock import ManualClock
-from store.memory import MemoryStore
+from flowdeck.engine import Flow, Loop, Schedule
+from flowdeck.engine.interpreter import AttemptReport, assemble_record, run_attempt
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.memory import MemoryStore
 from tests.engine.engine_support import THREE_NODES
 from tests.engine.interp_support import Calls, CountingClaimed, Crash, World, world_fixture  # noqa: F401
 
@@ -432,7 +432,7 @@ async def test_a_lapsed_claim_writes_nothing_more(world: World) -> None:
     stale = await world.claim(flow, eid)
     assert stale is not None
     await world.clock.advance(timedelta(seconds=31))
-    from engine.interpreter import run_attempt
+    from flowdeck.engine.interpreter import run_attempt
 
     before = await world.kinds(eid)
     report = await run_attempt(flow, stale, store=world.store, clock=world.clock, executor_id="ex-1")
@@ -508,7 +508,7 @@ async def test_gather_runs_every_branch(world: World) -> None:
 
 
 async def test_a_failing_zip_branch_decides_at_once(world: World) -> None:
-    from engine import FlowDomainError
+    from flowdeck.engine import FlowDomainError
 
     class Refused(FlowDomainError):
         pass
@@ -523,7 +523,7 @@ async def test_a_failing_zip_branch_decides_at_once(world: World) -> None:
 
 
 async def test_a_race_arm_failing_while_the_other_waits_parks(world: World) -> None:
-    from engine import FlowDomainError
+    from flowdeck.engine import FlowDomainError
 
     class Refused(FlowDomainError):
         pass
@@ -537,7 +537,7 @@ async def test_a_race_arm_failing_while_the_other_waits_parks(world: World) -> N
 
 
 async def test_a_race_whose_arms_all_fail_fails(world: World) -> None:
-    from engine import FlowDomainError
+    from flowdeck.engine import FlowDomainError
 
     class Refused(FlowDomainError):
         pass
@@ -566,7 +566,7 @@ async def test_a_runner_wraps_the_walk(world: World) -> None:
     eid = await world.start(flow)
     claimed = await world.claim(flow, eid)
     assert claimed is not None
-    from engine.interpreter import run_attempt
+    from flowdeck.engine.interpreter import run_attempt
 
     report = await run_attempt(
         flow, claimed, store=world.store, clock=world.clock, executor_id="ex-1", runner=runner

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from engine import Flow, Loop, arguments, lint
-from engine.lint import LintWarning
 from examples import seed
 from examples.seed import Approval, Order
+from flowdeck.engine import Flow, Loop, arguments, lint
+from flowdeck.engine.lint import LintWarning
 
 FILE = arguments.display_site(__file__, 0).rsplit(":", 1)[0]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from engine import Loop
-from engine.flow import Flow
-from engine.progress import NodeStatus
-from store import spi
-from store.clock import ManualClock
+from flowdeck.engine import Loop
+from flowdeck.engine.flow import Flow
+from flowdeck.engine.progress import NodeStatus
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
 from tests.engine.engine_support import make_engine, until, waiting_for
 
 

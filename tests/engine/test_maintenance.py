@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from engine import maintenance
-from store.clock import ManualClock, settle
+from flowdeck.engine import maintenance
+from flowdeck.store.clock import ManualClock, settle
 
 
 async def test_a_chore_runs_at_once_then_every_interval_on_the_clock() -> None:

@@ -7,12 +7,12 @@ import asyncio
 
 import pytest
 
-from engine import errors, schema
-from engine.flow import Flow
 from examples import seed
 from examples.seed import Order
-from store import spi
-from store.clock import ManualClock
+from flowdeck.engine import errors, schema
+from flowdeck.engine.flow import Flow
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
 from tests.engine.engine_support import make_engine, until, waiting_for
 
 ORDER = seed.sample_order()

@@ -9,11 +9,11 @@ from datetime import timedelta
 
 import pytest
 
-from engine import errors
-from engine.flow import Flow
-from store import spi
-from store.clock import ManualClock, settle
-from store.memory import MemoryStore
+from flowdeck.engine import errors
+from flowdeck.engine.flow import Flow
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock, settle
+from flowdeck.store.memory import MemoryStore
 from tests.engine.engine_support import (
     LEASE,
     THREE_NODES,
@@ -21,6 +21,7 @@ from tests.engine.engine_support import (
     advance,
     kinds,
     make_engine,
+    released,
     shape,
     until,
 )
@@ -100,6 +101,7 @@ async def test_run_here_refuses_a_taken_id_writing_nothing(store: spi.FlowStore,
     async with make_engine(store, clock, [chain()]) as engine:
         await engine.workflows.start("chain", execution_id="taken", run_here=True)
         done = await until(store, "taken")
+        await released(engine)
         history = (await store.get_history("taken")).events
         with pytest.raises(errors.FlowDuplicateExecution):
             await engine.workflows.start("chain", execution_id="taken", run_here=True)

@@ -7,7 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from engine import (
+from examples import seed
+from examples.seed import Approval, Order
+from flowdeck.engine import (
     Flow,
     FlowDuplicateName,
     FlowListenMismatch,
@@ -20,8 +22,6 @@ from engine import (
     schema,
     values,
 )
-from examples import seed
-from examples.seed import Approval, Order
 
 FILE = arguments.display_site(__file__, 0).rsplit(":", 1)[0]
 
@@ -312,7 +312,7 @@ def test_retries_tags_handlers_and_nesting_kinds():
 
 
 def test_workflow_info_of_a_flow_with_a_subflow():
-    from store.spi import InputInfo, NodeInfo, WorkflowInfo, WorkflowMeta
+    from flowdeck.store.spi import InputInfo, NodeInfo, WorkflowInfo, WorkflowMeta
 
     flow = seed.charging.with_meta(Meta(description="charge it", tags=("money",), version="3"))
     order, total, charge = flow.nodes

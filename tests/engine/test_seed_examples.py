@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from engine import FlowRetry, interpreter
-from engine.engine import FlowEngine
-from engine.flow import Flow
 from examples import seed
 from examples.seed import Approval, Item
-from store import spi
-from store.clock import ManualClock
+from flowdeck.engine import FlowRetry, interpreter
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.engine.flow import Flow
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
 from tests.engine.engine_support import POLL, advance, make_engine, until
 
 ORDER = seed.sample_order()

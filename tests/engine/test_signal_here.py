@@ -10,17 +10,18 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
-from engine import errors
-from engine.flow import Flow
-from store import spi
-from store.clock import ManualClock, settle
-from store.memory import MemoryStore
+from flowdeck.engine import errors
+from flowdeck.engine.flow import Flow
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock, settle
+from flowdeck.store.memory import MemoryStore
 from tests.engine.engine_support import (
     LEASE,
     DjangoHandOuts,
     MemoryHandOuts,
     advance,
     make_engine,
+    released,
     shape,
     until,
     waiting_for,
@@ -139,6 +140,7 @@ async def test_signal_here_refusals_write_nothing(store: spi.FlowStore, clock: M
     async with make_engine(store, clock, [listener()]) as engine:
         eid = await engine.workflows.start("listener")
         parked = await until(store, eid, waiting_for("go"))
+        await released(engine)
         history, fields = await store.get_history(eid), await store.get_all_fields(eid)
         with pytest.raises(errors.FlowInputError):
             await engine.executions.signal(eid, "nope", 1)

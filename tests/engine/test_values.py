@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import Field
 
-from engine import FlowValueError, values
-from engine.values import Record
 from examples.seed import Item, Order, sample_order
-from store.spi import FieldData
+from flowdeck.engine import FlowValueError, values
+from flowdeck.engine.values import Record
+from flowdeck.store.spi import FieldData
 
 
 def test_a_pydantic_model_round_trips_through_its_declared_type():

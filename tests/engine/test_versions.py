@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine import errors, schema
 from examples import seed
-from store import spi
-from store.clock import ManualClock
+from flowdeck.engine import errors, schema
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
 from tests.engine.engine_support import make_engine, until, waiting_for
 
 ORDER = seed.sample_order()

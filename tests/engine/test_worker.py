@@ -10,11 +10,21 @@ from datetime import timedelta
 
 import pytest
 
-from engine.flow import Flow
-from store import spi
-from store.clock import ManualClock, settle
-from store.memory import MemoryStore
-from tests.engine.engine_support import LEASE, POLL, RENEW, advance, kinds, make_engine, unclaimed, until
+from flowdeck.engine.flow import Flow
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock, settle
+from flowdeck.store.memory import MemoryStore
+from tests.engine.engine_support import (
+    LEASE,
+    POLL,
+    RENEW,
+    advance,
+    kinds,
+    make_engine,
+    released,
+    unclaimed,
+    until,
+)
 
 
 @pytest.fixture
@@ -65,21 +75,22 @@ async def test_health_reports_workers_and_claims(store: spi.FlowStore, clock: Ma
         assert (health.poll_failures, health.last_poll_failure) == (0, None)
         gate.opened.set()
         assert (await until(store, eid)).status == spi.Completed()
-        await settle()
-        assert engine.health().claims_held == ()
+        await released(engine)
     assert engine.health().workers_alive == 0
 
 
 async def test_claims_and_outcomes_are_logged(
     store: spi.FlowStore, clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="engine.worker")
+    caplog.set_level(logging.INFO, logger="flowdeck.engine.worker")
     async with make_engine(store, clock, [Flow.init("quick").output("x", lambda ctx: 1, type=int)]) as engine:
         eid = await engine.workflows.start("quick")
         await until(store, eid)
         await settle()
     actions = [
-        (r.action, getattr(r, "execution_id", None)) for r in caplog.records if r.name == "engine.worker"
+        (r.action, getattr(r, "execution_id", None))
+        for r in caplog.records
+        if r.name == "flowdeck.engine.worker"
     ]
     assert ("claim", eid) in actions
     assert ("attempt_done", eid) in actions
@@ -117,8 +128,8 @@ async def test_a_lost_claim_stops_the_body(store: spi.FlowStore, clock: ManualCl
             # the second engine claims the lapsed row and runs the body again
             await until(store, eid, lambda s: s.executor == second.executor_id and gate.calls == 2)
             await clock.advance(RENEW)  # the first engine's renewal is refused: its body is cancelled
-            await settle()
-            assert (gate.cancelled, first.health().claims_held) == (1, ())
+            await released(first)
+            assert gate.cancelled == 1
             gate.opened.set()
             assert (await until(store, eid)).status == spi.Completed()
     assert (await store.get_field(eid, "after")).decode() == "done!"
@@ -127,14 +138,15 @@ async def test_a_lost_claim_stops_the_body(store: spi.FlowStore, clock: ManualCl
 class FlakyStore(MemoryStore):
     """A real memory store whose next `failures` polls fail, as a store behind a dropped connection does."""
 
-    def __init__(self, clock: ManualClock, failures: int) -> None:
+    def __init__(self, clock: ManualClock, failures: int, *, retryable: bool = True) -> None:
         super().__init__(clock)
         self.failures = failures
+        self.retryable = retryable
 
     async def claim_ready(self, *args: object, **kwargs: object):  # type: ignore[override]
         if self.failures:
             self.failures -= 1
-            raise spi.FlowStoreError("database went away", retryable=True)
+            raise spi.FlowStoreError("database went away", retryable=self.retryable)
         return await super().claim_ready(*args, **kwargs)  # type: ignore[arg-type]
 
 
@@ -153,6 +165,44 @@ async def test_poll_failures_are_counted_and_polling_goes_on(clock: ManualClock)
         eid = await engine.workflows.start("quick")
         assert (await until(store, eid)).status == spi.Completed()
         assert (engine.health().poll_failures, engine.health().workers_alive) == (2, 1)
+
+
+async def test_a_transient_poll_failure_pauses_briefly_doubling_while_it_lasts(
+    clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a locked SQLite database answers `retryable`: the worker asks again in 50 ms, not a poll timeout
+    store = FlakyStore(clock, failures=3)
+    flow = Flow.init("quick").output("x", lambda ctx: 1, type=int)
+    began = clock.now()
+    with caplog.at_level(logging.WARNING, logger="flowdeck.engine.worker"):
+        async with make_engine(store, clock, [flow]) as engine:
+            for _ in range(3):
+                await advance(clock, timedelta(milliseconds=200))
+            eid = await engine.workflows.start("quick")
+            assert (await until(store, eid)).status == spi.Completed()
+            assert engine.health().poll_failures == 3
+    pauses = [r.getMessage() for r in caplog.records if r.getMessage().startswith("poll failed")]
+    assert pauses == [
+        "poll failed (FlowStoreError: database went away); pausing 0.05s",
+        "poll failed (FlowStoreError: database went away); pausing 0.1s",
+        "poll failed (FlowStoreError: database went away); pausing 0.2s",
+    ]
+    assert clock.now() - began < POLL  # polling went on well within one poll timeout
+
+
+async def test_a_poll_failure_that_is_not_transient_pauses_the_poll_timeout(clock: ManualClock) -> None:
+    store = FlakyStore(clock, failures=1, retryable=False)
+    flow = Flow.init("quick").output("x", lambda ctx: 1, type=int)
+    async with make_engine(store, clock, [flow]) as engine:
+        await settle()
+        await advance(clock, POLL - timedelta(seconds=1))
+        await settle()
+        eid = await engine.workflows.start("quick")
+        await settle()
+        assert (await store.get_execution(eid)).status == spi.Running()  # type: ignore[union-attr]
+        await advance(clock, timedelta(seconds=1))
+        assert (await until(store, eid)).status == spi.Completed()
+        assert engine.health().poll_failures == 1
 
 
 async def test_batch_members_run_concurrently(store: spi.FlowStore, clock: ManualClock) -> None:
@@ -383,7 +433,7 @@ async def test_a_stale_claim_lost_before_its_attempt_writes_nothing(
     jumpy: JumpyClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = jumpy
-    caplog.set_level(logging.INFO, logger="engine.worker")
+    caplog.set_level(logging.INFO, logger="flowdeck.engine.worker")
 
     class LosesOnConfirm(FlakyRenewals):
         """Once: the wall clock passes the lease while the claim is handed over, so the confirmation is

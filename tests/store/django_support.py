@@ -7,6 +7,7 @@ PostgreSQL cases call `require_postgres()`: they skip when the server is unreach
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connections
 
-from console import settings as project_settings
+from flowdeck.console import settings as project_settings
 
 SQLITE_ALIAS = "fd_sqlite"
 POSTGRES_ALIAS = "fd_postgres"
@@ -35,6 +36,17 @@ def add_alias(alias: str, config: dict[str, Any]) -> None:
     settings.DATABASES[alias] = config
     configured = connections.configure_settings({"default": settings.DATABASES["default"], alias: config})
     connections.settings[alias] = configured[alias]
+
+
+def remove_alias(alias: str) -> None:
+    """Undo `add_alias` for a test's own alias: left configured, a later transactional test of this
+    process would flush it (and meet whatever made it special: a server that is not there)."""
+    with contextlib.suppress(Exception):  # from async code Django refuses; that thread opened none anyway
+        connections[alias].close()
+    with contextlib.suppress(AttributeError):
+        del connections[alias]
+    settings.DATABASES.pop(alias, None)
+    connections.settings.pop(alias, None)
 
 
 def postgres_reachable() -> bool:
@@ -119,8 +131,14 @@ def migrate(alias: str) -> None:
 _PREPARED: set[str] = set()
 
 
+# Both aliases are added after pytest-django has set up its test databases (`django_db_setup`): an alias
+# already configured then would be taken over by pytest-django, renamed `test_…` and dropped at its
+# teardown while the store's threads still hold connections to it. Which test a process runs first decides
+# that, so under pytest-xdist it happened in one process and not the others.
 @pytest.fixture(scope="session")
-def sqlite_alias(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: Any) -> str:
+def sqlite_alias(
+    tmp_path_factory: pytest.TempPathFactory, django_db_setup: None, django_db_blocker: Any
+) -> str:
     if SQLITE_ALIAS not in _PREPARED:
         path = tmp_path_factory.mktemp("flowstore") / "store.sqlite3"
         add_alias(SQLITE_ALIAS, sqlite_config(path))
@@ -131,7 +149,7 @@ def sqlite_alias(tmp_path_factory: pytest.TempPathFactory, django_db_blocker: An
 
 
 @pytest.fixture(scope="session")
-def postgres_alias(django_db_blocker: Any) -> Iterator[str]:
+def postgres_alias(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     require_postgres()
     if POSTGRES_ALIAS not in _PREPARED:
         create_postgres_database()
@@ -147,10 +165,22 @@ def postgres_alias(django_db_blocker: Any) -> Iterator[str]:
 
 
 @pytest.fixture
-def database_access(django_db_blocker: Any) -> Iterator[None]:
-    """The store's own threads use committed data: no pytest-django test transaction, just access."""
+def database_access(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """The store's own threads use committed data: no pytest-django test transaction, just access. After
+    pytest-django's setup, for the same reason as the aliases: the tests add aliases of their own."""
     with django_db_blocker.unblock():
+        if SQLITE_ALIAS in _PREPARED:
+            _keep_token_counter(SQLITE_ALIAS)
         yield
+
+
+def _keep_token_counter(alias: str) -> None:
+    """SQLite's claim-token counter row, as its migration made it. A transactional test of another module
+    that ran in this process may have flushed the alias (pytest-django truncates every table, the counter
+    with the rest); the store's `reset()` keeps it, a flush does not."""
+    from flowdeck.store.django.models import TokenCounter
+
+    TokenCounter.objects.using(alias).get_or_create(id=1, defaults={"value": 0})
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

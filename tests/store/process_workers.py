@@ -15,7 +15,7 @@ SERVED = frozenset({("wf1", "")})
 
 def _setup(url: str) -> None:
     os.environ["DATABASE_URL"] = url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "console.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "flowdeck.console.settings"
     import django
 
     django.setup()
@@ -24,7 +24,7 @@ def _setup(url: str) -> None:
 def race_claims(url: str, name: str, start: Any, results: Any) -> None:
     """Claim (and hold) rows five at a time until an ask finds nothing; report every (id, token)."""
     _setup(url)
-    from store.django.store import DjangoStore
+    from flowdeck.store.django.store import DjangoStore
 
     async def run() -> list[tuple[str, int]]:
         store = DjangoStore("default", pool_size=2, listen=False)
@@ -47,7 +47,7 @@ def claim_once(url: str, name: str, lease: float, timeout: float, results: Any, 
     """One blocking claim_ready (once `start` is set, if given); report what it got, its tokens and how
     long it blocked."""
     _setup(url)
-    from store.django.store import DjangoStore
+    from flowdeck.store.django.store import DjangoStore
 
     async def run() -> tuple[list[tuple[str, int]], float]:
         store = DjangoStore("default", pool_size=2)

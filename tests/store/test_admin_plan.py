@@ -14,8 +14,8 @@ from django.contrib import admin
 from django.db import connections
 from django.test import RequestFactory
 
-from store.django import admin as store_admin
-from store.django import models
+from flowdeck.store.django import admin as store_admin
+from flowdeck.store.django import models
 from tests.store.django_support import database_access, postgres_alias
 from tests.store.test_overview_plan import seeded
 

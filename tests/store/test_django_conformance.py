@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from store.clock import ManualClock, settle
-from store.conformance import FlowStoreConformance, InProcessBlockingConformance
-from store.conformance.support import SAFETY, SERVED, WF2, StoreFixture, seconds
-from store.django.store import DjangoStore
+from flowdeck.store.clock import ManualClock, settle
+from flowdeck.store.conformance import FlowStoreConformance, InProcessBlockingConformance
+from flowdeck.store.conformance.support import SAFETY, SERVED, WF2, StoreFixture, seconds
+from flowdeck.store.django.store import DjangoStore
 from tests.store.django_support import database_access, postgres_alias, sqlite_alias
 
 __all__ = ["database_access", "postgres_alias", "sqlite_alias"]

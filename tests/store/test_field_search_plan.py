@@ -1,5 +1,8 @@
-"""On PostgreSQL, a search by a recorded value is answered from the GIN index on the values' jsonb
-(migration 0007 and `queries.FIELD_JSONB` spell one expression: this holds them together)."""
+"""On PostgreSQL, a search by a recorded value is answered from an index: a number, true, false or null from
+the GIN index on the values' jsonb (migration 0007 and `queries.FIELD_JSONB` spell one expression), text
+(equal ignoring case, by prefix, by part) from the trigram index on the values' text, and a `text:` term
+from the trigram index on the messages (migration 0012 and `search_queries.MESSAGE_TEXT`): this holds them
+together."""
 
 from __future__ import annotations
 
@@ -9,10 +12,10 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from store import spi
-from store.django import queries
-from store.django.store import DjangoStore, executions_matching
-from store.field_terms import parse_field_term
+from flowdeck.store import spi
+from flowdeck.store.django import queries
+from flowdeck.store.django.store import DjangoStore, executions_matching
+from flowdeck.store.field_terms import parse_field_term
 from tests.store.django_support import database_access, postgres_alias
 
 __all__ = ["database_access", "postgres_alias"]
@@ -24,6 +27,9 @@ INSERT INTO flowstore_execution (id, flow_id, hash, status, status_kind, cancel_
 SELECT 'x' || lpad(g::text, 6, '0'), 'wf' || (g % 4), 'h', '{"type":"running"}', 'running', false, '', 1, g,
     timestamptz '2030-01-01' + g * interval '1 second', timestamptz '2030-01-01' + g * interval '1 second'
 FROM generate_series(1, 20000) AS g;
+UPDATE flowstore_execution SET status_kind = 'failed',
+    status = '{"type":"failed","error":"card declined r' || (serial % 1000) || '","kind":null}'
+WHERE serial % 2 = 0;
 INSERT INTO flowstore_field (execution_id, name, value, tag)
 SELECT 'x' || lpad(g::text, 6, '0'), 'order',
     '{"customer":"c' || (g % 1000) || '","total":' || (g % 97) || ',"items":[{"sku":"s' || (g % 13) || '"}]}',
@@ -32,6 +38,8 @@ FROM generate_series(1, 20000) AS g;
 INSERT INTO flowstore_field (execution_id, name, value, tag)
 SELECT 'x' || lpad(g::text, 6, '0'), 'charge', '{"id":"ch' || g || '"}', 'Charge'
 FROM generate_series(1, 20000) AS g;
+SELECT gin_clean_pending_list('fs_exec_message_trgm'::regclass);
+SELECT gin_clean_pending_list('fs_field_value_trgm'::regclass);
 ANALYZE flowstore_execution;
 ANALYZE flowstore_field;
 """
@@ -65,24 +73,32 @@ def _explain(alias: str, terms: list[str], filt: spi.ExecutionFilter.Any | None 
 
 @pytest.mark.postgres
 @pytest.mark.parametrize(
-    "terms",
+    ("terms", "index"),
     [
-        ["field:order.customer=c7"],
-        ["field:order.items.0.sku=s3"],
-        ["field:order.customer=c7", "field:order.total=7"],
-        ["field:charge.id=ch12"],
+        (["field:order.customer=c7"], "fs_field_value_trgm"),
+        (["field:order.customer=C7"], "fs_field_value_trgm"),
+        (["field:order.customer^=c77"], "fs_field_value_trgm"),
+        (["field:order.customer~=177"], "fs_field_value_trgm"),
+        (["field:order.items.0.sku=s3"], "fs_field_value_trgm"),
+        (["field:order.total=7"], "fs_field_value_jsonb"),
+        (["field:order.customer=c7", "field:order.total=7"], "fs_field_value_trgm"),
+        (["field:charge.id=ch12"], "fs_field_value_trgm"),
+        (["text:R421"], "fs_exec_message_trgm"),
     ],
 )
-def test_a_field_search_reads_the_gin_index(seeded: str, database_access: None, terms: list[str]) -> None:
+def test_a_field_search_reads_an_index(
+    seeded: str, database_access: None, terms: list[str], index: str
+) -> None:
     plans = _explain(seeded, terms)
     print(plans)
-    assert "fs_field_value_jsonb" in plans, plans
+    assert index in plans, plans
     assert "Seq Scan on flowstore_field" not in plans, plans
+    assert "Seq Scan on flowstore_execution" not in plans, plans
 
 
 @pytest.mark.postgres
 def test_a_field_search_with_a_status_reads_the_gin_index(seeded: str, database_access: None) -> None:
-    plans = _explain(seeded, ["field:order.customer=c7"], spi.ExecutionFilter.Running())
+    plans = _explain(seeded, ["field:order.total=7"], spi.ExecutionFilter.Running())
     assert "fs_field_value_jsonb" in plans, plans
 
 

@@ -8,8 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from store.field_terms import TERM_PATTERN, FieldMatch, parse_field_term, split_terms
-from store.filters import FilterParseError
+from flowdeck.store import filter_limits
+from flowdeck.store.field_terms import (
+    TERM_PATTERN,
+    FieldMatch,
+    TextMatch,
+    parse_field_term,
+    parse_terms,
+    split_terms,
+)
+from flowdeck.store.filters import FilterParseError
 
 
 @pytest.mark.parametrize(
@@ -32,6 +40,19 @@ from store.filters import FilterParseError
         ('field:"my.node"."a b"=1', FieldMatch("my.node", ("a b",), 1)),
         ("field:0.x=1", FieldMatch("0", ("x",), 1)),
         ("field:o.³=1", FieldMatch("o", ("³",), 1)),  # a digit to Unicode, not a list index (schemathesis)
+        # issue 29: prefix, contains (their value is always text) and ranges (a number)
+        ("field:order.customer^=Ad", FieldMatch("order", ("customer",), "Ad", "^=")),
+        ("field:order.customer~=love", FieldMatch("order", ("customer",), "love", "~=")),
+        ("field:order.customer~=12", FieldMatch("order", ("customer",), "12", "~=")),
+        ('field:order.customer^="a b"', FieldMatch("order", ("customer",), "a b", "^=")),
+        ("field:o.total>100", FieldMatch("o", ("total",), 100, ">")),
+        ("field:o.total>=-1.5", FieldMatch("o", ("total",), -1.5, ">=")),
+        ("field:o.total<1e3", FieldMatch("o", ("total",), 1000.0, "<")),
+        ("field:o.total<=0", FieldMatch("o", ("total",), 0, "<=")),
+        ("field:pay~charge.id~=ch", FieldMatch("pay~charge", ("id",), "ch", "~=")),  # ~ in a key, then ~=
+        ('field:o."a~"=1', FieldMatch("o", ("a~",), 1)),  # a key ending in ~ is quoted
+        ('field:o."<b>"=1', FieldMatch("o", ("<b>",), 1)),
+        ("field:o.x=>5", FieldMatch("o", ("x",), ">5")),  # `=` then the text ">5"
     ],
 )
 def test_a_term_parses_to_its_match(term: str, match: FieldMatch) -> None:
@@ -57,6 +78,12 @@ def test_a_term_parses_to_its_match(term: str, match: FieldMatch) -> None:
         ('field:order.c="\\u0000"', "escapes only"),
         ("field:order.c=\ud800", "unpaired surrogate"),
         ("field:order.c\x00=1", "NUL"),
+        ("field:order.total>ten", "compares numbers"),
+        ("field:order.total>=1e999", "compares numbers"),
+        ('field:order.total<"1"', "compares numbers"),
+        ("field:order.total>", "compares numbers"),
+        ("field:order.customer~=", "has an empty value"),
+        ("text:", "has an empty value"),
     ],
 )
 def test_a_malformed_term_says_what_is_wrong(term: str, problem: str) -> None:
@@ -75,10 +102,27 @@ def test_a_search_box_splits_into_terms_and_words_outside_quotes() -> None:
         split_terms('field:order.customer="Ada')
 
 
-@given(st.text(alphabet=st.sampled_from([*'field:.="\\ {[0123456789-+eE', "a", "é", "\x01", "\x00", "\n"])))
+def test_a_text_term_is_a_term_of_its_own() -> None:
+    """Issue 29: `text:` searches failure and stop messages; quoted, it holds spaces."""
+    matches, words = split_terms('demo- text:"card declined" field:o.n>=2 text:12')
+    assert (words, matches) == (
+        ["demo-"],
+        [TextMatch("card declined"), FieldMatch("o", ("n",), 2, ">="), TextMatch("12")],
+    )
+    assert parse_field_term(TextMatch('say "hi"').show()) == TextMatch('say "hi"')
+    assert parse_terms(["text:x"] * 20) == [TextMatch("x")] * 20
+    with pytest.raises(FilterParseError, match="at most 20"):
+        parse_terms(["text:x"] * 21)
+
+
+_PIECES = [*'field:.="\\ {[0123456789-+eE<>^~', "text:", "a", "é", "\x01", "\x00", "\n"]
+
+
+@given(st.lists(st.sampled_from(_PIECES)).map("".join))
 def test_the_documented_pattern_is_exactly_what_parses(tail: str) -> None:
     """The REST document states TERM_PATTERN; a term it admits parses, and one it refuses does not."""
-    for term in (tail, "field:" + tail, "field:a" + tail, "field:a=" + tail):
+    prefixes = ("", "field:", "field:a", "field:a=", "field:a>", "text:")
+    for term in (prefix + tail for prefix in prefixes):
         admitted = re.fullmatch(TERM_PATTERN, term) is not None
         try:
             parse_field_term(term)
@@ -86,3 +130,53 @@ def test_the_documented_pattern_is_exactly_what_parses(tail: str) -> None:
         except FilterParseError:
             parsed = False
         assert admitted == parsed, term
+
+
+DEEP = "field:o." + ".".join(["k"] * 1000) + "=1"
+DEEPER = "field:o." + ".".join(["key"] * 1000) + "=1"
+HUGE = "field:o.n=" + "9" * 5000
+
+
+@pytest.mark.parametrize(
+    ("term", "problem"),
+    [
+        (DEEP[:1900], "at most 64 keys and indexes deep"),
+        (DEEPER, "a field: term is at most 4000 characters"),
+        (HUGE[:111], "a number is at most 100 digits"),
+        ("field:o.n=-" + "1" * 101, "a number is at most 100 digits"),
+        ("field:o.n=" + "1" * 101 + "abc", "a number is at most 100 digits"),
+        ("field:o.n=" + "x" * 1001, "a value is at most 1000 characters"),
+        ('field:o.n="' + "\\\\" * 1001 + '"', "a value is at most 1000 characters"),
+        (HUGE, "a field: term is at most 4000 characters"),
+    ],
+)
+def test_a_term_past_the_filter_limits_is_refused_naming_the_limit(term: str, problem: str) -> None:
+    with pytest.raises(FilterParseError, match=problem):
+        parse_field_term(term)
+    assert re.fullmatch(TERM_PATTERN, term) is None or len(term) > filter_limits.MAX_TERM
+
+
+@pytest.mark.parametrize(
+    ("term", "match"),
+    [
+        ("field:o." + ".".join(["k"] * 64) + "=1", FieldMatch("o", ("k",) * 64, 1)),
+        ("field:o.n=" + "9" * 100, FieldMatch("o", ("n",), int("9" * 100))),
+        ('field:o.n="' + "9" * 101 + '"', FieldMatch("o", ("n",), "9" * 101)),
+        ("field:o.n=1." + "5" * 200, FieldMatch("o", ("n",), float("1." + "5" * 200))),
+        ("field:o.n=" + "x" * 1000, FieldMatch("o", ("n",), "x" * 1000)),
+        ('field:o.n="' + '\\"' * 1000 + '"', FieldMatch("o", ("n",), '"' * 1000)),
+    ],
+)
+def test_a_term_at_the_filter_limits_parses(term: str, match: FieldMatch) -> None:
+    assert parse_field_term(term) == match
+    assert re.fullmatch(TERM_PATTERN, term) is not None
+
+
+def test_a_search_past_the_filter_limits_is_refused() -> None:
+    with pytest.raises(FilterParseError, match="at most 20 field: terms"):
+        split_terms(" ".join(f"field:o.n={n}" for n in range(21)))
+    with pytest.raises(FilterParseError, match="at most 20 field: terms"):
+        parse_terms([f"field:o.n={n}" for n in range(21)])
+    with pytest.raises(FilterParseError, match="a search is at most 8000 characters"):
+        split_terms("x" * 8001)
+    assert len(split_terms(" ".join(f"field:o.n={n}" for n in range(20)))[0]) == 20

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from store.clock import ManualClock
-from store.conformance import FlowStoreConformance, InProcessBlockingConformance
-from store.memory import MemoryStore
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.conformance import FlowStoreConformance, InProcessBlockingConformance
+from flowdeck.store.memory import MemoryStore
 
 
 class TestMemoryStoreConformance(FlowStoreConformance):

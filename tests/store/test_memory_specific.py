@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from store import spi
-from store.clock import ManualClock
-from store.conformance.support import SERVED, WF1, StoreFixture
-from store.memory import MemoryStore
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.conformance.support import SERVED, WF1, StoreFixture
+from flowdeck.store.memory import MemoryStore
 
 
 def fixture() -> StoreFixture:

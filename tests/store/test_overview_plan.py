@@ -13,9 +13,9 @@ from django.db import connections
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
-from store import spi
-from store.django import counts, models, search
-from store.django.store import DjangoStore
+from flowdeck.store import spi
+from flowdeck.store.django import counts, models, search
+from flowdeck.store.django.store import DjangoStore
 from tests.store.django_support import database_access, postgres_alias
 
 __all__ = ["database_access", "postgres_alias"]

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from store import spi
-from store.clock import SystemClock
-from store.django.store import DjangoStore
+from flowdeck.store import spi
+from flowdeck.store.clock import SystemClock
+from flowdeck.store.django.store import DjangoStore
 from tests.store import process_workers
 from tests.store.django_support import database_access, postgres_alias, postgres_url
 
@@ -99,7 +99,9 @@ async def test_a_lapsed_lease_is_reclaimed_by_the_other_process(store: DjangoSto
     assert [e for e, _ in retaken] == ["e1"]
     assert held.state.claim_token is not None
     assert retaken[0][1] > held.state.claim_token
-    assert 0.5 < took < 2.0, f"the reclaim waited {took:.2f}s for a 1.5s lease"
+    # woken by the lease's expiry, not by its 30 s poll timeout (no write came); how soon after the expiry
+    # depends on the machine's load, so the bound is the timeout, not a speed
+    assert took < 20, f"the reclaim waited {took:.2f}s for a 1.5s lease: it waited out its poll"
     row = await store.get_execution("e1")
     assert row is not None
     assert row.executor == "p2"
@@ -126,4 +128,5 @@ async def test_a_signal_in_one_process_wakes_a_poll_blocked_in_another(store: Dj
     child.join(30)
     print(f"woken after blocking {took:.3f}s (signal sent about 1s after the poll began)")
     assert [e for e, _ in got] == ["e1"]
-    assert took < 5.0, f"the blocked poll answered after {took:.1f}s of a 30s timeout"
+    # woken by the signal, not by its 30 s poll timeout (the bound is the timeout, not the machine's speed)
+    assert took < 20, f"the blocked poll answered after {took:.1f}s of a 30s timeout"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from store.django import queries
+from flowdeck.store.django import queries
 from tests.store.django_support import database_access, postgres_alias
 from tests.store.test_overview_plan import seeded
 

@@ -28,10 +28,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from store import spi
-from store.clock import ManualClock
-from store.django.store import DjangoStore
-from store.memory import MemoryStore
+from flowdeck.store import spi
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.django.store import DjangoStore
+from flowdeck.store.memory import MemoryStore
 from tests.store.django_support import database_access, postgres_alias, sqlite_alias
 
 __all__ = ["database_access", "postgres_alias", "sqlite_alias"]

@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 import pytest
 from django.db import connections
 
-from store import counts, spi
-from store.clock import ManualClock
-from store.django import status_tally
-from store.django.store import DjangoStore
-from store.django.tx import Tx
+from flowdeck.store import counts, spi
+from flowdeck.store.clock import ManualClock
+from flowdeck.store.django import status_tally
+from flowdeck.store.django.store import DjangoStore
+from flowdeck.store.django.tx import Tx
 from tests.store.django_support import backend_alias, database_access, postgres_alias, sqlite_alias
 
 __all__ = ["backend_alias", "database_access", "postgres_alias", "sqlite_alias"]

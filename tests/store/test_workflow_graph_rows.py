@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from engine import graph_document, schema
-from store.django import models
-from store.django.store import DjangoStore
+from flowdeck.engine import graph_document, schema
+from flowdeck.store.django import models
+from flowdeck.store.django.store import DjangoStore
 from tests.diagrams.sample_flows import every_kind
 from tests.store.django_support import backend_alias, database_access, postgres_alias, sqlite_alias
 

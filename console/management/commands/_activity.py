@@ -1,4 +1,4 @@
-"""`flow activity` and `--as USER`: who the CLI's actions are attributed to, and what operators did.
+"""`flowdeck activity` and `--as USER`: who the CLI's actions are attributed to, and what operators did.
 
 Not a command (Django skips modules whose name starts with an underscore).
 """
@@ -10,8 +10,8 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from console import activity, refusals
-from console.management.commands._output import table
+from flowdeck.console import activity, refusals
+from flowdeck.console.management.commands._output import table
 
 __all__ = ["AS_HELP", "actor_of", "add_arguments", "show"]
 

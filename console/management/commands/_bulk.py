@@ -15,8 +15,8 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from console import bulk
-from engine.engine import FlowEngine
+from flowdeck.console import bulk
+from flowdeck.engine.engine import FlowEngine
 
 __all__ = ["add_arguments", "requested", "run"]
 
@@ -51,10 +51,10 @@ def requested(o: Mapping[str, Any]) -> bool:
 
 
 def _where(o: Mapping[str, Any]) -> bulk.Where:
-    statuses = [w for w in o["where"] if not w.startswith("field:")]
+    statuses = [w for w in o["where"] if not w.startswith(("field:", "text:"))]
     if len(statuses) > 1:
         raise CommandError(f"one status word at most (got {', '.join(statuses)})", returncode=2)
-    terms = [w for w in o["where"] if w.startswith("field:")]
+    terms = [w for w in o["where"] if w.startswith(("field:", "text:"))]
     where = bulk.Where(statuses[0] if statuses else "", o["workflow"], "", o["prefix"], tuple(terms))
     where.parsed()  # a filter that is not one: FilterParseError, which the command answers with exit 2
     return where

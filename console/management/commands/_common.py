@@ -18,14 +18,14 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import CommandError
 from django.db import connections
 
-from console import runtime
-from console.conf import FlowdeckSettings, flowdeck_settings
-from console.discovery import registered_flows
-from console.management.commands import _output
-from engine import body_threads
-from engine.engine import FlowEngine
-from engine.errors import FlowConfigError
-from store import spi
+from flowdeck.console import runtime
+from flowdeck.console.conf import FlowdeckSettings, flowdeck_settings
+from flowdeck.console.discovery import registered_flows
+from flowdeck.console.management.commands import _output
+from flowdeck.engine import body_threads
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.engine.errors import FlowConfigError
+from flowdeck.store import spi
 
 __all__ = [
     "bounded_body_threads",
@@ -37,7 +37,7 @@ __all__ = [
     "usage_error",
 ]
 
-logger = logging.getLogger("console.workers")
+logger = logging.getLogger("flowdeck.console.workers")
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -76,7 +76,7 @@ def engine_logging(verbosity: int = 1, stream: TextIO | None = None) -> Iterator
     handler.addFilter(_Action())
     level = {0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
     saved = []
-    for name in ("engine", "console"):
+    for name in ("flowdeck.engine", "flowdeck.console"):
         target = logging.getLogger(name)
         saved.append((target, target.level, target.propagate))
         target.addHandler(handler)
@@ -157,9 +157,12 @@ def _store(slots: int) -> spi.FlowStore:
     PostgreSQL's connections are a shared budget: N worker processes each holding the default pool would
     spend it on idle connections. SQLite keeps its single connection."""
     alias = flowdeck_settings().database_alias
-    if connections[alias].vendor != "postgresql":
-        return runtime.store()
-    return runtime.open_store(pool_size=max(2, min(8, slots + 1)))
+    try:
+        if connections[alias].vendor != "postgresql":
+            return runtime.store()
+        return runtime.open_store(pool_size=max(2, min(8, slots + 1)))
+    except spi.FlowStoreError as error:  # a database the store cannot make safe (SQLite in a read-only place)
+        raise usage_error(str(error)) from None
 
 
 def bounded_body_threads(slots: int) -> None:
@@ -193,6 +196,7 @@ def build_engine(options: Mapping[str, Any], *, poll_timeout: timedelta | None =
             batch_size=batch_size,
             poll_timeout=poll_timeout or conf.poll_timeout,
             shutdown_grace=span("shutdown_grace", conf.shutdown_grace),
+            transient=runtime.TRANSIENT,
         )
     except FlowConfigError as error:
         problems = "\n".join(f"  - {p}" for p in error.problems)

@@ -22,7 +22,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, OutputWrapper
 from pydantic import ValidationError
 
-from engine import errors
+from flowdeck.engine import errors
 
 __all__ = [
     "table",
@@ -32,6 +32,7 @@ __all__ = [
     "escape",
     "escape_lines",
     "input_error_text",
+    "short",
     "validation_lines",
 ]
 
@@ -106,6 +107,12 @@ def input_error_text(error: errors.FlowInputError) -> str:
         return message
     head = message.removesuffix(str(cause)).rstrip().removesuffix(":")
     return "\n  ".join([f"{head}:", *validation_lines(cause, error.name)])
+
+
+def short(text: str, width: int = 80) -> str:
+    """`text` on one line of at most `width` characters (an ellipsis where it was cut)."""
+    text = text.replace("\n", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

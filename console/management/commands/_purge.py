@@ -19,10 +19,10 @@ from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
-from console import activity, durations
-from console.management.commands._output import table
-from engine.engine import FlowEngine
-from store import counts, retention
+from flowdeck.console import activity, durations
+from flowdeck.console.management.commands._output import table
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store import counts, retention
 
 __all__ = ["add_arguments", "run"]
 
@@ -70,14 +70,14 @@ def _asked(o: Mapping[str, Any], now: Any) -> retention.Purge:
         statuses = [s for given in o["status"] for s in given.split(",") if s.strip()]
         return retention.Purge(now - age, tuple(statuses), o["workflow"] or None)
     except ValueError as error:
-        raise _usage(f"flow purge: {error}") from None
+        raise _usage(f"flowdeck purge: {error}") from None
 
 
 def _check_pace(o: Mapping[str, Any]) -> None:
     if not 1 <= o["batch"] <= MAX_BATCH:
-        raise _usage(f"flow purge: --batch must be from 1 to {MAX_BATCH} (got {o['batch']})")
+        raise _usage(f"flowdeck purge: --batch must be from 1 to {MAX_BATCH} (got {o['batch']})")
     if not 0 <= o["pause"] <= 60:
-        raise _usage(f"flow purge: --pause must be from 0 to 60 seconds (got {o['pause']:g})")
+        raise _usage(f"flowdeck purge: --pause must be from 0 to 60 seconds (got {o['pause']:g})")
 
 
 def _counted(found: Sequence[counts.StatusCount]) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ atomic: its update commits in the same transaction as its record, exactly once.
 
 from __future__ import annotations
 
-from engine import Flow, Meta
+from flowdeck.engine import Flow, Meta
 from orders.models import Order
 
 __all__ = ["FLOWS", "fulfil_order"]

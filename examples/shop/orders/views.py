@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from console import client
+from flowdeck.console import client
 from orders.models import Order
 
 __all__ = ["order", "place_order"]
@@ -36,5 +36,5 @@ def place_order(request: HttpRequest) -> HttpResponse:
 
 def order(request: HttpRequest, order_id: int) -> HttpResponse:
     placed = get_object_or_404(Order, pk=order_id)
-    console_url = reverse("console-execution", kwargs={"execution_id": placed.execution_id})
+    console_url = reverse("flowdeck:console-execution", kwargs={"execution_id": placed.execution_id})
     return render(request, "orders/order.html", {"order": placed, "console_url": console_url})

@@ -1,7 +1,7 @@
 """The shop's ASGI application: HTTP through Django, and Flowdeck's websocket under the console's prefix.
 
 `daphne shop.asgi:application` serves it all; the console's pages connect to `/ops/ws/live/`, which is
-`console.routing`'s patterns mounted under the same `ops/` as the console's URLs in `shop/urls.py`.
+`flowdeck.console.routing`'s patterns mounted under the same `ops/` as the console's URLs in `shop/urls.py`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.urls import path  # noqa: E402
 
-from console.routing import websocket_urlpatterns  # noqa: E402
-from engine import heap  # noqa: E402
+from flowdeck.console.routing import websocket_urlpatterns  # noqa: E402
+from flowdeck.engine import heap  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

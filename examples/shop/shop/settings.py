@@ -1,7 +1,8 @@
 """Settings of the shop: a Django project of its own that adds Flowdeck to itself.
 
-What Flowdeck asks of a project is marked "Flowdeck" below: its apps, its middleware, its templates and
-static folders, the login page, and the websocket routes (in `shop/asgi.py`). Everything else is what
+What Flowdeck asks of a project is marked "Flowdeck" below: its two apps; with the include in
+`shop/urls.py` and the websocket route in `shop/asgi.py`, that is all. No middleware of Flowdeck's: the
+console's protections travel with its URLs (`flowdeck.console.gate`). Everything else is what
 `startproject` writes. `DATABASE_URL` picks the database (a SQLite file beside this project by default);
 the workers and the console read executions from the same database as the orders.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from console import csp, paths
+from flowdeck.console import csp
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -28,24 +29,21 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    "channels",  # Flowdeck: the console's live pages
-    "store.django.apps.FlowStoreConfig",  # Flowdeck: the store's tables
-    "console.apps.ConsoleConfig",  # Flowdeck: the console, the API and the `flow` and `runworkers` commands
+    "flowdeck.store.django.apps.FlowStoreConfig",  # Flowdeck: the store's tables
+    # Flowdeck: the console (its templates and static files too), the API, the `flowdeck` and
+    # `flowdeck_workers` commands
+    "flowdeck.console.apps.ConsoleConfig",
     "orders",  # the shop's own app; its flows.py is found by Flowdeck's discovery
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "console.security.ContentSecurityPolicy",  # Flowdeck: the console's pages carry its CSP
-    "console.middleware.ApiGuard",  # Flowdeck: the API's limits and its JSON errors
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "console.middleware.RefuseUnstorableText",  # Flowdeck: text no database could store is refused (400)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "console.middleware.ErrorPageInRequestThread",  # Flowdeck: an async page's 404 keeps no connection open
 ]
 
 ROOT_URLCONF = "shop.urls"
@@ -53,7 +51,7 @@ ROOT_URLCONF = "shop.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [paths.TEMPLATES_DIR],  # Flowdeck: the console's pages
+        "DIRS": [],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -79,12 +77,9 @@ if _database["ENGINE"] == "django.db.backends.sqlite3":
     }
 DATABASES = {"default": _database}
 
-LOGIN_URL = "login"  # Flowdeck: the console's login page (by name, so it follows the /ops/ prefix)
-FLOWDECK_CSP = csp.CONSOLE_POLICY  # Flowdeck: the default; a project with a policy of its own sets it here
+FLOWDECK_CSP = csp.CONSOLE_POLICY  # optional: the console's default policy, on its own URLs only
 
 USE_TZ = True
 TIME_ZONE = "UTC"
 STATIC_URL = "static/"
-STATICFILES_DIRS = [paths.STATIC_DIR]  # Flowdeck: the console's scripts, styles and vendored assets
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}

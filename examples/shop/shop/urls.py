@@ -10,5 +10,5 @@ urlpatterns = [
     path("", views.place_order, name="place-order"),
     path("orders/<int:order_id>/", views.order, name="order"),
     path("admin/", admin.site.urls),
-    path("ops/", include("console.urls")),
+    path("ops/", include("flowdeck.console.urls")),
 ]

@@ -22,7 +22,7 @@ await eachItem(async (text) => {
   // Per node id, as elkjs laid it out: its label texts and the properties it kept.
   const placed = {};
   for (const n of nodes) {
-    placed[n.id] = { labels: (n.labels || []).map((l) => l.text), properties: n.properties || {}, within: within[n.id] };
+    placed[n.id] = { labels: (n.labels || []).map((l) => l.text), properties: n.properties || {}, within: within[n.id], x: n.x, y: n.y };
   }
   return { ok: unplaced.length === 0 && typeof laid.width === "number", unplaced, labels, nodes: nodes.length, placed };
 });

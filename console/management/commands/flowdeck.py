@@ -1,7 +1,7 @@
-"""`python manage.py flow VERB …`: the operator's command line (the `flowdeck` script runs the same).
+"""`python manage.py flowdeck VERB …`: the operator's command line (the `flowdeck` script runs the same).
 
 Every verb is a thin call into the engine (no workers in this process: whatever it starts or unblocks,
-the `runworkers` processes pick up). Output is a readable table or block by default and JSON with
+the `flowdeck_workers` processes pick up). Output is a readable table or block by default and JSON with
 `--json`. Bad input (an unknown execution, workflow, filter, input, node, malformed JSON, a verb the
 execution's state refuses) exits with code 2 and one line saying what was wrong (a value failing its type:
 one line per error); no tracebacks. A database never migrated is refused the same way. Everything printed
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -22,15 +22,15 @@ from django.core.management.base import CommandError, CommandParser
 from django.db import connections
 from pydantic import ValidationError
 
-from console import activity, refusals, runtime, tokens, waits
-from console.cli import FLOW_VERBS
-from console.management.commands import _activity, _bulk, _output, _purge
-from console.management.commands._common import checked_settings, engine_logging
-from console.management.commands._schema import require_schema
-from console.views import list_query, parked
-from engine import errors, ids, render
-from engine.engine import ExecutionDetail, FlowEngine
-from store import spi
+from flowdeck.console import activity, answers, refusals, runtime, states, tokens, waits
+from flowdeck.console.cli import FLOW_VERBS
+from flowdeck.console.management.commands import _activity, _bulk, _output, _purge, _show
+from flowdeck.console.management.commands._common import checked_settings, engine_logging
+from flowdeck.console.management.commands._schema import require_schema
+from flowdeck.console.views import list_query
+from flowdeck.engine import errors, ids, places, render
+from flowdeck.engine.engine import ExecutionDetail, FlowEngine
+from flowdeck.store import spi
 
 __all__ = ["Command", "state_json"]
 
@@ -48,6 +48,14 @@ def parse_json(what: str, text: str) -> Any:
         raise usage(f"{what} is not valid JSON ({error.msg} at column {error.colno}): {text!r}") from None
 
 
+async def _answer_value(engine: FlowEngine, o: Mapping[str, Any]) -> Any:
+    """The typed answer as `console.answers` reads it: text as typed for a text node, else JSON."""
+    try:
+        return await answers.value_of(engine, o["execution_id"], o["node"], o["value"])
+    except ValueError as error:
+        raise usage(f"the value for {o['node']}: {error}: {o['value']!r}") from None
+
+
 # ------------------------------------------------------------------------------------------ shapes
 
 
@@ -55,13 +63,19 @@ def _time(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def state_json(state: spi.ExecutionState) -> dict[str, Any]:
-    """An execution's row as JSON (the shape `ls --json` lists and `show --json` extends)."""
+def state_json(state: spi.ExecutionState, served: frozenset[str]) -> dict[str, Any]:
+    """An execution's row as JSON (the shape `ls --json` lists and `show --json` extends); `state` is the
+    state an operator sees, as REST's `state` says it (`console.states`: a Running row nobody will run is
+    `parked`), `state_text` that state's line as the table prints it (`running·waiting`,
+    `failed:CardDeclined`, `parked·stopped:F0001`)."""
+    standing = states.standing_of(state, served)
     return {
         "execution_id": state.execution_id,
         "workflow_id": state.flow_id,
         "status": spi.status_to_json(state.status),
         "status_text": state.status.show(),
+        "state": standing.state.value,
+        "state_text": standing.line,
         "hash": state.hash,
         "created": _time(state.created),
         "updated": _time(state.updated),
@@ -88,6 +102,7 @@ def _report_json(report: Any) -> dict[str, Any]:
         "kept": list(report.kept),
         "next_node": report.next_node,
         "conflicts": [{"code": c.code, "path": c.path, "detail": c.detail} for c in report.conflicts],
+        "warning": report.warning,
     }
 
 
@@ -96,6 +111,8 @@ def _report_text(report: Any) -> str:
     lines.append(f"next node: {report.next_node or '(none: it would end)'}")
     for c in report.conflicts:
         lines.append(f"conflict {c.code} at {c.path or '(flow)'}: {c.detail}")
+    if report.warning:
+        lines.append(f"warning: {report.warning}")
     return "\n".join(map(_output.escape, lines))  # each on its line, whatever a detail holds
 
 
@@ -116,7 +133,8 @@ def _ls_arguments(ls: CommandParser) -> None:
         default=[],
         metavar="TERM",
         help="only executions keeping TERM, e.g. 'field:order.customer=ada' (a recorded value at a JSON "
-        "path; repeat to narrow further)",
+        "path, text ignoring case; also ^= starts with, ~= contains, > >= < <= numbers) or 'text:declined' "
+        "(failure and stop messages); repeat to narrow further",
     )
     ls.add_argument("--sort", default="created", help="newest first by: " + ", ".join(list_query.SORTS))
     for name, what in _LS_INSTANTS.items():
@@ -135,6 +153,7 @@ _LS_INSTANTS = {
 def _show_arguments(show: CommandParser) -> None:
     show.add_argument("execution_id", metavar="EID")
     show.add_argument("--history", type=int, default=20, help="the latest events to show (default 20)")
+    show.add_argument("--traceback", dest="show_traceback", action="store_true", help="a stop's traceback")
 
 
 def _start_arguments(start: CommandParser) -> None:
@@ -176,7 +195,9 @@ def _resume_arguments(resume: CommandParser) -> None:
 def _answer_arguments(answer: CommandParser) -> None:
     answer.add_argument("execution_id", metavar="EID")
     answer.add_argument("node", metavar="NODE")
-    answer.add_argument("value", metavar="JSON", nargs="?", help="the node's value (none for a step)")
+    answer.add_argument(
+        "value", metavar="VALUE", nargs="?", help="text as typed for a text node, else JSON; none for a step"
+    )
 
 
 def _end_arguments(end: CommandParser) -> None:
@@ -310,7 +331,7 @@ class Command(_output.SafeOutputCommand):
         query = _ls_query(o)
         if o["workflow"]:
             await engine.workflows.describe(o["workflow"])
-        served = parked.served_hashes(await engine.workflows.list())
+        served = await states.served_by(engine)
         page = await query.search(
             engine, served, o["limit"], o["offset"], prefix=o["prefix"], where=o["where"]
         )
@@ -318,7 +339,7 @@ class Command(_output.SafeOutputCommand):
             (
                 s.execution_id,
                 s.flow_id,
-                status_word(s.status),
+                states.standing_of(s, served).line,
                 f"{s.updated:%Y-%m-%d %H:%M:%S}",
                 waits.line(s),
             )
@@ -326,7 +347,7 @@ class Command(_output.SafeOutputCommand):
         ]
         text = table(("execution", "workflow", "status", "updated", "waiting on"), rows)
         text += f"\n{len(page.items)} of {page.total}"
-        self.emit({"items": [state_json(s) for s in page.items], "total": page.total}, text)
+        self.emit({"items": [state_json(s, served) for s in page.items], "total": page.total}, text)
 
     async def do_show(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         eid = o["execution_id"]
@@ -336,56 +357,20 @@ class Command(_output.SafeOutputCommand):
         everything = (await engine.executions.history(eid, limit=None)).events
         history = everything[len(everything) - max(o["history"], 0) :] if o["history"] > 0 else []
         values = {name: field.decode() for name, field in sorted(fields.items())}
-        data = state_json(detail.state)
+        served = await states.served_by(engine)
+        data = state_json(detail.state, served)
         data["inputs"] = [{"name": i.name, "type": i.tag, "delivered": i.delivered} for i in detail.inputs]
         data["values"] = values
+        flow = engine.flow_of(detail.state)
+        branches = places.branch_words(flow) if flow is not None else {}
         data["nodes"] = [
-            {"name": n.name, "type": n.node_type, "status": str(n.status), "detail": n.detail}
+            {"name": n.name, "branch": branches.get(n.place, ""), "place": n.place}
+            | {"type": n.node_type, "status": str(n.status), "detail": n.detail}
             for n in (detail.progress.nodes if detail.progress else ())
         ]
         data["history"] = [e.to_json() | {"seq": e.seq} for e in history]
-        self.emit(data, self._show_text(detail, values, history))
-
-    def _show_text(self, detail: ExecutionDetail, values: Mapping[str, Any], events: Sequence[Any]) -> str:
-        s = detail.state
-        lines = [
-            f"execution  {s.execution_id}",
-            f"workflow   {s.flow_id}@{s.hash}",
-            f"status     {status_word(s.status)}",
-            f"created    {s.created:%Y-%m-%d %H:%M:%S}   updated {s.updated:%Y-%m-%d %H:%M:%S}",
-        ]
-        if s.executor:
-            lines.append(f"claimed by {s.executor} until {s.claim_expiry:%H:%M:%S}")
-        if s.cancel_requested:
-            lines.append(f"cancel requested: {s.cancel_reason or '(no reason)'}")
-        lines += _status_lines(s.status)
-        if s.waits:
-            lines.append(f"waiting on {waits.line(s)}")
-        if detail.inputs:
-            lines.append(
-                "inputs     "
-                + ", ".join(f"{i.name}:{i.tag}{'' if i.delivered else ' (awaited)'}" for i in detail.inputs)
-            )
-        if detail.progress is None:
-            lines.append("(this version of the workflow is not served here: the execution is parked)")
-        blocks = ["\n".join(map(_output.escape, lines))]
-        if isinstance(s.status, spi.Stopped) and s.status.detail:  # the traceback, as Python printed it
-            blocks.append("\n".join(map(_output.escape, s.status.detail.rstrip("\n").split("\n"))))
-        if detail.progress is not None:
-            blocks.append(
-                table(
-                    ("node", "type", "status", "detail"),
-                    [(n.name, n.node_type, str(n.status), n.detail) for n in detail.progress.nodes],
-                )
-            )
-        if values:
-            rows = [(k, _short(json.dumps(v, default=str))) for k, v in values.items()]
-            blocks.append(table(("value", "recorded"), rows))
-        if events:
-            rows = [(e.seq, f"{e.timestamp:%H:%M:%S}", e.kind.value, _short(e.detail)) for e in events]
-            blocks.append(table(("seq", "time", "event", "detail"), rows))
-        # each field stays on its line whatever its value holds; a table's cells are escaped already
-        return "\n\n".join(blocks)
+        traced = o["show_traceback"] or o["verbosity"] >= 2
+        self.emit(data, _show.text(detail, values, history, served, branches, traced))
 
     async def do_start(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         wanted = [o["execution_id"]] if o["execution_id"] else []
@@ -468,11 +453,11 @@ class Command(_output.SafeOutputCommand):
     async def do_answer(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         size = len((o["value"] or "").encode())
         async with self.recording("answer", o["execution_id"], node=o["node"], size=size):
-            value = None if o["value"] is None else parse_json("the value", o["value"])
+            value = None if o["value"] is None else await _answer_value(engine, o)
             await engine.answer(o["execution_id"], o["node"], value, actor=self.actor)
         self.emit(
             {"execution_id": o["execution_id"], "node": o["node"], "answered": True},
-            f"recorded {o['node']} for {o['execution_id']}; now `flow resume {o['execution_id']} --go`",
+            f"recorded {o['node']} for {o['execution_id']}; now `flowdeck resume {o['execution_id']} --go`",
         )
 
     async def do_end(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
@@ -501,12 +486,14 @@ class Command(_output.SafeOutputCommand):
     async def do_parked(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         await engine.workflows.describe(o["workflow_id"])
         held = await engine.parked(o["workflow_id"])
+        served = await states.served_by(engine)
+        line = states.standing_of
         text = table(
             ("execution", "version", "status", "updated"),
-            [(s.execution_id, s.hash, status_word(s.status), f"{s.updated:%Y-%m-%d %H:%M:%S}") for s in held],
+            [(s.execution_id, s.hash, line(s, served).line, f"{s.updated:%Y-%m-%d %H:%M:%S}") for s in held],
         )
-        text += f"\n{len(held)} parked; `flow resume EID` moves one to the newest version (dry run first)"
-        self.emit({"items": [state_json(s) for s in held], "total": len(held)}, text)
+        text += f"\n{len(held)} parked; `flowdeck resume EID` moves one to the newest version (dry run first)"
+        self.emit({"items": [state_json(s, served) for s in held], "total": len(held)}, text)
 
     async def do_purge(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         await _purge.run(engine, o, self.actor, self.emit, self.say)
@@ -543,21 +530,3 @@ def _refuse_undecodable(options: Mapping[str, Any]) -> None:
                     text.encode("utf-8")
                 except UnicodeEncodeError:
                     raise usage(f"{name.replace('_', ' ')} is not UTF-8 text: {text!r}") from None
-
-
-def _status_lines(status: spi.Status) -> list[str]:
-    """How an execution ended or stopped (a stop with its code's advice)."""
-    match status:
-        case spi.Failed(error, kind):
-            return [f"failed     {kind or 'error'}: {error}"]
-        case spi.Cancelled(reason):
-            return [f"cancelled  {reason or '(no reason)'}"]
-        case spi.Stopped(code, node, reason):
-            advice = errors.STOP_CODES.get(code, "")
-            return [f"stopped    {code} at {node or '(flow)'}: {reason}", f"           {advice}"]
-    return []
-
-
-def _short(text: str, width: int = 80) -> str:
-    text = text.replace("\n", " ")
-    return text if len(text) <= width else text[: width - 1] + "…"

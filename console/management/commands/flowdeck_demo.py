@@ -1,16 +1,20 @@
-"""`python manage.py demo`: Flowdeck with something to look at, on the embedded SQLite database.
+"""`python manage.py demo` (`flowdeck demo`): Flowdeck with something to look at, on the embedded SQLite
+database. The command is `flowdeck_demo`, so that a host's `manage.py help` lists every Flowdeck command
+under a name that says whose it is; Flowdeck's own `manage.py` and the `flowdeck` script take `demo` for it.
 
 It migrates, makes an admin user (printing a fresh password), starts the example executions in every
-interesting state (see `console.demo`), then runs the engine's workers in this process (serving every
+interesting state (see `flowdeck.console.demo`), then runs the engine's workers in this process (serving every
 discovered flow, the set every process serves) and serves the console and the API (HTTP and websockets,
 with daphne) on 127.0.0.1:8000. Ctrl-C stops both: the web server first, then the workers, which finish or
 hand back what they hold.
+
+It runs only in Flowdeck's own project (its settings, `flowdeck.console.settings`), never in a host's.
 
 `--database PATH` uses another SQLite file (the process restarts itself with DATABASE_URL pointing at it,
 so every part of Django sees the same database); `--port` picks the port; `--no-serve` seeds and exits.
 
 Without `FLOWDECK_SECRET_KEY` the demo makes a key and keeps it beside its SQLite file (mode 0600), so its
-next run and the operator CLI on the same database use it too (see `console.deploy`).
+next run and the operator CLI on the same database use it too (see `flowdeck.console.deploy`).
 """
 
 from __future__ import annotations
@@ -29,12 +33,15 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections
 
-from console import demo, deploy, heartbeat, runtime
-from console.conf import flowdeck_settings
-from console.management.commands._common import engine_logging, usage_error
-from engine.engine import FlowEngine
+from flowdeck.console import demo, deploy, heartbeat, runtime
+from flowdeck.console.conf import flowdeck_settings
+from flowdeck.console.management.commands._common import engine_logging, usage_error
+from flowdeck.engine.engine import FlowEngine
 
 HOST = "127.0.0.1"
+# Flowdeck's own project is the one whose root URLconf is its own: the demo makes a superuser, migrates and
+# serves that project, so in a host project (its own URLs, its own users) it refuses to start.
+OWN_URLCONF = "flowdeck.console.project_urls"
 
 
 class Command(BaseCommand):
@@ -45,8 +52,18 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000, help="HTTP port on 127.0.0.1 (default 8000)")
         parser.add_argument("--no-serve", action="store_true", help="seed, print the states, and exit")
         parser.add_argument("--workers", type=int, default=2, help="worker loops (default 2)")
+        parser.add_argument(
+            "--new-password",
+            action="store_true",
+            help="a new admin password (else the one kept beside the SQLite file, <file>.admin-password)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if settings.ROOT_URLCONF != OWN_URLCONF:
+            raise usage_error(
+                "demo runs only in Flowdeck's own project (DJANGO_SETTINGS_MODULE=flowdeck.console.settings);"
+                f" this one's ROOT_URLCONF is {settings.ROOT_URLCONF!r}"
+            )
         if options["database"]:
             self._use_database(Path(options["database"]).resolve())
         if connections["default"].vendor != "sqlite":
@@ -58,7 +75,7 @@ class Command(BaseCommand):
         self.stdout.write(f"database: {connections['default'].settings_dict['NAME']}")
         self._keep_secret_key()
         call_command("migrate", interactive=False, verbosity=0)
-        password = demo.ensure_admin()
+        password, kept = self._admin(options["new_password"])
         engine = FlowEngine(
             runtime.store(),
             workers=options["workers"],
@@ -66,18 +83,19 @@ class Command(BaseCommand):
             renew_every=timedelta(seconds=5),
             poll_timeout=timedelta(seconds=5),
             shutdown_grace=timedelta(seconds=5),
+            transient=runtime.TRANSIENT,
         )
         if not options["no_serve"]:
             # Importing the ASGI application sets Django up again (logging included): do it before
             # engine_logging configures the engine's loggers.
-            from console import asgi  # noqa: F401
+            from flowdeck.console import asgi  # noqa: F401
         with engine_logging(max(options["verbosity"] - 1, 0), self.stderr._out):
             if options["no_serve"]:
                 seeded = asyncio.run(self._seed_only(engine))
                 self._print_states(seeded)
-                self._print_login(password, None)
+                self._print_login(password, kept, None)
                 return
-            self._serve(engine, options["port"], password)
+            self._serve(engine, options["port"], password, kept)
 
     # ------------------------------------------------------------------------------------ database
 
@@ -90,6 +108,13 @@ class Command(BaseCommand):
         os.environ["DATABASE_URL"] = url
         self.stdout.flush()
         os.execv(sys.executable, [sys.executable, *sys.argv])
+
+    def _admin(self, new: bool) -> tuple[str, Path | None]:
+        """The admin's password: kept beside the SQLite file from one run to the next (a new one when
+        asked); on another database, where nothing lies beside it, a fresh one each run."""
+        if connections["default"].vendor != "sqlite":
+            return demo.ensure_admin(), None
+        return demo.kept_admin(Path(connections["default"].settings_dict["NAME"]), new=new)
 
     def _keep_secret_key(self) -> None:
         """Keep the key this process made (or read) beside the SQLite file; a key from the environment is
@@ -113,20 +138,22 @@ class Command(BaseCommand):
         for eid, word in seeded.statuses.items():
             self.stdout.write(f"  {eid.ljust(width)}  {word}")
 
-    def _print_login(self, password: str, url: str | None) -> None:
+    def _print_login(self, password: str, kept: Path | None, url: str | None) -> None:
         self.stdout.write(f"login: {demo.DEMO_USER} / {password}")
+        if kept is not None:
+            self.stdout.write(f"       (kept in {kept} for the next run; --new-password makes a new one)")
         if url:
             self.stdout.write(f"Flowdeck demo running at {url}  (Ctrl-C stops it)")
         self.stdout.flush()
 
     # -------------------------------------------------------------------------------------- serving
 
-    def _serve(self, engine: FlowEngine, port: int, password: str) -> None:
+    def _serve(self, engine: FlowEngine, port: int, password: str, kept: Path | None) -> None:
         """Workers on their own event loop in a thread; daphne in the main thread (it owns the signals)."""
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
 
-        from console.asgi import application
+        from flowdeck.console.asgi import application
 
         workers = _Workers(engine)
         workers.start()
@@ -138,7 +165,7 @@ class Command(BaseCommand):
         url = f"http://{HOST}:{port}/"
 
         def announce(listening: object) -> object:
-            self._print_login(password, url)
+            self._print_login(password, kept, url)
             return listening
 
         def ready() -> None:

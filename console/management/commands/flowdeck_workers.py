@@ -1,4 +1,4 @@
-"""`python manage.py runworkers`: this process's share of the engine's workers, in the foreground.
+"""`python manage.py flowdeck_workers`: this process's share of the engine's workers, in the foreground.
 
 Run as many as you like, on as many hosts, against one database: claims are leased, so each execution
 runs in one place at a time and a dead process's work is picked up once its lease lapses. The first
@@ -16,9 +16,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from console import discovery, durations, heartbeat, retention, runtime
-from console.conf import FlowdeckSettings, flowdeck_settings
-from console.management.commands._common import (
+from flowdeck.console import discovery, durations, heartbeat, retention, runtime
+from flowdeck.console.conf import FlowdeckSettings, flowdeck_settings
+from flowdeck.console.management.commands._common import (
     bounded_body_threads,
     build_engine,
     checked_settings,
@@ -26,9 +26,9 @@ from console.management.commands._common import (
     flows_to_serve,
     stop_on_signals,
 )
-from engine import event_loop, heap, maintenance
-from engine.engine import FlowEngine
-from store.spi import FlowStoreError
+from flowdeck.engine import event_loop, heap, maintenance
+from flowdeck.engine.engine import FlowEngine
+from flowdeck.store.spi import FlowStoreError
 
 
 class Command(BaseCommand):
