@@ -62,6 +62,35 @@ class SearchFormCases(StoreCase):
         assert await self.matching(fx, "field:order.total<=99.5") == {"e1", "e2"}
         assert await self.matching(fx, "field:order.total>=-1e2", "field:order.total<13") == {"e1"}
 
+    async def test_search_by_range_finds_numbers_however_they_were_recorded(self, fx: StoreFixture) -> None:
+        """A number given at the start, recorded by a step, delivered by a signal; nested in objects and
+        arrays, under a key of any script, a whole value, or past 64 bits: each found by range at its path."""
+        lines = {"lines": [{"qty": 1}, {"qty": 7}], "prix €": 2.5, "big": 10**40}
+        await fx.mk_execution("started", fields={"order": spi.FieldData.of(lines, "Order")})
+        await fx.mk_execution("stepped")
+        await fx.mk_field("stepped", "order", {"lines": [{"qty": 3}], "prix €": 9})
+        await fx.mk_execution("signalled")
+        assert await fx.deliver("signalled", "order", 8, tag="int") == spi.Delivered()
+        assert await self.matching(fx, "field:order.lines.1.qty>5") == {"started"}
+        assert await self.matching(fx, "field:order.lines.0.qty>=1", "field:order.lines.0.qty<2") == {
+            "started"
+        }
+        assert await self.matching(fx, "field:order.lines.0.qty>2") == {"stepped"}
+        assert await self.matching(fx, 'field:order."prix €"<=2.5') == {"started"}
+        assert await self.matching(fx, "field:order.big>1e39") == {"started"}
+        assert await self.matching(fx, "field:order>=8") == {"signalled"}
+        assert await self.matching(fx, "field:order.lines.qty>0") == set()  # strict: an array is no object
+
+    async def test_search_by_range_forgets_a_purged_executions_numbers(self, fx: StoreFixture) -> None:
+        """Purged, then created again under the same id with another value: the old value is not found."""
+        await fx.mk_execution("again", fields={"order": spi.FieldData.of({"total": 900}, "Order")})
+        await fx.terminate("again", spi.Completed())
+        await fx.clock.advance(10)
+        assert await fx.store.purge_ended(ended_before=fx.clock.now(), limit=10) == 1
+        await fx.mk_execution("again", fields={"order": spi.FieldData.of({"total": 1}, "Order")})
+        assert await self.matching(fx, "field:order.total>=900") == set()
+        assert await self.matching(fx, "field:order.total<2") == {"again"}
+
     async def test_search_text_term_reads_failure_and_stop_messages(self, fx: StoreFixture) -> None:
         await fx.mk_execution("f1", status=spi.Failed("Card DECLINED by issuer", "PaymentDeclined"))
         stop = spi.Stopped("F0001", "ship", "KeyError: 'carrier'", "trace declined")

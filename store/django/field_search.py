@@ -3,8 +3,9 @@
 PostgreSQL answers an `=` term on a number, true, false or null from the GIN index on the values' jsonb
 (`jsonb_path_ops`, migration 0007) with a containment document, then checks it exactly with a strict
 jsonpath; a text term (`=`, `^=`, `~=`, ignoring case) from the trigram index on the values' JSON text
-(migration 0012) with an ILIKE pattern, then a case-blind jsonpath regex; a range with a jsonpath
-comparison alone; a `text:` term from the trigram index on the failed and stopped executions' messages.
+(migration 0012) with an ILIKE pattern, then a case-blind jsonpath regex; a range from the numbers the
+database keeps by path (migration 0013), every bound on one field and path in one scan; a `text:` term
+from the trigram index on the failed and stopped executions' messages.
 SQLite reads the value at the path with json_type and json_extract, row by row.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models.expressions import RawSQL
@@ -20,7 +22,16 @@ from flowdeck.store import field_terms, spi
 from flowdeck.store.django import queries, search_queries
 from flowdeck.store.field_terms import JsonScalar
 
-__all__ = ["containment", "jsonpath", "like_pattern", "matching_ids", "sqlite_path", "text_jsonpath"]
+__all__ = [
+    "containment",
+    "jsonpath",
+    "like_pattern",
+    "matching_ids",
+    "matching_sets",
+    "number_path",
+    "sqlite_path",
+    "text_jsonpath",
+]
 
 
 def matching_ids(vendor: str, match: field_terms.SearchTerm) -> RawSQL:
@@ -50,13 +61,46 @@ def _text_ids(vendor: str, match: spi.FieldMatch, text: str) -> RawSQL:
     return RawSQL(search_queries.FIELD_TEXT.text(vendor), params)
 
 
+def matching_sets(vendor: str, matches: Sequence[field_terms.SearchTerm]) -> list[RawSQL]:
+    """The `id__in` sets that select what every term of `matches` selects. On PostgreSQL the range terms on
+    one field and path make one set, so `>=990` with `<992` is one scan of the number index between the two
+    bounds, not two scans of which one (`<992`) holds nearly every row."""
+    sets: list[RawSQL] = []
+    ranges: dict[tuple[str, tuple[str | int, ...]], list[spi.FieldMatch]] = {}
+    for match in matches:
+        is_range = isinstance(match, field_terms.FieldMatch) and match.op in field_terms.RANGES
+        if vendor == "postgresql" and is_range:
+            ranges.setdefault((match.field, match.path), []).append(match)
+        else:
+            sets.append(matching_ids(vendor, match))
+    sets.extend(_number_ids(group) for group in ranges.values())
+    return sets
+
+
 def _range_ids(vendor: str, match: spi.FieldMatch) -> RawSQL:
-    sql = search_queries.FIELD_RANGE.text(vendor)
     if vendor == "postgresql":
-        return RawSQL(sql, [match.field, _steps(match.path, f" {match.op} {json.dumps(match.value)}")])
+        return _number_ids([match])
     path = sqlite_path(match.path)
     # the operator is one of field_terms.RANGES, which the parser alone produces: never user text
-    return RawSQL(sql.format(op=match.op), [match.field, path, path, match.value])
+    sql = search_queries.FIELD_RANGE.text(vendor).format(op=match.op)
+    return RawSQL(sql, [match.field, path, path, match.value])
+
+
+def _number_ids(group: Sequence[spi.FieldMatch]) -> RawSQL:
+    """PostgreSQL: the executions whose number at one field's path is within every bound of `group` (its
+    terms share the field and the path). Each bound is cast to numeric, the column's type: compared as a
+    float, the index could not answer it."""
+    # the operators are field_terms.RANGES, which the parser alone produces: never user text
+    bounds = " AND ".join(f"value {match.op} %s::numeric" for match in group)
+    sql = search_queries.FIELD_RANGE.text("postgresql").format(bounds=bounds)
+    first = group[0]
+    return RawSQL(sql, [first.field, number_path(first.path), *(match.value for match in group)])
+
+
+def number_path(path: tuple[str | int, ...]) -> str:
+    """A path as `flowstore_field_number` spells it (migration 0013's `flowstore_json_numbers`): each key
+    JSON-quoted after a dot, each array index in brackets; the value itself is ``."""
+    return "".join(f"[{s}]" if isinstance(s, int) else "." + json.dumps(s, ensure_ascii=False) for s in path)
 
 
 def like_pattern(text: str, op: str) -> str:
@@ -114,8 +158,10 @@ def jsonpath(match: spi.FieldMatch) -> str:
 
 
 def sqlite_path(path: tuple[str | int, ...]) -> str:
-    # the term's parser refused keys holding a quote or a backslash, which these paths cannot escape
-    return "$" + "".join(f"[{s}]" if isinstance(s, int) else f'."{s}"' for s in path)
+    # The term's parser refused keys holding a quote or a backslash, which these paths cannot escape. A key
+    # is spelled as the recorded JSON spells it (`FieldData.of`: json.dumps, ASCII with \u escapes), as
+    # SQLite (3.40) compares a path's label with a key's raw text: `"prix €"` would miss `"prix \u20ac"`.
+    return "$" + "".join(f"[{s}]" if isinstance(s, int) else "." + json.dumps(s) for s in path)
 
 
 def _sqlite_typed(value: JsonScalar) -> tuple[tuple[str, str], Any]:

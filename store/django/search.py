@@ -218,8 +218,8 @@ def executions_matching(
     queryset = _within(models.Execution.objects.using(using).all(), "created", created_after, created_before)
     queryset = _within(queryset, "updated", updated_after, updated_before)
     vendor = connections[using].vendor
-    for match in fields:
-        queryset = queryset.filter(id__in=field_search.matching_ids(vendor, match))
+    for matching in field_search.matching_sets(vendor, fields):
+        queryset = queryset.filter(id__in=matching)
     if flow_id is not None:
         queryset = queryset.filter(flow_id=flow_id)
     if id_prefix:

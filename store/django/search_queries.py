@@ -40,17 +40,17 @@ FIELD_TEXT = Query(
 FIELD_RANGE = Query(
     "field_range",
     """The executions whose field %s holds a number at a JSON path that `{op}` (one of `field_terms.RANGES`,
-    never user text) relates to a bound. SQLite: the path twice, then the bound. PostgreSQL: a strict
-    jsonpath comparison (`@@`; a value that is not a number is no match). No index serves a range at an
-    arbitrary path: the rows of the field named are read (narrow it with a status or an equal term).""",
+    never user text) relates to a bound. SQLite: the path twice, then the bound; no index serves it, the
+    rows of the field named are read. PostgreSQL: the numbers the database keeps by path (migration 0013),
+    the path spelled as `field_search.number_path` spells it, then `{bounds}`: every range term on that
+    field and path at once (`value >= %s AND value < %s`), one scan of the index's range.""",
     """
     SELECT execution_id FROM flowstore_field
     WHERE name = %s AND json_valid(value) AND json_type(value, %s) IN ('integer', 'real')
         AND json_extract(value, %s) {op} %s
     """,
-    postgresql=f"""
-    SELECT execution_id FROM flowstore_field
-    WHERE name = %s AND {FIELD_JSONB} @@ %s::jsonpath
+    postgresql="""
+    SELECT execution_id FROM flowstore_field_number WHERE name = %s AND path = %s AND {bounds}
     """,
 )
 
