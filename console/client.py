@@ -136,11 +136,16 @@ class FlowExecutionStopped(FlowExecutionNotCompleted):
 # ------------------------------------------------------------------------------------------- async
 
 
-async def astart(workflow_id: str, /, *, execution_id: str | None = None, **inputs: Any) -> str:
+async def astart(
+    workflow_id: str, /, *, execution_id: str | None = None, priority: int | None = None, **inputs: Any
+) -> str:
     """Start an execution of the newest version of `workflow_id` with `inputs` seeded; answers its id (a
-    random one unless given). Always commits on its own, inside an atomic block or not."""
+    random one unless given). `priority` (-100 to 100, higher claimed first; the workflow's `Meta.priority`
+    when None): `flowdeck.store.claim_order`. Always commits on its own, inside an atomic block or not."""
     engine = await runtime.engine()
-    return await engine.workflows.start(workflow_id, execution_id=execution_id, inputs=inputs or None)
+    return await engine.workflows.start(
+        workflow_id, execution_id=execution_id, inputs=inputs or None, priority=priority
+    )
 
 
 async def asignal(execution_id: str, name: str, value: Any) -> None:
@@ -243,16 +248,19 @@ async def _outputs(engine: Any, state: spi.ExecutionState) -> values.Record:
 # -------------------------------------------------------------------------------------------- sync
 
 
-def start(workflow_id: str, /, *, execution_id: str | None = None, **inputs: Any) -> str:
+def start(
+    workflow_id: str, /, *, execution_id: str | None = None, priority: int | None = None, **inputs: Any
+) -> str:
     """`astart`, blocking. Inside `transaction.atomic()` on the store's database it joins that
     transaction: the execution exists only if the transaction commits, and the workers hear of it at the
     commit. A duplicate id raises `FlowDuplicateExecution` and leaves the caller's transaction usable."""
     _no_running_loop("start")
     joined = runtime.caller_transaction()
     if joined is None:
-        return _run(lambda: astart(workflow_id, execution_id=execution_id, **inputs))
+        return _run(lambda: astart(workflow_id, execution_id=execution_id, priority=priority, **inputs))
     engine = runtime.served_engine()
-    eid, version, created, fields = engine.workflows.prepare_start(workflow_id, execution_id, inputs)
+    prepared = engine.workflows.prepare_start(workflow_id, execution_id, inputs, priority)
+    eid, version, created, fields = prepared
     if not joined.create_execution_if_absent(eid, workflow_id, version.hash, spi.Running(), created, fields):
         raise errors.FlowDuplicateExecution(eid)
     logger.info(

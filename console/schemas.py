@@ -19,7 +19,7 @@ from flowdeck.engine import dry_run, ids
 from flowdeck.engine.engine import ExecutionDetail, InputStatus
 from flowdeck.engine.errors import FlowInvalidId
 from flowdeck.engine.progress import NodeProgress, NodeStatus
-from flowdeck.store import field_terms, filter_limits, spi
+from flowdeck.store import claim_order, field_terms, filter_limits, spi
 
 __all__ = [
     "AnswerRequest",
@@ -237,6 +237,7 @@ class ExecutionInfoDto(Wire):
     cancel_requested: bool
     created: datetime
     updated: datetime
+    priority: int
 
 
 class InputInfoDto(Wire):
@@ -292,6 +293,7 @@ def _info_fields(state: spi.ExecutionState, served: frozenset[str]) -> dict[str,
         "cancel_requested": state.cancel_requested,
         "created": state.created,
         "updated": state.updated,
+        "priority": state.priority,
     }
 
 
@@ -388,10 +390,12 @@ class WireRequest(Wire):
 
 
 class StartRequest(WireRequest):
-    """Start an execution: a chosen id (random when absent) and inputs seeded as delivered."""
+    """Start an execution: a chosen id (random when absent), inputs seeded as delivered, and a priority
+    (higher claimed first; the workflow's default when absent: `flowdeck.store.claim_order`)."""
 
     execution_id: NewId | None = None
     inputs: dict[str, Any] | None = None
+    priority: Integer | None = Field(None, ge=claim_order.LOWEST, le=claim_order.HIGHEST)
 
 
 class StartResponse(Wire):

@@ -74,7 +74,7 @@ class FlowdeckBackend(django_tasks.BaseTaskBackend):  # type: ignore[misc,valid-
     supports_defer = False
     supports_async_task = True
     supports_get_result = True
-    supports_priority = False
+    supports_priority = True  # Django's -100..100 is the claim's own scale (store.claim_order)
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
@@ -148,7 +148,9 @@ class FlowdeckBackend(django_tasks.BaseTaskBackend):  # type: ignore[misc,valid-
         self._serve(task)
         args = django_tasks.normalize_json(list(args))
         kwargs = django_tasks.normalize_json(dict(kwargs))
-        eid = client.start(task.module_path, queue=task.queue_name, args=args, kwargs=kwargs)
+        eid = client.start(
+            task.module_path, priority=task.priority, queue=task.queue_name, args=args, kwargs=kwargs
+        )
         result = django_tasks.TaskResult(
             task=task,
             id=eid,

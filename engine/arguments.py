@@ -15,9 +15,10 @@ from datetime import timedelta
 from typing import Any
 
 from flowdeck.engine import values
-from flowdeck.engine.errors import FlowAtomicRefused
+from flowdeck.engine.errors import FlowAtomicRefused, FlowInvalidPriority
 from flowdeck.engine.nodes import Body, Knobs
 from flowdeck.engine.schedule import Schedule
+from flowdeck.store import claim_order
 
 __all__ = [
     "body",
@@ -80,6 +81,15 @@ def timeout(timeout: Any, what: str) -> timedelta | None:
     if timeout <= timedelta(0):
         raise ValueError(f"{what}: timeout must be positive, got {timeout}")
     return timeout
+
+
+def priority(value: Any) -> int:
+    """A start's or a workflow's priority (`store.claim_order`): an int (not a bool) within its bounds."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FlowInvalidPriority(value)
+    if not claim_order.LOWEST <= value <= claim_order.HIGHEST:
+        raise FlowInvalidPriority(value)
+    return value
 
 
 def retry(retry: Any, what: str) -> Schedule | None:

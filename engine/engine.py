@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from flowdeck.engine import dry_run, errors, ids, interpreter, nodes, render, schema
+from flowdeck.engine import arguments, dry_run, errors, ids, interpreter, nodes, render, schema
 from flowdeck.engine.config import EngineConfig, Transient, never
 from flowdeck.engine.executions import ExecutionDetail, Executions, InputStatus, SearchResult
 from flowdeck.engine.flow import Flow
@@ -32,7 +32,7 @@ from flowdeck.engine.inputs import declared_inputs
 from flowdeck.engine.inputs import undeclared as _undeclared
 from flowdeck.engine.registry import Registry, Version
 from flowdeck.engine.worker import Health, WorkerPool
-from flowdeck.store import spi
+from flowdeck.store import claim_order, spi
 from flowdeck.store.clock import SYSTEM_CLOCK, Clock
 
 __all__ = [
@@ -349,9 +349,13 @@ class Workflows:
         execution_id: str | None = None,
         inputs: Mapping[str, Any] | None = None,
         run_here: bool = False,
+        priority: int | None = None,
     ) -> str:
         """Start an execution of the newest version of `workflow_id`, with `inputs` seeded as delivered;
         answers its id (a random one unless given). Every input is checked before anything is written.
+
+        `priority`: from -100 to 100, higher claimed first (`store.claim_order`, which also says how the
+        lower ones are kept from starving); the workflow's `Meta.priority` when None.
 
         `run_here`: when this engine's workers are running (inside `async with engine`, on its event
         loop), the execution is created already claimed by this engine, in the same one store write, and
@@ -364,7 +368,7 @@ class Workflows:
         running workers (an API or console process) the start is the plain one, and the workers elsewhere
         pick the execution up as usual. Either way the call returns once the row is written."""
         engine = self._engine
-        eid, version, created, fields = self.prepare_start(workflow_id, execution_id, inputs)
+        eid, version, created, fields = self.prepare_start(workflow_id, execution_id, inputs, priority)
         here = run_here and engine._pool.running
         if here:
             await self._start_here(eid, version, created, fields)
@@ -383,13 +387,19 @@ class Workflows:
         return eid
 
     def prepare_start(
-        self, workflow_id: str, execution_id: str | None = None, inputs: Mapping[str, Any] | None = None
+        self,
+        workflow_id: str,
+        execution_id: str | None = None,
+        inputs: Mapping[str, Any] | None = None,
+        priority: int | None = None,
     ) -> tuple[str, Version, spi.Event, dict[str, spi.FieldData]]:
         """Every check of `start`, with nothing written: the execution id (a random one unless given),
         the newest version, the Created event and the encoded seed fields, as the one store write of a
         start takes them. Raises what `start` raises before writing."""
         if execution_id is not None:
             ids.check_id(execution_id)
+        if priority is not None:
+            arguments.priority(priority)
         version = self._engine._registry.latest(workflow_id)
         fields: dict[str, spi.FieldData] = {}
         if inputs:  # the flow's inputs are walked only when some are handed in
@@ -399,7 +409,9 @@ class Workflows:
                     raise _undeclared(name, declared)
                 fields[name] = _check_value(name, declared[name].type, value)
         eid = execution_id or uuid.uuid4().hex
-        created = spi.Event(spi.EventKind.CREATED, workflow_id, eid, self._engine.clock.now(), {})
+        chosen = version.flow.meta.priority if priority is None else priority
+        data = claim_order.event_data(chosen)
+        created = spi.Event(spi.EventKind.CREATED, workflow_id, eid, self._engine.clock.now(), data)
         return eid, version, created, fields
 
     async def _start_here(

@@ -27,6 +27,7 @@ __all__ = [
     "FlowExecutionTerminal",
     "FlowInputError",
     "FlowInvalidId",
+    "FlowInvalidPriority",
     "FlowListenMismatch",
     "FlowLoopExhausted",
     "FlowNondeterministicCollection",
@@ -196,6 +197,14 @@ class FlowInvalidId(FlowError):
         super().__init__(f"invalid {what} {shown!r}: {problem}")
         self.what = what
         self.problem = problem
+
+
+class FlowInvalidPriority(FlowError):
+    """A priority is not an integer from -100 (claimed last) to 100 (claimed first); nothing was recorded."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__(f"invalid priority {value!r}: an integer from -100 (last) to 100 (first) expected")
+        self.value = value
 
 
 class FlowExecutionNotFound(FlowError):

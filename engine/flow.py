@@ -16,6 +16,7 @@ from typing import Any
 from flowdeck.engine import arguments, errors, nodes
 from flowdeck.engine.nodes import NO_STATE, Knobs, Node
 from flowdeck.engine.schedule import Schedule
+from flowdeck.store import claim_order
 
 __all__ = ["DispatchBuilder", "Flow", "Loop", "LoopAgain", "LoopDone", "Meta"]
 
@@ -32,11 +33,13 @@ class Meta:
     timeout: timedelta | None = None
     retry: Schedule | None = None
     version: str = ""
+    priority: int = claim_order.DEFAULT  # a start's priority when it gives none (store.claim_order)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tags", arguments.tags(self.tags, "Meta"))
         arguments.timeout(self.timeout, "Meta")
         arguments.retry(self.retry, "Meta")
+        arguments.priority(self.priority)
 
 
 # ------------------------------------------------------------------------------------------ loops

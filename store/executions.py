@@ -29,6 +29,7 @@ class ExecutionState:
     cancel_requested: bool
     claim_token: int | None
     cancel_reason: str = ""
+    priority: int = 0  # `claim_order`: higher claimed first
 
     def __hash__(self) -> int:
         waits_hash = sum(hash(item) for item in self.waits.items())
@@ -46,6 +47,7 @@ class ExecutionState:
                 self.cancel_requested,
                 self.claim_token,
                 self.cancel_reason,
+                self.priority,
             )
         )
 

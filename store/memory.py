@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from flowdeck.store import (
+    claim_order,
     counts,
     feed,
     field_terms,
@@ -63,6 +64,7 @@ class MemoryStore(spi.FlowStore):
         self.clock = clock
         self.data = MemoryData()
         self._lock = threading.RLock()
+        self._fair_share = claim_order.FairShare()
         # bumped by every successful write; its `registrations` also by every put_workflow
         self.hub = WakeHub()
 
@@ -117,7 +119,11 @@ class MemoryStore(spi.FlowStore):
             now = self.clock.now()
             data = self.data
             ready = [row for row in data.executions.values() if self._ready(row, served, now)]
-            ready.sort(key=lambda row: row.created)  # stable: ties keep creation order
+            # stable: ties keep creation order
+            if self._fair_share.oldest_first():
+                ready.sort(key=lambda row: row.created)
+            else:
+                ready.sort(key=lambda row: (-row.priority, row.created))
             ready = ready[: max(0, limit)]
             if not ready:
                 return []  # an empty claim writes nothing, so it extends no deadline it does not hand out
@@ -239,6 +245,7 @@ class MemoryStore(spi.FlowStore):
             waits={},
             cancel_requested=False,
             claim_token=None,
+            priority=claim_order.priority_of(event.data),
         )
         self.data.executions[execution_id] = row
         self.data.fields[execution_id] = dict(fields or {})

@@ -59,6 +59,7 @@ ERROR_TABLE: Mapping[type[BaseException], tuple[int, str]] = {
     errors.FlowResumeConflict: (409, "resume_conflict"),
     errors.FlowUnknownNode: (404, "node_not_found"),
     errors.FlowInvalidId: (400, "invalid_id"),
+    errors.FlowInvalidPriority: (400, "invalid_priority"),
     guard.BodyTooLarge: (413, "body_too_large"),
     guard.NestingTooDeep: (400, "nesting_too_deep"),
     guard.NulCharacter: (400, "nul_character"),

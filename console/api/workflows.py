@@ -81,7 +81,8 @@ async def start_execution(
     request: HttpRequest, workflow_id: schemas.WorkflowIdParam, payload: schemas.StartRequest = Body(None)
 ) -> schemas.StartResponse:
     """Start an execution of the newest version; `inputs` are seeded as delivered, each checked against the
-    input's schema first (400), and `executionId` must be new (409). Needs `console.run_executions` (403)."""
+    input's schema first (400), and `executionId` must be new (409); `priority` from -100 to 100 (higher
+    claimed first; the workflow's default when absent). Needs `console.run_executions` (403)."""
     await auth.require_runner(request)
     engine = await runtime.engine()
     payload = payload or schemas.StartRequest()
@@ -95,7 +96,7 @@ async def start_execution(
     ) as act:
         inputs.check_inputs(workflow_id, payload.inputs)
         eid = await engine.workflows.start(
-            workflow_id, execution_id=payload.execution_id, inputs=payload.inputs
+            workflow_id, execution_id=payload.execution_id, inputs=payload.inputs, priority=payload.priority
         )
         act.execution_ids = [eid]
     return schemas.StartResponse(execution_id=eid)

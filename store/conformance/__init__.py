@@ -26,6 +26,7 @@ from __future__ import annotations
 from flowdeck.store.conformance.atomic import AtomicCases
 from flowdeck.store.conformance.blocking import InProcessBlockingConformance
 from flowdeck.store.conformance.cancel import CancelCases
+from flowdeck.store.conformance.claim_order import ClaimOrderCases
 from flowdeck.store.conformance.claims import ClaimCases
 from flowdeck.store.conformance.console_reads import ConsoleReadCases
 from flowdeck.store.conformance.executions import ExecutionCases
@@ -62,6 +63,7 @@ __all__ = [
 
 class FlowStoreConformance(
     ClaimCases,
+    ClaimOrderCases,
     WriteCases,
     AtomicCases,
     SignalCases,

@@ -116,9 +116,10 @@ class ExecutionCases(StoreCase):
             "cancel_requested": True,
             "claim_token": 99,
             "cancel_reason": "why",
+            "priority": 5,
         }
         names = [f.name for f in dataclasses.fields(spi.ExecutionState)]
-        assert len(names) == 12
+        assert len(names) == 13
         assert sorted(variations) == sorted(names)
         for name, value in variations.items():
             assert state != dataclasses.replace(state, **{name: value}), name

@@ -51,6 +51,11 @@ class Execution(models.Model):
     claim_token = models.BigIntegerField(null=True, blank=True)
     last_seq = models.IntegerField(default=0, help_text="seq of the newest event; the next one is +1")
     serial = models.BigIntegerField(help_text="creation order among rows created at the same instant")
+    # a default in the database too: rows written by statements that name no priority (the bench's loads,
+    # an older process during a rolling upgrade) get the default
+    priority = models.SmallIntegerField(
+        default=0, db_default=0, help_text="claimed in this order, higher first (store.claim_order)"
+    )
     created = models.DateTimeField()
     updated = models.DateTimeField()
     ended = models.DateTimeField(
@@ -101,6 +106,12 @@ class Execution(models.Model):
             models.Index(
                 fields=["flow_id", "hash", "created", "serial"],
                 name="fs_exec_claimable",
+                condition=Q(status_kind__in=CLAIMABLE_KINDS),
+            ),
+            # the claim's order by priority (store.claim_order); the one above serves its fair-share turns
+            models.Index(
+                fields=["flow_id", "hash", "-priority", "created", "serial"],
+                name="fs_exec_claimable_priority",
                 condition=Q(status_kind__in=CLAIMABLE_KINDS),
             ),
             # The overview's reads (store.django.counts), each answered by an index-only scan. Its counts

@@ -25,7 +25,7 @@ from flowdeck.store.django.claimed import DjangoClaimed
 from flowdeck.store.django.group_commit import GroupCommit
 from flowdeck.store.django.tx import Tx
 from flowdeck.store.django.wakeups import PostgresListener, listener_params, payload
-from flowdeck.store.django.writes import Ask, Claim, creation_params
+from flowdeck.store.django.writes import Ask, Claim, claim_order_key, creation_params
 
 if TYPE_CHECKING:
     from flowdeck.store.django.store import DjangoStore
@@ -84,8 +84,9 @@ class PostgresWrites:
         expiry: datetime,
         limit: int,
         now: datetime,
+        order: str,
     ) -> asyncio.Future[Ask]:
-        return asyncio.ensure_future(self._claim(served, executor_id, expiry, limit, now))
+        return asyncio.ensure_future(self._claim(served, executor_id, expiry, limit, now, order))
 
     async def _claim(
         self,
@@ -94,6 +95,7 @@ class PostgresWrites:
         expiry: datetime,
         limit: int,
         now: datetime,
+        order: str,
     ) -> Ask:
         """The claim with its ledger in one autocommit statement; when it found nothing, the next wake-up
         instant in a second (read-only) one."""
@@ -101,14 +103,14 @@ class PostgresWrites:
             return Ask([], now)
         params: dict[str, Any] = {"now": now, "limit": limit, "executor": executor_id, "expiry": expiry}
         served_sql = queries.served_predicate(sorted(served), params)
-        claim = queries.CLAIM_WITH_LEDGER.text("postgresql").format(served=served_sql)
+        claim = queries.CLAIM_WITH_LEDGER.text("postgresql").format(served=served_sql, order=order)
         found = await self._statement("claim_ready", claim, params, all_rows=True, prepare=False)
         if not found:
             wake = queries.NEXT_WAKE.text("postgresql").format(served=served_sql)
             (next_wake,) = await self._statement("claim_ready", wake, params, prepare=False)
             return Ask([], now, rows.to_datetime(next_wake))
         claims = [_claim_of(row) for row in found]
-        claims.sort(key=lambda c: (c.state.created, c.token))
+        claims.sort(key=claim_order_key)
         return Ask(claims, now)
 
     async def start_listening(self) -> None:
@@ -397,7 +399,8 @@ def _undelivered(locked: bool, status: str | None) -> spi.SignalOutcome | None:
 
 def _claim_of(row: Sequence[Any]) -> Claim:
     """One row of CLAIM_WITH_LEDGER: the execution's columns, then its waits, fields and history."""
-    columns, waits_json, fields_json, events_json = row[:11], row[11], row[12], row[13]
+    width = len(queries.EXECUTION_COLUMNS)
+    columns, (waits_json, fields_json, events_json) = row[:width], row[width : width + 3]
     eid = columns[0]
     waits: dict[str, spi.Wake] = {}
     satisfied: set[str] = set()

@@ -1,5 +1,5 @@
 """Retention on the Django store: `purge_ended` and `count_purgeable` as work functions for
-`DjangoStore._run` (one transaction each), with their SQL in `queries` (PURGE_*, COUNT_PURGEABLE).
+`DjangoStore._run` (one transaction each), with their SQL in `purge_queries` (PURGE_*, COUNT_PURGEABLE).
 
 A batch selects its ids kind by kind from the creation-ordered status index (oldest first; on PostgreSQL
 locked with SKIP LOCKED, so a purge never waits on a row another transaction holds), deletes their ledger
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flowdeck.store import counts, retention
-from flowdeck.store.django import queries
+from flowdeck.store.django import purge_queries, queries
 
 if TYPE_CHECKING:
     from flowdeck.store.django.tx import Tx
@@ -34,15 +34,17 @@ def purge_ended(tx: Tx, what: retention.Purge, limit: int) -> int:
     for kind in what.statuses:
         if len(ids) >= limit:
             break
-        found = tx.all(queries.PURGE_BATCH, {**params, "kind": kind, "limit": limit - len(ids)}, flow=flow)
+        found = tx.all(
+            purge_queries.PURGE_BATCH, {**params, "kind": kind, "limit": limit - len(ids)}, flow=flow
+        )
         ids.extend(row[0] for row in found)
     if not ids:
         return 0
     id_params: dict[str, Any] = {}
     listed = queries.in_list("p", ids, id_params)
-    for query in queries.PURGE_LEDGER:
+    for query in purge_queries.PURGE_LEDGER:
         tx.execute(query, id_params, ids=listed)
-    tx.execute(queries.PURGE_EXECUTIONS, id_params, ids=listed)
+    tx.execute(purge_queries.PURGE_EXECUTIONS, id_params, ids=listed)
     return int(tx.cursor.rowcount)
 
 
@@ -50,5 +52,5 @@ def count_purgeable(tx: Tx, what: retention.Purge) -> list[counts.StatusCount]:
     params: dict[str, Any] = {"before": what.ended_before}
     flow = _flow(what.workflow_id, params)
     kinds = queries.in_list("k", what.statuses, params)
-    found = tx.all(queries.COUNT_PURGEABLE, params, kinds=kinds, flow=flow)
+    found = tx.all(purge_queries.COUNT_PURGEABLE, params, kinds=kinds, flow=flow)
     return [counts.StatusCount(wid, kind, int(n)) for wid, kind, n in found]

@@ -21,7 +21,7 @@ from typing import Any
 
 WAKE_CHANNEL = "flowdeck_wake"
 
-_TERMINAL = "('completed', 'failed', 'cancelled')"
+TERMINAL = "('completed', 'failed', 'cancelled')"  # the ended status kinds, as an SQL list
 _CLAIMABLE = "('running', 'compensating')"
 
 # The columns of an execution row, in the order `rows.execution_state` decodes them.
@@ -37,6 +37,7 @@ EXECUTION_COLUMNS = (
     "updated",
     "cancel_requested",
     "cancel_reason",
+    "priority",
 )
 _EXEC_COLS = ", ".join(f"e.{c}" for c in EXECUTION_COLUMNS)
 _EXEC_COLS_BARE = ", ".join(EXECUTION_COLUMNS)
@@ -92,30 +93,36 @@ _READY_WHERE = f"""
     )
 """
 
+# The claim's two orders (`store.claim_order`), each served by an index (`fs_exec_claimable_priority`,
+# `fs_exec_claimable`): by priority, highest first, then oldest; a fair-share turn's oldest first.
+CLAIM_ORDER = {False: "e.priority DESC, e.created, e.serial", True: "e.created, e.serial"}
+
 CLAIM_READY = Query(
     "claim_ready",
-    """SQLite: the ids of up to `limit` ready rows, oldest created first (BEGIN IMMEDIATE already
-    excludes every other writer); STAMP_CLAIM then stamps them. PostgreSQL claims with CLAIM_WITH_LEDGER.""",
+    """SQLite: the ids of up to `limit` ready rows in `{order}` (`CLAIM_ORDER`: by priority, or a fair-share
+    turn's oldest first; BEGIN IMMEDIATE already excludes every other writer); STAMP_CLAIM then stamps them.
+    PostgreSQL claims with CLAIM_WITH_LEDGER.""",
     f"""
     SELECT e.id FROM flowstore_execution e
     WHERE {_READY_WHERE}
-    ORDER BY e.created, e.serial
+    ORDER BY {{order}}
     LIMIT %(limit)s
     """,
 )
 
 CLAIM_WITH_LEDGER = Query(
     "claim_with_ledger",
-    """PostgreSQL: the claim (ready rows locked with SKIP LOCKED, so concurrent claimers pass each other's
-    rows by, I1; stamped with tokens from the sequence) and everything it hands over, in ONE statement (run
-    in autocommit: one round trip, one transaction): each claimed row with its wait rows (and whether each
-    is satisfied at `now`), its fields and its history, as JSON arrays.""",
+    """PostgreSQL: the claim (ready rows in `{order}`, as CLAIM_READY's, locked with SKIP LOCKED, so
+    concurrent claimers pass each other's rows by, I1; stamped with tokens from the sequence) and
+    everything it hands over, in ONE statement (run in autocommit: one round trip, one transaction): each
+    claimed row with its wait rows (and whether each is satisfied at `now`), its fields and its history, as
+    JSON arrays.""",
     "",
     postgresql=f"""
     WITH ready AS (
         SELECT e.id FROM flowstore_execution e
         WHERE {_READY_WHERE}
-        ORDER BY e.created, e.serial
+        ORDER BY {{order}}
         LIMIT %(limit)s
         FOR UPDATE OF e SKIP LOCKED
     ),
@@ -424,9 +431,9 @@ RECORDED_AT = Query(
 
 _CREATE = """
     INSERT INTO flowstore_execution (id, flow_id, hash, status, status_kind, failure_kind, stop_code,
-        cancel_requested, cancel_reason, last_seq, serial, created, updated)
+        cancel_requested, cancel_reason, last_seq, serial, created, updated, priority)
     VALUES (%(id)s, %(flow_id)s, %(hash)s, %(status)s, %(status_kind)s, %(failure_kind)s, %(stop_code)s,
-        FALSE, '', 1, {serial}, %(now)s, %(now)s)
+        FALSE, '', 1, {serial}, %(now)s, %(now)s, %(priority)s)
     ON CONFLICT (id) DO NOTHING RETURNING {answer}
 """
 
@@ -449,9 +456,9 @@ INSERT_SEED_FIELD = Query(
 _CREATE_CLAIMED = """
     INSERT INTO flowstore_execution (id, flow_id, hash, status, status_kind, failure_kind, stop_code,
         cancel_requested, cancel_reason, last_seq, serial, created, updated, executor, claim_expiry,
-        claim_token)
+        claim_token, priority)
     VALUES (%(id)s, %(flow_id)s, %(hash)s, %(status)s, %(status_kind)s, %(failure_kind)s, %(stop_code)s,
-        FALSE, '', %(last_seq)s, {serial}, %(now)s, %(now)s, %(executor)s, %(expiry)s, {token})
+        FALSE, '', %(last_seq)s, {serial}, %(now)s, %(now)s, %(executor)s, %(expiry)s, {token}, %(priority)s)
     ON CONFLICT (id) DO NOTHING RETURNING {answer}
 """
 
@@ -470,7 +477,7 @@ OPEN_DELIVERY = Query(
     (then LOCK_EXECUTION says which). Serializes with `finish`, so a delivery after the end is refused.""",
     f"""
     UPDATE flowstore_execution SET updated = %(now)s, last_seq = last_seq + 1
-    WHERE id = %(id)s AND status_kind NOT IN {_TERMINAL}
+    WHERE id = %(id)s AND status_kind NOT IN {TERMINAL}
     RETURNING last_seq
     """,
 )
@@ -600,50 +607,10 @@ EVENTS_AFTER_WITH_DATA = Query(
     " WHERE (id > %(after)s{gaps}){scope} ORDER BY id LIMIT %(limit)s",
 )
 
-# ------------------------------------------------------------------------------------------- retention
-
-# An ended row's `updated` is its end (nothing writes to it once ended), and it ended after it was created:
-# so `created < before` bounds the scan of the (status_kind, created, serial) index (or its flow_id-led
-# twin) that no purge-only index needs to duplicate, and `updated < before` is checked on the rows read.
-_PURGEABLE = "status_kind = %(kind)s AND created < %(before)s AND updated < %(before)s{flow}"
-
-PURGE_BATCH = Query(
-    "purge_batch",
-    """Retention: the ids of at most `limit` executions of one ended status kind that ended before
-    `before` (of one workflow with `{flow}`), oldest created first. PostgreSQL locks them and skips rows
-    another transaction holds (never a wait); SQLite's write lock already excludes every other writer.""",
-    f"SELECT id FROM flowstore_execution WHERE {_PURGEABLE} ORDER BY created, serial LIMIT %(limit)s",
-    postgresql=f"""
-    SELECT id FROM flowstore_execution WHERE {_PURGEABLE}
-    ORDER BY created, serial LIMIT %(limit)s FOR UPDATE SKIP LOCKED
-    """,
-)
-
-PURGE_LEDGER = tuple(
-    Query(
-        f"purge_{table}",
-        f"Retention: the {table} rows of the executions a batch deletes (before their rows).",
-        f"DELETE FROM flowstore_{table} WHERE execution_id IN {{ids}}",
-    )
-    for table in ("event", "field", "progress", "wait")
-)
-
-PURGE_EXECUTIONS = Query(
-    "purge_executions",
-    "Retention: the execution rows of a batch, ended ones only (a terminal status never reverts, I5).",
-    f"DELETE FROM flowstore_execution WHERE id IN {{ids}} AND status_kind IN {_TERMINAL}",
-)
-
-COUNT_PURGEABLE = Query(
-    "count_purgeable",
-    "Retention's dry run: what a purge would delete, per workflow and ended status kind.",
-    "SELECT flow_id, status_kind, COUNT(*) FROM flowstore_execution"
-    " WHERE status_kind IN {kinds} AND created < %(before)s AND updated < %(before)s{flow}"
-    " GROUP BY flow_id, status_kind ORDER BY flow_id, status_kind",
-)
-
 __all__ = [name for name, value in globals().items() if isinstance(value, Query)] + [
+    "CLAIM_ORDER",
     "EXECUTION_COLUMNS",
+    "TERMINAL",
     "WAKE_CHANNEL",
     "Query",
     "event_rows",
@@ -906,7 +873,7 @@ DELIVER = Query(
     postgresql=f"""
     WITH locked AS (
         SELECT id, last_seq FROM flowstore_execution
-        WHERE id = %(id)s AND status_kind NOT IN {_TERMINAL} FOR UPDATE
+        WHERE id = %(id)s AND status_kind NOT IN {TERMINAL} FOR UPDATE
     ),
     {_DELIVERY_WRITES}
     stamped AS (
@@ -953,7 +920,7 @@ DELIVER_AND_CLAIM = Query(
     postgresql=f"""
     WITH locked AS (
         SELECT id, last_seq, status_kind, claim_expiry, xmin AS version FROM flowstore_execution
-        WHERE id = %(id)s AND status_kind NOT IN {_TERMINAL} FOR UPDATE
+        WHERE id = %(id)s AND status_kind NOT IN {TERMINAL} FOR UPDATE
     ),
     {_DELIVERY_WRITES}
     take AS (

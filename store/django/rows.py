@@ -69,7 +69,8 @@ def event_of(flow_id: str, execution_id: str, seq: int, kind: str, timestamp: An
 
 def execution_state(row: Sequence[Any], waits: Mapping[str, spi.Wake]) -> spi.ExecutionState:
     """Decode a row in `queries.EXECUTION_COLUMNS` order."""
-    (eid, flow_id, hash_, status, executor, expiry, token, created, updated, cancel, reason) = row[:11]
+    eid, flow_id, hash_, status, executor, expiry, token, created, updated, cancel, reason = row[:11]
+    priority = row[11]
     created_at, updated_at = to_datetime(created), to_datetime(updated)
     assert created_at is not None
     assert updated_at is not None
@@ -86,4 +87,5 @@ def execution_state(row: Sequence[Any], waits: Mapping[str, spi.Wake]) -> spi.Ex
         cancel_requested=bool(cancel),
         claim_token=int(token) if token is not None else None,
         cancel_reason=reason or "",
+        priority=int(priority),
     )

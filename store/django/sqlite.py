@@ -21,7 +21,7 @@ from flowdeck.store.django import models, queries, rows, search
 from flowdeck.store.django.claimed import Answered, DjangoClaimed
 from flowdeck.store.django.errors import translated
 from flowdeck.store.django.tx import Tx
-from flowdeck.store.django.writes import Ask, Claim
+from flowdeck.store.django.writes import Ask, Claim, claim_order_key
 
 if TYPE_CHECKING:
     from flowdeck.store.django.store import DjangoStore
@@ -47,10 +47,17 @@ class SqliteWrites:
         expiry: datetime,
         limit: int,
         now: datetime,
+        order: str,
     ) -> asyncio.Future[Ask]:
         store = self._store
         claim = functools.partial(
-            self._claim_in, served=served, executor_id=executor_id, expiry=expiry, limit=limit, now=now
+            self._claim_in,
+            served=served,
+            executor_id=executor_id,
+            expiry=expiry,
+            limit=limit,
+            now=now,
+            order=order,
         )
         return asyncio.get_running_loop().run_in_executor(
             store._pool, store._in_transaction, "claim_ready", claim
@@ -64,6 +71,7 @@ class SqliteWrites:
         expiry: datetime,
         limit: int,
         now: datetime,
+        order: str,
     ) -> Ask:
         """The claim in the store's IMMEDIATE transaction; when it found nothing, the next wake-up instant
         and the data version the caller's wait then watches."""
@@ -71,13 +79,13 @@ class SqliteWrites:
             return Ask([], now)
         params: dict[str, Any] = {"now": now, "limit": limit}
         served_sql = queries.served_predicate(sorted(served), params)
-        ids = [r[0] for r in tx.all(queries.CLAIM_READY, params, served=served_sql)]
+        ids = [r[0] for r in tx.all(queries.CLAIM_READY, params, served=served_sql, order=order)]
         if not ids:
             (next_wake,) = tx.one(queries.NEXT_WAKE, params, served=served_sql)
             (version,) = tx.one(queries.DATA_VERSION)
             return Ask([], now, rows.to_datetime(next_wake), version)
         claims = self._handed_over(tx, self._stamp_claims(tx, ids, executor_id, expiry, now), now)
-        claims.sort(key=lambda c: (c.state.created, c.token))
+        claims.sort(key=claim_order_key)
         return Ask(claims, now)
 
     def _stamp_claims(

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from django.db import connections, transaction
 from django.db.models import F
 
-from flowdeck.store import counts, feed, field_terms, heartbeats, retention, rules, spi
+from flowdeck.store import claim_order, counts, feed, field_terms, heartbeats, retention, rules, spi
 from flowdeck.store.clock import SYSTEM_CLOCK, Clock
 from flowdeck.store.django import feed as django_feed
 from flowdeck.store.django import heartbeats as django_heartbeats
@@ -86,6 +86,7 @@ class DjangoStore(ConsoleReads, spi.FlowStore):
         # names this store's NOTIFYs, so its own listener skips what its callers already heard
         self.origin = uuid.uuid4().hex
         self._closed = False
+        self._fair_share = claim_order.FairShare()
         # The one choice of database: every hot operation goes through `_writes` from here on.
         self._writes: Writes
         if self.vendor == "postgresql":
@@ -217,7 +218,8 @@ class DjangoStore(ConsoleReads, spi.FlowStore):
         if self._closed:
             raise spi.FlowStoreError("claim_ready: the store is closed")
         try:
-            work = self._writes.claim(served, executor_id, now + lease, limit, now)
+            order = queries.CLAIM_ORDER[self._fair_share.oldest_first()]
+            work = self._writes.claim(served, executor_id, now + lease, limit, now, order)
         except RuntimeError as error:
             raise spi.FlowStoreError("claim_ready: the store is closed") from error
         try:

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
-from flowdeck.store import spi
+from flowdeck.store import claim_order, spi
 from flowdeck.store.django import queries, rows
 
 __all__ = ["Locked", "Tx"]
@@ -65,7 +65,7 @@ class Tx:
         """CREATE_EXECUTION with its seed fields and its Created event as seq 1, waking nobody. False when
         the id exists: then nothing was written but, on SQLite, a reserved token (roll back to drop it)."""
         params = {"id": execution_id, "flow_id": flow_id, "hash": hash, "now": now}
-        params.update(rows.status_columns(status))
+        params.update(rows.status_columns(status), priority=claim_order.priority_of(event.data))
         if self.vendor == "sqlite":  # PostgreSQL's statement takes the serial from its sequence
             (params["serial"],) = self.one(queries.TAKE_TOKENS, {"n": 1})
         if self.one(queries.CREATE_EXECUTION, params) is None:
@@ -117,7 +117,7 @@ class Locked:
             claim_token=state.claim_token,
             cancel_requested=state.cancel_requested,
             cancel_reason=state.cancel_reason,
-            last_seq=int(found[12]),
+            last_seq=int(found[-1]),
         )
 
     def write(self, tx: Tx, now: datetime, events: Sequence[spi.Event], **changes: Any) -> None:

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
-from flowdeck.store import spi
+from flowdeck.store import claim_order, spi
 from flowdeck.store.django import queries, rows
 
 if TYPE_CHECKING:
     from flowdeck.store.django.claimed import DjangoClaimed
     from flowdeck.store.django.tx import Tx
 
-__all__ = ["Ask", "Claim", "Writes", "creation_params"]
+__all__ = ["Ask", "Claim", "Writes", "claim_order_key", "creation_params"]
 
 Ledger = tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]]
 
@@ -36,6 +36,11 @@ class Claim:
     satisfied: frozenset[str]
     token: int
     ledger: Ledger | None = None
+
+
+def claim_order_key(claim: Claim) -> tuple[int, datetime, int]:
+    """The order a claim hands its rows over in: by priority, then oldest first (`store.claim_order`)."""
+    return (-claim.state.priority, claim.state.created, claim.token)
 
 
 @dataclass(frozen=True)
@@ -61,8 +66,10 @@ class Writes(Protocol):
         expiry: datetime,
         limit: int,
         now: datetime,
+        order: str,
     ) -> asyncio.Future[Ask]:
-        """Start one claim attempt (the caller shields it, so it may outlive the caller's wait)."""
+        """Start one claim attempt taking ready rows in `order` (one of `queries.CLAIM_ORDER`; the caller
+        shields it, so it may outlive the caller's wait)."""
         ...
 
     async def start_listening(self) -> None:
@@ -167,6 +174,7 @@ def creation_params(
         "hash": hash,
         "now": now,
         "last_seq": 1 + len(following),
+        "priority": claim_order.priority_of(event.data),
         **rows.status_columns(status),
     }
     for i, values in enumerate(rows.event_values([event, *following])):

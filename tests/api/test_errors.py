@@ -75,6 +75,18 @@ def test_start_refuses_bad_inputs_and_writes_nothing(operator: ApiClient) -> Non
     refused(operator.get(f"/executions/{eid}"), 404, "execution_not_found")
 
 
+def test_start_refuses_a_priority_out_of_range_and_writes_nothing(operator: ApiClient) -> None:
+    eid = new_id("priority")
+    for priority in (101, -101, 1.5, "high", True):
+        body = refused(
+            operator.post("/workflows/holdable/executions", {"executionId": eid, "priority": priority}),
+            400,
+            "invalid_request",
+        )
+        assert "priority" in str(body), body
+    refused(operator.get(f"/executions/{eid}"), 404, "execution_not_found")
+
+
 def test_signal_refusals(operator: ApiClient) -> None:
     eid = new_id("signals")
     operator.post("/workflows/approval/executions", {"executionId": eid})

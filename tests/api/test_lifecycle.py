@@ -69,6 +69,7 @@ def test_describe_waiting_execution(operator: ApiClient) -> None:
         "waits": [{"path": "go", "kind": "waiting", "detail": "go"}],
         "cancelRequested": False,
         "cancelReason": "",
+        "priority": 0,
         "stop": None,
         "inputs": [{"name": "go", "tag": "bool", "delivered": False, "jsonSchema": {"type": "boolean"}}],
     }
@@ -187,6 +188,7 @@ def test_search(operator: ApiClient) -> None:
         "cancelRequested": False,
         "created": found["items"][0]["created"],
         "updated": found["items"][0]["updated"],
+        "priority": 0,
     }
     page = operator.post("/executions/search", {"idPrefix": prefix, "limit": 1, "offset": 1}).body
     assert (page["total"], [i["executionId"] for i in page["items"]]) == (3, [f"{prefix}-1"])
@@ -226,3 +228,14 @@ def test_search_by_a_recorded_value(operator: ApiClient) -> None:
     assert found("field:order.id~=-1") == ([f"{prefix}-1"], 1)
     assert found("field:order.quantity>2") == ([f"{prefix}-2", f"{prefix}-1"], 2)
     assert found("field:order.quantity<=2", workflowId="approval") == ([f"{prefix}-0"], 1)
+
+
+def test_a_start_keeps_its_priority(operator: ApiClient) -> None:
+    """`priority` is the execution's (the claim's order: flowdeck.store.claim_order); absent, the workflow's
+    default, 0."""
+    urgent, plain = new_id("urgent"), new_id("plain")
+    started = operator.post("/workflows/holdable/executions", {"executionId": urgent, "priority": 80})
+    assert (started.status, started.body) == (200, {"executionId": urgent})
+    operator.post("/workflows/holdable/executions", {"executionId": plain})
+    assert operator.get(f"/executions/{urgent}").body["priority"] == 80
+    assert operator.get(f"/executions/{plain}").body["priority"] == 0

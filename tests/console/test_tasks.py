@@ -97,6 +97,16 @@ def test_a_committed_enqueue_runs_on_the_workers_and_reads_successful(
     assert (result.status, result.return_value) == (Status.SUCCESSFUL, 5)
 
 
+def test_a_tasks_priority_is_its_executions(tasks: str) -> None:
+    """Django's task priority (-100 to 100) orders the claim as a flow's does (store.claim_order)."""
+    urgent = task_funcs.add.using(priority=60).enqueue(1, 1)
+    plain = task_funcs.add.enqueue(1, 2)
+    found = dict(models.Execution.objects.using(tasks).values_list("id", "priority"))
+    assert (found[urgent.id], found[plain.id]) == (60, 0)
+    with pytest.raises(django_tasks.InvalidTask):
+        task_funcs.add.using(priority=101)
+
+
 def test_a_raising_task_ends_failed_with_its_error(tasks: str, task_workers: Workers) -> None:
     result = task_funcs.explode.enqueue("out of paper")
     _settled(result.id)
@@ -234,7 +244,7 @@ def test_a_task_its_module_does_not_hold_is_refused_at_enqueue(settings: Any) ->
 def test_the_backend_is_built_without_the_database_and_checks_its_options() -> None:
     backend = FlowdeckBackend("default", {"OPTIONS": {"RETRY_ATTEMPTS": 2}})  # no database access here
     assert (backend.supports_get_result, backend.supports_async_task) == (True, True)
-    assert (backend.supports_defer, backend.supports_priority) == (False, False)
+    assert (backend.supports_defer, backend.supports_priority) == (False, True)
     with pytest.raises(ImproperlyConfigured, match="RETRY_ATTEMPS"):
         FlowdeckBackend("default", {"OPTIONS": {"RETRY_ATTEMPS": 2}})
 

@@ -196,12 +196,13 @@ def test_claim_and_next_wake_are_index_backed_on_postgres(
 
     params: dict[str, object] = {"now": "2030-06-01T00:00:00Z", "limit": 8, "executor": "x", "expiry": None}
     served = queries.served_predicate(sorted({("wf1", "h1"), ("wf2", "h0")}), params)
-    ready = queries.CLAIM_READY.sql.format(served=served)  # the SELECT half (no stamping in a test)
+    # the SELECT half (no stamping in a test), in both of the claim's orders (by priority; a fair turn's)
+    ready = [queries.CLAIM_READY.sql.format(served=served, order=o) for o in queries.CLAIM_ORDER.values()]
     wake = queries.NEXT_WAKE.sql.format(served=served)
     with connections[seeded_postgres].cursor() as cursor:
         plans = []
         cursor.execute("SET enable_seqscan = off")
-        for sql in (ready, wake):
+        for sql in (*ready, wake):
             cursor.execute("EXPLAIN " + sql, params)
             plans.append("\n".join(row[0] for row in cursor.fetchall()))
         cursor.execute("RESET enable_seqscan")

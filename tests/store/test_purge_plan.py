@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from flowdeck.store.django import queries
+from flowdeck.store.django import purge_queries
 from tests.store.django_support import database_access, postgres_alias
 from tests.store.test_overview_plan import seeded
 
@@ -26,7 +26,7 @@ def _plan(alias: str, kind: str, workflow_id: str | None) -> str:
     flow = ""
     if workflow_id is not None:
         params["flow"], flow = workflow_id, " AND flow_id = %(flow)s"
-    sql = queries.PURGE_BATCH.text("postgresql").format(flow=flow)
+    sql = purge_queries.PURGE_BATCH.text("postgresql").format(flow=flow)
     with connections[alias].cursor() as cursor:
         cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())

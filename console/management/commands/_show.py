@@ -35,6 +35,8 @@ def text(
         f"status     {states.standing_of(s, served).line}",
         f"created    {s.created:%Y-%m-%d %H:%M:%S}   updated {s.updated:%Y-%m-%d %H:%M:%S}",
     ]
+    if s.priority:
+        lines.append(f"priority   {s.priority} (higher claimed first)")
     if s.executor:
         lines.append(f"claimed by {s.executor} until {s.claim_expiry:%H:%M:%S}")
     if s.cancel_requested and not s.status.terminal:  # an ended execution has no cancel pending

@@ -37,6 +37,16 @@ __all__ = ["Command", "state_json"]
 VERBS = FLOW_VERBS
 
 
+def _priority(given: str | None) -> int | None:
+    """`--priority`'s number (its range is the engine's check: `FlowInvalidPriority`, exit 2 as well)."""
+    if given is None:
+        return None
+    try:
+        return int(given)
+    except ValueError:
+        raise usage(f"--priority takes an integer from -100 to 100, got {given!r}") from None
+
+
 def usage(message: str) -> CommandError:
     return CommandError(message, returncode=2)
 
@@ -83,6 +93,7 @@ def state_json(state: spi.ExecutionState, served: frozenset[str]) -> dict[str, A
         "claim_expiry": _time(state.claim_expiry),
         "waits": {name: spi.wake_to_json(wake) for name, wake in state.waits.items()},
         "cancel_requested": state.cancel_requested,
+        "priority": state.priority,
         "cancel_reason": state.cancel_reason,
     }
 
@@ -166,6 +177,11 @@ def _start_arguments(start: CommandParser) -> None:
         default=[],
         metavar="NAME=JSON",
         help="an input delivered at start (repeatable)",
+    )
+    start.add_argument(
+        "--priority",
+        metavar="N",
+        help="-100 to 100, higher claimed first (default: the workflow's, 0 unless it sets one)",
     )
 
 
@@ -384,8 +400,9 @@ class Command(_output.SafeOutputCommand):
                     raise usage(f"--input takes NAME=JSON, got {given!r}")
                 inputs[name] = parse_json(f"input {name!r}", text)
             act.detail["inputs"] = sorted(inputs)
+            priority = _priority(o["priority"])
             eid = await engine.workflows.start(
-                o["workflow_id"], execution_id=o["execution_id"], inputs=inputs
+                o["workflow_id"], execution_id=o["execution_id"], inputs=inputs, priority=priority
             )
             act.execution_ids = [eid]
         self.emit({"execution_id": eid, "workflow_id": o["workflow_id"]}, eid)
