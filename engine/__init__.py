@@ -32,6 +32,8 @@ from flowdeck.engine.errors import (
     FlowResumeConflict,
     FlowRetry,
     FlowRunEnded,
+    FlowScheduleError,
+    FlowScheduleNotFound,
     FlowSignalError,
     FlowStepTimeout,
     FlowStoreError,
@@ -45,6 +47,7 @@ from flowdeck.engine.flow import Flow, Loop, Meta
 from flowdeck.engine.lint import LintWarning, lint
 from flowdeck.engine.local import run_local
 from flowdeck.engine.schedule import Schedule
+from flowdeck.engine.schedule_ticks import scheduled
 from flowdeck.engine.worker import Health
 
 __all__ = [
@@ -55,6 +58,9 @@ __all__ = [
     "InputStatus",
     "SearchResult",
     "run_local",
+    "scheduled",
+    "FlowScheduleError",
+    "FlowScheduleNotFound",
     "FlowAlreadyAnswered",
     "FlowAlreadyDelivered",
     "FlowClaimHeld",

@@ -38,6 +38,8 @@ __all__ = [
     "FlowResumeConflict",
     "FlowRetry",
     "FlowRunEnded",
+    "FlowScheduleError",
+    "FlowScheduleNotFound",
     "FlowSignalError",
     "FlowStepTimeout",
     "FlowStoreError",
@@ -317,6 +319,23 @@ class FlowResumeConflict(FlowOperatorError):
 
 
 # ------------------------------------------------------------------------------------ running a flow
+
+
+class FlowScheduleError(FlowError):
+    """A schedule's definition was refused (its name, cron, interval, zone, workflow or inputs); `field`
+    names the part."""
+
+    def __init__(self, message: str = "", *, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class FlowScheduleNotFound(FlowError):
+    """No schedule has that name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no schedule named {name!r}")
+        self.name = name
 
 
 class FlowCancelled(FlowError):

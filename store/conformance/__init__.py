@@ -16,9 +16,9 @@ the same process wakes it at once) also runs `InProcessBlockingConformance`.
 
 The cases are grouped by invariant and verb, one mixin a module (`claims`, `writes`, `atomic`, `signals`,
 `history`, `fields`, `executions`, `cancel`, `search`, `ordering`, `field_search`, `workflows`,
-`operator_writes`, `console_reads`, `node_reads`, `overview_reads`, `retention`, `schedules`), each a `StoreCase`
-(`case`); `FlowStoreConformance` is all of them. `support` holds the fixtures and helpers every case is
-written with.
+`operator_writes`, `console_reads`, `node_reads`, `overview_reads`, `retention`, `schedules`), each a
+`StoreCase` (`case`); `FlowStoreConformance` is all of them. `support` holds the fixtures and helpers
+every case is written with.
 """
 
 from __future__ import annotations

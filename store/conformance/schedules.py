@@ -34,7 +34,12 @@ class ScheduleCases(StoreCase):
         await fx.clock.advance(10)
         hourly = schedules.ScheduleSpec("nightly", WF1, every=timedelta(hours=1))
         again = await fx.store.put_schedule(hourly)
-        assert (again.spec, again.paused, again.created, again.cursor) == (hourly, True, made.created, made.cursor)
+        assert (again.spec, again.paused, again.created, again.cursor) == (
+            hourly,
+            True,
+            made.created,
+            made.cursor,
+        )
         assert await fx.store.get_schedule("nightly") == again
 
     async def test_create_refuses_an_existing_name(self, fx: StoreFixture) -> None:
@@ -42,7 +47,8 @@ class ScheduleCases(StoreCase):
         other = schedules.ScheduleSpec("nightly", WF1, cron="* * * * *")
         assert await fx.store.create_schedule(other) is None
         found = await fx.store.get_schedule("nightly")
-        assert found is not None and found.spec == NIGHTLY
+        assert found is not None
+        assert found.spec == NIGHTLY
 
     async def test_list_is_by_name_and_unknown_is_none(self, fx: StoreFixture) -> None:
         for name in ("b", "a", "c"):
@@ -67,7 +73,8 @@ class ScheduleCases(StoreCase):
         await fx.store.advance_schedule("nightly", later, TICK)
         await fx.store.advance_schedule("nightly", made.cursor, None)
         found = await fx.store.get_schedule("nightly")
-        assert found is not None and (found.cursor, found.buffered) == (later, None)
+        assert found is not None
+        assert (found.cursor, found.buffered) == (later, None)
 
     async def test_a_tick_has_one_outcome_however_many_race(self, fx: StoreFixture) -> None:
         await fx.store.put_schedule(NIGHTLY)
@@ -79,7 +86,9 @@ class ScheduleCases(StoreCase):
     async def test_ticks_newest_first_settled_and_counted(self, fx: StoreFixture) -> None:
         await fx.store.put_schedule(NIGHTLY)
         for hours, outcome in enumerate(("started", "skipped", "buffered")):
-            await fx.store.record_tick(_tick(fx, schedules.TickOutcome(outcome), TICK + timedelta(hours=hours)))
+            await fx.store.record_tick(
+                _tick(fx, schedules.TickOutcome(outcome), TICK + timedelta(hours=hours))
+            )
         await fx.store.settle_tick("nightly", TICK + timedelta(hours=2), schedules.TickOutcome.STARTED)
         listed = await fx.store.list_ticks("nightly", limit=2)
         assert [(t.tick, t.outcome.value) for t in listed] == [
@@ -101,6 +110,9 @@ class ScheduleCases(StoreCase):
     async def test_one_execution_per_tick_under_racing_starts(self, fx: StoreFixture) -> None:
         eid = schedules.tick_execution_id("nightly", TICK)
         created = await asyncio.gather(
-            *(fx.store.create_execution_if_absent(eid, WF1, "", spi.Running(), fx.created(eid)) for _ in range(8))
+            *(
+                fx.store.create_execution_if_absent(eid, WF1, "", spi.Running(), fx.created(eid))
+                for _ in range(8)
+            )
         )
         assert sorted(created) == [False] * 7 + [True]

@@ -53,7 +53,9 @@ def _ticks(tx: Tx) -> Any:
     return models.ScheduleTick.objects.using(tx.connection.alias)
 
 
-def put(tx: Tx, spec: schedules.ScheduleSpec, now: datetime, *, create_only: bool) -> schedules.Schedule | None:
+def put(
+    tx: Tx, spec: schedules.ScheduleSpec, now: datetime, *, create_only: bool
+) -> schedules.Schedule | None:
     definition = json.dumps(spec.to_json(), sort_keys=True)
     row = _rows(tx).select_for_update().filter(name=spec.name).first()
     if row is None:

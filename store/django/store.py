@@ -39,9 +39,9 @@ from flowdeck.store.django import models, operator_writes, queries, rows, search
 from flowdeck.store.django import purge as django_purge
 from flowdeck.store.django.claimed import DjangoClaimed
 from flowdeck.store.django.console_reads import ConsoleReads
-from flowdeck.store.django.schedules import ScheduleStore
 from flowdeck.store.django.errors import is_shared_cache_lock, translated
 from flowdeck.store.django.postgres import PostgresWrites
+from flowdeck.store.django.schedules import ScheduleStore
 from flowdeck.store.django.search import FEW_TO_SORT, counted, executions_matching
 from flowdeck.store.django.sqlite import WATCH_INTERVAL as SQLITE_WATCH_INTERVAL
 from flowdeck.store.django.sqlite import SqliteWrites

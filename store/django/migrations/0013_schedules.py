@@ -4,42 +4,53 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('flowstore', '0012_search_trigram'),
+        ("flowstore", "0012_search_trigram"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Schedule',
+            name="Schedule",
             fields=[
-                ('name', models.CharField(max_length=200, primary_key=True, serialize=False)),
-                ('definition', models.TextField(help_text='ScheduleSpec.to_json(), as JSON')),
-                ('paused', models.BooleanField(default=False)),
-                ('cursor', models.DateTimeField(help_text='the newest tick the tickers have decided')),
-                ('buffered', models.DateTimeField(blank=True, help_text='a tick waiting for the previous run', null=True)),
-                ('created', models.DateTimeField()),
-                ('updated', models.DateTimeField()),
+                ("name", models.CharField(max_length=200, primary_key=True, serialize=False)),
+                ("definition", models.TextField(help_text="ScheduleSpec.to_json(), as JSON")),
+                ("paused", models.BooleanField(default=False)),
+                ("cursor", models.DateTimeField(help_text="the newest tick the tickers have decided")),
+                (
+                    "buffered",
+                    models.DateTimeField(
+                        blank=True, help_text="a tick waiting for the previous run", null=True
+                    ),
+                ),
+                ("created", models.DateTimeField()),
+                ("updated", models.DateTimeField()),
             ],
             options={
-                'db_table': 'flowstore_schedule',
+                "db_table": "flowstore_schedule",
             },
         ),
         migrations.CreateModel(
-            name='ScheduleTick',
+            name="ScheduleTick",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('schedule', models.CharField(max_length=200)),
-                ('tick', models.DateTimeField()),
-                ('outcome', models.CharField(max_length=16)),
-                ('source', models.CharField(max_length=16)),
-                ('execution_id', models.CharField(max_length=255)),
-                ('recorded', models.DateTimeField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("schedule", models.CharField(max_length=200)),
+                ("tick", models.DateTimeField()),
+                ("outcome", models.CharField(max_length=16)),
+                ("source", models.CharField(max_length=16)),
+                ("execution_id", models.CharField(max_length=255)),
+                ("recorded", models.DateTimeField()),
             ],
             options={
-                'db_table': 'flowstore_schedule_tick',
-                'indexes': [models.Index(fields=['outcome'], name='fs_schedule_tick_outcome')],
-                'constraints': [models.UniqueConstraint(fields=('schedule', 'tick'), name='fs_schedule_tick_once')],
+                "db_table": "flowstore_schedule_tick",
+                "indexes": [models.Index(fields=["outcome"], name="fs_schedule_tick_outcome")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("schedule", "tick"), name="fs_schedule_tick_once")
+                ],
             },
         ),
     ]

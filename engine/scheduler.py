@@ -1,0 +1,229 @@
+"""The ticker: starts each schedule's due ticks, once, however many worker processes run one.
+
+Every worker process runs `Scheduler.round` as a maintenance chore (`chore()`, every second of the engine's
+clock). A round reads each active schedule and decides each tick after its cursor up to the store's now:
+
+- on time (within `grace` of now): subject to the overlap policy;
+- missed (older than `grace`: no worker ran when it fell due): the catch-up policy decides which are
+  started (none; the latest; all within the schedule's window), each then subject to the overlap policy.
+
+Two rounds racing over one tick (two processes) agree: the tick's outcome is recorded once
+(`FlowStore.record_tick`, the first wins) and a started tick's execution id is deterministic
+(`schedules.tick_execution_id`), so its second start is refused by the store (`FlowDuplicateExecution`).
+A process killed between recording a tick started and starting it leaves an execution missing; the next
+round finds the latest started tick's execution absent and starts it.
+
+Overlap: the previous run is the execution of the schedule's newest started tick. `skip` records a tick
+falling while it is unended as skipped; `buffer_one` records the first such tick buffered (started as soon
+as the previous run ends) and skips the ones after it while one waits; `allow` starts it anyway. A trigger
+now and a backfill are an operator's explicit asks: they start whatever runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from flowdeck.engine import errors, maintenance, schedule_ticks
+from flowdeck.store import schedules
+
+if TYPE_CHECKING:
+    from flowdeck.engine.engine import FlowEngine
+
+__all__ = ["GRACE", "MAX_BACKFILL", "Backfill", "Scheduler"]
+
+logger = logging.getLogger(__name__)
+
+GRACE = timedelta(minutes=1)  # a tick older than this when first seen was missed (the catch-up policy)
+MAX_PER_ROUND = 1000  # ticks one schedule decides in one round (a catch-up of "all" goes on next round)
+MAX_BACKFILL = 1000
+Outcome = schedules.TickOutcome
+Source = schedules.TickSource
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """A backfill's ticks (a dry run's: what it would start) and, once run, the executions started."""
+
+    schedule: str
+    ticks: tuple[datetime, ...]
+    execution_ids: tuple[str, ...]
+    started: tuple[str, ...] = ()
+
+
+@dataclass
+class _Round:
+    """One schedule's state through a round: the previous run and the buffered tick."""
+
+    schedule: schedules.Schedule
+    previous: str | None
+    buffered: datetime | None
+    started: list[str] = field(default_factory=list)
+
+
+class Scheduler:
+    """Schedules of one engine: their checks, the ticker's round, and the operator's trigger and backfill."""
+
+    def __init__(self, engine: FlowEngine, *, grace: timedelta = GRACE) -> None:
+        self.engine = engine
+        self.store = engine.store
+        self.grace = grace
+
+    # ------------------------------------------------------------------------------------ definitions
+
+    def check(self, spec: schedules.ScheduleSpec) -> schedules.ScheduleSpec:
+        """`spec` when it can tick and this engine would start its workflow with its inputs; else
+        FlowScheduleError naming the part (the workflow, an input: as a start would refuse them)."""
+        schedule_ticks.check_spec(spec)
+        try:
+            self.engine.workflows.prepare_start(spec.workflow_id, None, spec.inputs)
+        except errors.FlowNotRegistered as error:
+            raise errors.FlowScheduleError(str(error), field="workflow_id") from error
+        except errors.FlowInputError as error:
+            raise errors.FlowScheduleError(f"inputs refused: {error}", field="inputs") from error
+        return spec
+
+    async def declare(self, specs: Iterable[schedules.ScheduleSpec]) -> None:
+        """Upsert the schedules a flows module declares: the declaration wins, the paused state stays."""
+        for spec in specs:
+            await self.store.put_schedule(self.check(spec))
+
+    async def get(self, name: str) -> schedules.Schedule:
+        found = await self.store.get_schedule(name)
+        if found is None:
+            raise errors.FlowScheduleNotFound(name)
+        return found
+
+    # ------------------------------------------------------------------------------------ the ticker
+
+    def chore(self, every: timedelta = timedelta(seconds=1)) -> maintenance.Chore:
+        """The ticker as a worker process's maintenance chore."""
+        return maintenance.Chore("schedules", every, self.round)
+
+    async def round(self) -> list[str]:
+        """Decide every active schedule's due ticks; answers the execution ids started."""
+        started: list[str] = []
+        for schedule in await self.store.list_schedules():
+            if not schedule.paused:
+                started.extend(await self._schedule_round(schedule))
+        return started
+
+    async def _schedule_round(self, schedule: schedules.Schedule) -> list[str]:
+        now = self.store.now()
+        state = _Round(schedule, None, schedule.buffered)
+        state.previous = await self._previous(state)
+        if state.buffered is not None and not await self._unended(state.previous):
+            await self._start(state, state.buffered, Source.TICK)
+            await self.store.settle_tick(schedule.name, state.buffered, Outcome.STARTED)
+            state.buffered = None
+        for tick, source in self._due(schedule, now):
+            await self._decide(state, tick, source)
+        await self.store.advance_schedule(schedule.name, now, state.buffered)
+        return state.started
+
+    def _due(self, schedule: schedules.Schedule, now: datetime) -> list[tuple[datetime, Source]]:
+        """The ticks after the cursor to decide now, oldest first, each with its source."""
+        spec, cursor, late = schedule.spec, schedule.cursor, now - self.grace
+        missed: list[datetime] = []
+        if spec.catchup is schedules.Catchup.LATEST:
+            latest = schedule_ticks.latest_at_or_before(spec, late, cursor)
+            missed = [] if latest is None else [latest]
+        elif spec.catchup is schedules.Catchup.ALL:
+            missed = schedule_ticks.ticks_between(
+                spec, max(cursor, now - spec.catchup_window), late, MAX_PER_ROUND
+            )
+        on_time = schedule_ticks.ticks_between(spec, max(cursor, late), now, MAX_PER_ROUND)
+        return [(t, Source.CATCHUP) for t in missed] + [(t, Source.TICK) for t in on_time]
+
+    async def _decide(self, state: _Round, tick: datetime, source: Source) -> None:
+        spec = state.schedule.spec
+        outcome = Outcome.STARTED
+        if spec.overlap is not schedules.Overlap.ALLOW and await self._unended(state.previous):
+            buffer = spec.overlap is schedules.Overlap.BUFFER_ONE and state.buffered is None
+            outcome = Outcome.BUFFERED if buffer else Outcome.SKIPPED
+        eid = schedules.tick_execution_id(spec.name, tick)
+        recorded = await self.store.record_tick(
+            schedules.Tick(spec.name, tick, outcome, source, eid, self.store.now())
+        )
+        if recorded.outcome is Outcome.STARTED:
+            await self._start(state, tick, source)
+        elif recorded.outcome is Outcome.BUFFERED:
+            state.buffered = tick
+        else:
+            logger.info("schedule %s skipped %s", spec.name, eid, extra={"action": "schedule_skip"})
+
+    async def _previous(self, state: _Round) -> str | None:
+        """The newest started tick's execution; started again if it is missing (a process died between
+        recording the tick and starting it)."""
+        for tick in await self.store.list_ticks(state.schedule.name, limit=50):
+            if tick.outcome is Outcome.STARTED:
+                if await self.store.get_execution(tick.execution_id) is None:
+                    await self._start(state, tick.tick, tick.source)
+                return tick.execution_id
+        return None
+
+    async def _unended(self, execution_id: str | None) -> bool:
+        if execution_id is None:
+            return False
+        found = await self.store.get_execution(execution_id)
+        return found is not None and not found.status.terminal
+
+    async def _start(self, state: _Round, tick: datetime, source: Source) -> str:
+        """Start the tick's execution unless it exists (another process started it: nothing to do)."""
+        spec = state.schedule.spec
+        eid = schedules.tick_execution_id(spec.name, tick)
+        try:
+            await self.engine.workflows.start(spec.workflow_id, execution_id=eid, inputs=spec.inputs)
+        except errors.FlowDuplicateExecution:
+            return eid
+        except (errors.FlowNotRegistered, errors.FlowInputError) as error:
+            logger.warning("schedule %s could not start %s: %s", spec.name, eid, error)
+            return eid
+        logger.info(
+            "schedule %s started %s (%s)", spec.name, eid, source.value, extra={"action": "schedule_start"}
+        )
+        state.previous = eid
+        state.started.append(eid)
+        return eid
+
+    # ------------------------------------------------------------------------------------ operators
+
+    async def trigger(self, name: str) -> str:
+        """Start the schedule now, whatever its overlap policy; answers the execution id."""
+        schedule = await self.get(name)
+        tick = self.store.now().astimezone(UTC).replace(microsecond=0)
+        eid = schedules.tick_execution_id(name, tick)
+        await self.store.record_tick(
+            schedules.Tick(name, tick, Outcome.STARTED, Source.TRIGGER, eid, self.store.now())
+        )
+        return await self._start(_Round(schedule, None, None), tick, Source.TRIGGER)
+
+    async def backfill(self, name: str, start: datetime, end: datetime, *, dry_run: bool) -> Backfill:
+        """The schedule's ticks in `[start, end]`; unless a dry run, each one started (a tick already
+        started keeps its execution: its id is the same)."""
+        schedule = await self.get(name)
+        if end < start:
+            raise errors.FlowScheduleError("the backfill's end is before its start", field="end")
+        ticks = schedule_ticks.ticks_between(
+            schedule.spec, start - timedelta(microseconds=1), end, MAX_BACKFILL + 1
+        )
+        if len(ticks) > MAX_BACKFILL:
+            raise errors.FlowScheduleError(
+                f"more than {MAX_BACKFILL} ticks: backfill a shorter range", field="end"
+            )
+        eids = tuple(schedules.tick_execution_id(name, tick) for tick in ticks)
+        done = Backfill(name, tuple(ticks), eids)
+        if dry_run:
+            return done
+        state = _Round(schedule, None, None)
+        for tick, eid in zip(ticks, eids, strict=True):
+            now = self.store.now()
+            await self.store.record_tick(
+                schedules.Tick(name, tick, Outcome.STARTED, Source.BACKFILL, eid, now)
+            )
+            await self.store.settle_tick(name, tick, Outcome.STARTED)
+            await self._start(state, tick, Source.BACKFILL)
+        return Backfill(name, done.ticks, eids, tuple(state.started))
