@@ -39,6 +39,7 @@ __all__ = [
     "FlowRetry",
     "FlowRunEnded",
     "FlowScheduleError",
+    "FlowScheduleExists",
     "FlowScheduleNotFound",
     "FlowSignalError",
     "FlowStepTimeout",
@@ -328,6 +329,14 @@ class FlowScheduleError(FlowError):
     def __init__(self, message: str = "", *, field: str = "") -> None:
         super().__init__(message)
         self.field = field
+
+
+class FlowScheduleExists(FlowError):
+    """A schedule with that name exists already."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a schedule named {name!r} exists already")
+        self.name = name
 
 
 class FlowScheduleNotFound(FlowError):
