@@ -58,7 +58,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SOURCES = ("console", "api", "cli")
+SOURCES = ("console", "api", "cli", "client")
 ACTIONS = (
     "start",
     "signal",

@@ -83,7 +83,12 @@ class Scheduler:
         except errors.FlowNotRegistered as error:
             raise errors.FlowScheduleError(str(error), field="workflow_id") from error
         except errors.FlowInputError as error:
-            raise errors.FlowScheduleError(f"inputs refused: {error}", field="inputs") from error
+            lines = [
+                line.strip() for line in str(error).splitlines() if not line.strip().startswith("For further")
+            ]
+            raise errors.FlowScheduleError(
+                f"inputs refused: {'; '.join(filter(None, lines))}", field="inputs"
+            ) from error
         return spec
 
     async def declare(self, specs: Iterable[schedules.ScheduleSpec]) -> None:
