@@ -16,7 +16,7 @@ from flowdeck.store import schedules
 from flowdeck.store.clock import ManualClock
 from flowdeck.store.memory import MemoryStore
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
 @pytest.fixture(autouse=True)
