@@ -30,7 +30,7 @@ class MemorySchedules:
             now = self.now()
             if found is None:
                 found = schedules.Schedule(spec, paused=False, cursor=now, created=now, updated=now)
-            else:
+            elif found.spec != spec:
                 found = dataclasses.replace(found, spec=spec, updated=now)
             self.data.schedules[spec.name] = found
             return found

@@ -25,7 +25,8 @@ class ScheduleContract(abc.ABC):
     async def put_schedule(self, spec: schedules.ScheduleSpec) -> schedules.Schedule:
         """Create or redefine `spec.name`: a new one is active with its cursor at the store's now; an
         existing one takes the new definition and keeps its paused state, cursor, buffered tick and
-        created (a flows module's declarations are upserted at every registration)."""
+        created; `updated` moves only when the definition changed (a flows module's declarations are
+        upserted at every registration, by every process)."""
 
     @abc.abstractmethod
     async def create_schedule(self, spec: schedules.ScheduleSpec) -> schedules.Schedule | None:

@@ -84,7 +84,14 @@ def _row(shown: console_schedules.Shown) -> dict[str, Any]:
         "paused": shown.schedule.paused,
         "next": None if upcoming is None else _local(upcoming, spec.timezone),
         "next_utc": upcoming,
-        "runs": shown.last_runs,
+        "runs": [
+            {
+                "tick": run.tick,
+                "state": run.state,
+                "local": _local(run.tick.tick, spec.timezone, "%m-%d %H:%M"),
+            }
+            for run in shown.last_runs
+        ],
     }
 
 

@@ -41,6 +41,10 @@ class ScheduleCases(StoreCase):
             made.cursor,
         )
         assert await fx.store.get_schedule("nightly") == again
+        assert again.updated == fx.clock.now()
+        await fx.clock.advance(10)
+        same = await fx.store.put_schedule(hourly)
+        assert same.updated == again.updated  # the same definition again: nothing changed
 
     async def test_create_refuses_an_existing_name(self, fx: StoreFixture) -> None:
         assert await fx.store.create_schedule(NIGHTLY) is not None

@@ -62,7 +62,7 @@ def put(
         row = _rows(tx).create(name=spec.name, definition=definition, cursor=now, created=now, updated=now)
     elif create_only:
         return None
-    else:
+    elif _schedule(row).spec != spec:
         row.definition, row.updated = definition, now
         row.save(update_fields=["definition", "updated"])
     return _schedule(row)
