@@ -44,7 +44,7 @@ async def test_create_then_operate_from_the_pages(operator: AsyncClient) -> None
     assert 'href="/schedules/nightly/"' in listing
     assert "Europe/Paris" in listing
     assert ">active<" in listing
-    assert " 03:00<" in listing, listing[listing.find("<tbody>"):][:1500]  # the next run, in Paris time
+    assert " 03:00<" in listing  # the next run, in Paris time
     assert (await operator.post("/schedules/nightly/pause/")).status_code == 302
     status, page = await _text(operator, "/schedules/nightly/?done=paused")
     assert ">paused<" in page
