@@ -10,8 +10,10 @@ clock). A round reads each active schedule and decides each tick after its curso
 Two rounds racing over one tick (two processes) agree: the tick's outcome is recorded once
 (`FlowStore.record_tick`, the first wins) and a started tick's execution id is deterministic
 (`schedules.tick_execution_id`), so its second start is refused by the store (`FlowDuplicateExecution`).
-A process killed between recording a tick started and starting it leaves an execution missing; the next
-round finds the latest started tick's execution absent and starts it.
+A process killed between recording a tick started and starting it leaves an execution missing: a process's
+first round over a schedule (the restarted one's), and any round with a tick due, find the latest started
+tick's execution absent and start it. A round skips, in memory, every schedule with nothing due and none
+buffered, so idle schedules cost one read of the list per round and per process.
 
 Overlap: the previous run is the execution of the schedule's newest started tick. `skip` records a tick
 falling while it is unended as skipped; `buffer_one` records the first such tick buffered (started as soon
@@ -25,7 +27,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flowdeck.engine import errors, maintenance, schedule_ticks
 from flowdeck.store import schedules
@@ -71,6 +73,11 @@ class Scheduler:
         self.engine = engine
         self.store = engine.store
         self.grace = grace
+        # the first tick after each schedule's cursor, by (name, cursor, cron, every, zone): a round skips a
+        # schedule with nothing due in memory, so idle schedules cost one list read per round
+        self._upcoming: dict[tuple[Any, ...], datetime | None] = {}
+        # the schedules whose latest started tick this process has checked for a missing execution
+        self._checked: set[str] = set()
 
     # ------------------------------------------------------------------------------------ definitions
 
@@ -116,8 +123,28 @@ class Scheduler:
                 started.extend(await self._schedule_round(schedule))
         return started
 
+    def _idle(self, schedule: schedules.Schedule, now: datetime) -> bool:
+        """Nothing to do for it now: its next tick is later, none waits, and this process has checked its
+        latest started tick once (the repair after a crash between recording a tick and starting it)."""
+        if schedule.buffered is not None or schedule.name not in self._checked:
+            return False
+        spec = schedule.spec
+        key = (schedule.name, schedule.cursor, spec.cron, spec.every, spec.timezone)
+        if key not in self._upcoming:
+            if len(self._upcoming) > 100_000:
+                self._upcoming.clear()
+            later = schedule_ticks.ticks_between(
+                spec, schedule.cursor, schedule.cursor + timedelta(days=3660), 1
+            )
+            self._upcoming[key] = later[0] if later else None
+        upcoming = self._upcoming[key]
+        return upcoming is None or upcoming > now
+
     async def _schedule_round(self, schedule: schedules.Schedule) -> list[str]:
         now = self.store.now()
+        if self._idle(schedule, now):
+            return []
+        self._checked.add(schedule.name)
         state = _Round(schedule, None, schedule.buffered)
         state.previous = await self._previous(state)
         if state.buffered is not None and not await self._unended(state.previous):
