@@ -23,7 +23,9 @@ now and a backfill are an operator's explicit asks: they start whatever runs.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -42,6 +44,7 @@ logger = logging.getLogger(__name__)
 GRACE = timedelta(minutes=1)  # a tick older than this when first seen was missed (the catch-up policy)
 MAX_PER_ROUND = 1000  # ticks one schedule decides in one round (a catch-up of "all" goes on next round)
 MAX_BACKFILL = 1000
+ROUND_CONCURRENCY = 8  # schedules one round decides at once
 Outcome = schedules.TickOutcome
 Source = schedules.TickSource
 
@@ -116,12 +119,20 @@ class Scheduler:
         return maintenance.Chore("schedules", every, self.round)
 
     async def round(self) -> list[str]:
-        """Decide every active schedule's due ticks; answers the execution ids started."""
-        started: list[str] = []
-        for schedule in await self.store.list_schedules():
-            if not schedule.paused:
-                started.extend(await self._schedule_round(schedule))
-        return started
+        """Decide every active schedule's due ticks; answers the execution ids started.
+
+        Up to `ROUND_CONCURRENCY` schedules at a time (the store's connections are the limit), in an order
+        of this round's own, so two processes' rounds over many due schedules mostly meet different ones
+        first rather than racing over each in turn."""
+        active = [schedule for schedule in await self.store.list_schedules() if not schedule.paused]
+        random.shuffle(active)
+        gate = asyncio.Semaphore(ROUND_CONCURRENCY)
+
+        async def one(schedule: schedules.Schedule) -> list[str]:
+            async with gate:
+                return await self._schedule_round(schedule)
+
+        return [eid for started in await asyncio.gather(*(one(s) for s in active)) for eid in started]
 
     def _idle(self, schedule: schedules.Schedule, now: datetime) -> bool:
         """Nothing to do for it now: its next tick is later, none waits, and this process has checked its
