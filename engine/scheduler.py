@@ -10,10 +10,11 @@ clock). A round reads each active schedule and decides each tick after its curso
 Two rounds racing over one tick (two processes) agree: the tick's outcome is recorded once
 (`FlowStore.record_tick`, the first wins) and a started tick's execution id is deterministic
 (`schedules.tick_execution_id`), so its second start is refused by the store (`FlowDuplicateExecution`).
-A process killed between recording a tick started and starting it leaves an execution missing: a process's
-first round over a schedule (the restarted one's), and any round with a tick due, find the latest started
-tick's execution absent and start it. A round skips, in memory, every schedule with nothing due and none
-buffered, so idle schedules cost one read of the list per round and per process.
+A tick is started before it is recorded started, and the cursor moves only after a round decided every
+tick up to its now: a process killed anywhere in a round leaves its ticks to the next round (any
+process's), whose start of a tick already started is refused as a duplicate. A round skips, in memory,
+every schedule with nothing due and none buffered, so idle schedules cost one read of the list per round
+and per process.
 
 Overlap: the previous run is the execution of the schedule's newest started tick. `skip` records a tick
 falling while it is unended as skipped; `buffer_one` records the first such tick buffered (started as soon
@@ -79,8 +80,6 @@ class Scheduler:
         # the first tick after each schedule's cursor, by (name, cursor, cron, every, zone): a round skips a
         # schedule with nothing due in memory, so idle schedules cost one list read per round
         self._upcoming: dict[tuple[Any, ...], datetime | None] = {}
-        # the schedules whose latest started tick this process has checked for a missing execution
-        self._checked: set[str] = set()
 
     # ------------------------------------------------------------------------------------ definitions
 
@@ -135,9 +134,8 @@ class Scheduler:
         return [eid for started in await asyncio.gather(*(one(s) for s in active)) for eid in started]
 
     def _idle(self, schedule: schedules.Schedule, now: datetime) -> bool:
-        """Nothing to do for it now: its next tick is later, none waits, and this process has checked its
-        latest started tick once (the repair after a crash between recording a tick and starting it)."""
-        if schedule.buffered is not None or schedule.name not in self._checked:
+        """Nothing to do for it now: its next tick is later and none waits."""
+        if schedule.buffered is not None:
             return False
         spec = schedule.spec
         key = (schedule.name, schedule.cursor, spec.cron, spec.every, spec.timezone)
@@ -155,12 +153,10 @@ class Scheduler:
         now = self.store.now()
         if self._idle(schedule, now):
             return []
-        self._checked.add(schedule.name)
         state = _Round(schedule, None, schedule.buffered)
         state.previous = await self._previous(state)
         if state.buffered is not None and not await self._unended(state.previous):
-            await self._start(state, state.buffered, Source.TICK)
-            await self.store.settle_tick(schedule.name, state.buffered, Outcome.STARTED)
+            await self._start_and_record(state, state.buffered, Source.TICK)
             state.buffered = None
         for tick, source in self._due(schedule, now):
             await self._decide(state, tick, source)
@@ -187,24 +183,33 @@ class Scheduler:
         if spec.overlap is not schedules.Overlap.ALLOW and await self._unended(state.previous):
             buffer = spec.overlap is schedules.Overlap.BUFFER_ONE and state.buffered is None
             outcome = Outcome.BUFFERED if buffer else Outcome.SKIPPED
+        if outcome is Outcome.STARTED:
+            await self._start_and_record(state, tick, source)
+            return
         eid = schedules.tick_execution_id(spec.name, tick)
         recorded = await self.store.record_tick(
             schedules.Tick(spec.name, tick, outcome, source, eid, self.store.now())
         )
-        if recorded.outcome is Outcome.STARTED:
-            await self._start(state, tick, source)
-        elif recorded.outcome is Outcome.BUFFERED:
+        if recorded.outcome is Outcome.BUFFERED:
             state.buffered = tick
-        else:
+        elif recorded.outcome is Outcome.SKIPPED:
             logger.info("schedule %s skipped %s", spec.name, eid, extra={"action": "schedule_skip"})
 
+    async def _start_and_record(self, state: _Round, tick: datetime, source: Source) -> None:
+        """Start the tick, then record it started. In that order, a process killed between the two
+        leaves an execution whose tick the next round decides again (its start refused as a duplicate,
+        its record written), never a tick recorded started with no execution. Another round that
+        recorded it skipped or buffered meanwhile (it saw the previous run unended) loses to the fact:
+        the record says started."""
+        eid = await self._start(state, tick, source)
+        record = schedules.Tick(state.schedule.name, tick, Outcome.STARTED, source, eid, self.store.now())
+        if (await self.store.record_tick(record)).outcome is not Outcome.STARTED:
+            await self.store.settle_tick(state.schedule.name, tick, Outcome.STARTED)
+
     async def _previous(self, state: _Round) -> str | None:
-        """The newest started tick's execution; started again if it is missing (a process died between
-        recording the tick and starting it)."""
+        """The execution of the schedule's newest started tick."""
         for tick in await self.store.list_ticks(state.schedule.name, limit=50):
             if tick.outcome is Outcome.STARTED:
-                if await self.store.get_execution(tick.execution_id) is None:
-                    await self._start(state, tick.tick, tick.source)
                 return tick.execution_id
         return None
 
@@ -239,10 +244,8 @@ class Scheduler:
         schedule = await self.get(name)
         tick = self.store.now().astimezone(UTC).replace(microsecond=0)
         eid = schedules.tick_execution_id(name, tick)
-        await self.store.record_tick(
-            schedules.Tick(name, tick, Outcome.STARTED, Source.TRIGGER, eid, self.store.now())
-        )
-        return await self._start(_Round(schedule, None, None), tick, Source.TRIGGER)
+        await self._start_and_record(_Round(schedule, None, None), tick, Source.TRIGGER)
+        return eid
 
     async def backfill(self, name: str, start: datetime, end: datetime, *, dry_run: bool) -> Backfill:
         """The schedule's ticks in `[start, end]`; unless a dry run, each one started (a tick already
@@ -262,11 +265,6 @@ class Scheduler:
         if dry_run:
             return done
         state = _Round(schedule, None, None)
-        for tick, eid in zip(ticks, eids, strict=True):
-            now = self.store.now()
-            await self.store.record_tick(
-                schedules.Tick(name, tick, Outcome.STARTED, Source.BACKFILL, eid, now)
-            )
-            await self.store.settle_tick(name, tick, Outcome.STARTED)
-            await self._start(state, tick, Source.BACKFILL)
+        for tick in ticks:
+            await self._start_and_record(state, tick, Source.BACKFILL)
         return Backfill(name, done.ticks, eids, tuple(state.started))

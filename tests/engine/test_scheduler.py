@@ -223,17 +223,36 @@ async def test_two_processes_on_one_database_start_every_tick_once(
         await two.aclose()
 
 
-async def test_a_tick_recorded_but_never_started_is_started_by_the_next_round(
+async def test_a_round_killed_between_a_start_and_its_record_is_finished_by_the_next(
     store: spi.FlowStore, clock: ManualClock
 ) -> None:
-    """A process killed between recording a tick started and starting it: the next round starts it."""
+    """A process killed after starting a tick and before recording it (the cursor not moved): the next
+    round decides the tick again, its start is refused as a duplicate, and the record is written."""
+    engine = await _engine(store, clock)
+    ticker = scheduler.Scheduler(engine)
+    await ticker.declare([_spec()])
+    await _at(clock, datetime(2026, 12, 4, 2, 0, 5, tzinfo=UTC))
+    eid = schedules.tick_execution_id("nightly", datetime(2026, 12, 4, 2, 0, tzinfo=UTC))
+    await engine.workflows.start("reconcile", execution_id=eid, inputs={"region": "eu"})  # then killed
+    assert await store.list_ticks("nightly") == []
+    assert await ticker.round() == []  # nothing new started
+    [tick] = await store.list_ticks("nightly")
+    assert (tick.execution_id, tick.outcome) == (eid, schedules.TickOutcome.STARTED)
+
+
+async def test_a_tick_one_round_skipped_while_another_started_it_reads_started(
+    store: spi.FlowStore, clock: ManualClock
+) -> None:
+    """Two rounds deciding differently (one saw the previous run unended): the record ends as the fact."""
     ticker = scheduler.Scheduler(await _engine(store, clock))
     await ticker.declare([_spec()])
     tick = datetime(2026, 12, 4, 2, 0, tzinfo=UTC)
     eid = schedules.tick_execution_id("nightly", tick)
-    lost = schedules.Tick(
-        "nightly", tick, schedules.TickOutcome.STARTED, schedules.TickSource.TICK, eid, START
+    skipped = schedules.Tick(
+        "nightly", tick, schedules.TickOutcome.SKIPPED, schedules.TickSource.TICK, eid, START
     )
-    await store.record_tick(lost)
+    await store.record_tick(skipped)
+    await _at(clock, tick + timedelta(seconds=5))
     assert await ticker.round() == [eid]
-    assert await store.get_execution(eid) is not None
+    [recorded] = await store.list_ticks("nightly")
+    assert recorded.outcome is schedules.TickOutcome.STARTED
