@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterError, croniter
 
 from flowdeck.engine import errors, ids
 from flowdeck.store import schedules
@@ -46,7 +46,7 @@ def zone(name: str) -> ZoneInfo:
     """The IANA zone named; FlowScheduleError when there is none."""
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, TypeError) as error:
+    except (ZoneInfoNotFoundError, ValueError, TypeError, OSError) as error:
         raise errors.FlowScheduleError(f"unknown time zone {name!r}", field="timezone") from error
 
 
@@ -67,12 +67,23 @@ def check_spec(spec: schedules.ScheduleSpec) -> schedules.ScheduleSpec:
             f"invalid cron expression {spec.cron!r}: five fields (minute hour day month weekday)",
             field="cron",
         )
+    if spec.cron is not None and not _fires(spec):
+        raise errors.FlowScheduleError(f"the cron expression {spec.cron!r} never fires", field="cron")
     if spec.every is not None and (spec.every < timedelta(seconds=1) or spec.every.microseconds):
         raise errors.FlowScheduleError("every must be a whole number of seconds, at least 1", field="every")
     if spec.catchup_window <= timedelta(0):
         raise errors.FlowScheduleError("the catch-up window must be positive", field="catchup_window")
     zone(spec.timezone)
     return spec
+
+
+def _fires(spec: schedules.ScheduleSpec) -> bool:
+    """Does the cron expression have a time (`0 3 31 2 *`, the 31st of February, has none)?"""
+    try:
+        croniter(spec.cron, datetime(2000, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except CroniterError:
+        return False
+    return True
 
 
 def _repeated(local: datetime, tz: ZoneInfo) -> bool:
@@ -87,7 +98,10 @@ def _cron_after(spec: schedules.ScheduleSpec, after: datetime, until: datetime, 
     found: list[datetime] = []
     times = croniter(spec.cron, after.astimezone(tz))
     while len(found) < limit:
-        local: datetime = times.get_next(datetime)
+        try:
+            local: datetime = times.get_next(datetime)
+        except (CroniterError, OverflowError):  # no time left before year 9999
+            break
         at = local.astimezone(UTC)
         if at > until:
             break
@@ -102,7 +116,10 @@ def _every_after(every: timedelta, after: datetime, until: datetime, limit: int)
     found: list[datetime] = []
     k = first
     while len(found) < limit:
-        at = _EPOCH + timedelta(seconds=k * period)
+        try:
+            at = _EPOCH + timedelta(seconds=k * period)
+        except OverflowError:
+            break
         if at > until:
             break
         found.append(at)
@@ -120,8 +137,12 @@ def ticks_between(
 
 
 def next_ticks(spec: schedules.ScheduleSpec, after: datetime, count: int) -> list[datetime]:
-    """The next `count` ticks after `after` (the console's "next runs")."""
-    return ticks_between(spec, after, after + timedelta(days=366 * 5), count)
+    """The next `count` ticks after `after` within five years (the console's "next runs")."""
+    try:
+        until = after + timedelta(days=366 * 5)
+    except OverflowError:
+        until = datetime.max.replace(tzinfo=UTC)
+    return ticks_between(spec, after, until, count)
 
 
 def latest_at_or_before(spec: schedules.ScheduleSpec, at: datetime, after: datetime) -> datetime | None:
@@ -134,7 +155,10 @@ def latest_at_or_before(spec: schedules.ScheduleSpec, at: datetime, after: datet
     tz = zone(spec.timezone)
     times = croniter(spec.cron, (at + timedelta(seconds=1)).astimezone(tz))
     while True:
-        local: datetime = times.get_prev(datetime)
+        try:
+            local: datetime = times.get_prev(datetime)
+        except (CroniterError, OverflowError):
+            return None
         tick = local.astimezone(UTC)
         if tick <= after:
             return None

@@ -253,9 +253,12 @@ class Scheduler:
         schedule = await self.get(name)
         if end < start:
             raise errors.FlowScheduleError("the backfill's end is before its start", field="end")
-        ticks = schedule_ticks.ticks_between(
-            schedule.spec, start - timedelta(microseconds=1), end, MAX_BACKFILL + 1
-        )
+        try:
+            ticks = schedule_ticks.ticks_between(
+                schedule.spec, start - timedelta(microseconds=1), end, MAX_BACKFILL + 1
+            )
+        except OverflowError:
+            raise errors.FlowScheduleError("the backfill's range is out of bounds", field="start") from None
         if len(ticks) > MAX_BACKFILL:
             raise errors.FlowScheduleError(
                 f"more than {MAX_BACKFILL} ticks: backfill a shorter range", field="end"
