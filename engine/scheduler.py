@@ -208,10 +208,8 @@ class Scheduler:
 
     async def _previous(self, state: _Round) -> str | None:
         """The execution of the schedule's newest started tick."""
-        for tick in await self.store.list_ticks(state.schedule.name, limit=50):
-            if tick.outcome is Outcome.STARTED:
-                return tick.execution_id
-        return None
+        latest = await self.store.list_ticks(state.schedule.name, limit=1, outcome=Outcome.STARTED)
+        return latest[0].execution_id if latest else None
 
     async def _unended(self, execution_id: str | None) -> bool:
         if execution_id is None:

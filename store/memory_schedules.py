@@ -86,10 +86,13 @@ class MemorySchedules:
             if tick in ticks:
                 ticks[tick] = dataclasses.replace(ticks[tick], outcome=outcome)
 
-    async def list_ticks(self, name: str, limit: int = 20) -> Sequence[schedules.Tick]:
+    async def list_ticks(
+        self, name: str, limit: int = 20, outcome: schedules.TickOutcome | None = None
+    ) -> Sequence[schedules.Tick]:
         with self._lock:
             ticks = self.data.ticks.get(name, {})
-            return [ticks[at] for at in sorted(ticks, reverse=True)[:limit]]
+            kept = [ticks[at] for at in sorted(ticks, reverse=True) if outcome in (None, ticks[at].outcome)]
+            return kept[:limit]
 
     async def count_ticks(self) -> Mapping[schedules.TickOutcome, int]:
         with self._lock:

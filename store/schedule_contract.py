@@ -64,8 +64,11 @@ class ScheduleContract(abc.ABC):
         """Change a recorded tick's outcome (a buffered tick that started)."""
 
     @abc.abstractmethod
-    async def list_ticks(self, name: str, limit: int = 20) -> Sequence[schedules.Tick]:
-        """The schedule's latest recorded ticks, newest first, at most `limit`."""
+    async def list_ticks(
+        self, name: str, limit: int = 20, outcome: schedules.TickOutcome | None = None
+    ) -> Sequence[schedules.Tick]:
+        """The schedule's latest recorded ticks (of that outcome, when given), newest first, at most
+        `limit`."""
 
     @abc.abstractmethod
     async def count_ticks(self) -> Mapping[schedules.TickOutcome, int]:

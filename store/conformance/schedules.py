@@ -99,6 +99,8 @@ class ScheduleCases(StoreCase):
             (TICK + timedelta(hours=2), "started"),
             (TICK + timedelta(hours=1), "skipped"),
         ]
+        started = await fx.store.list_ticks("nightly", limit=5, outcome=schedules.TickOutcome.STARTED)
+        assert [t.tick for t in started] == [TICK + timedelta(hours=2), TICK]
         counted = await fx.store.count_ticks()
         assert dict(counted) == {"started": 2, "skipped": 1, "buffered": 0}
 

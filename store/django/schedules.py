@@ -116,8 +116,13 @@ def settled(tx: Tx, name: str, tick: datetime, outcome: schedules.TickOutcome) -
     _ticks(tx).filter(schedule=name, tick=tick).update(outcome=outcome.value)
 
 
-def latest_ticks(tx: Tx, name: str, limit: int) -> list[schedules.Tick]:
-    return [_tick(row) for row in _ticks(tx).filter(schedule=name).order_by("-tick")[:limit]]
+def latest_ticks(
+    tx: Tx, name: str, limit: int, outcome: schedules.TickOutcome | None
+) -> list[schedules.Tick]:
+    found = _ticks(tx).filter(schedule=name)
+    if outcome is not None:
+        found = found.filter(outcome=outcome.value)
+    return [_tick(row) for row in found.order_by("-tick")[:limit]]
 
 
 def counted(tx: Tx) -> dict[schedules.TickOutcome, int]:
@@ -167,8 +172,11 @@ class ScheduleStore:
     async def settle_tick(self, name: str, tick: datetime, outcome: schedules.TickOutcome) -> None:
         await self._run("settle_tick", functools.partial(settled, name=name, tick=tick, outcome=outcome))
 
-    async def list_ticks(self, name: str, limit: int = 20) -> Sequence[schedules.Tick]:
-        return await self._run("list_ticks", functools.partial(latest_ticks, name=name, limit=limit))
+    async def list_ticks(
+        self, name: str, limit: int = 20, outcome: schedules.TickOutcome | None = None
+    ) -> Sequence[schedules.Tick]:
+        work = functools.partial(latest_ticks, name=name, limit=limit, outcome=outcome)
+        return await self._run("list_ticks", work)
 
     async def count_ticks(self) -> Mapping[schedules.TickOutcome, int]:
         return await self._run("count_ticks", counted)

@@ -256,3 +256,16 @@ async def test_a_tick_one_round_skipped_while_another_started_it_reads_started(
     assert await ticker.round() == [eid]
     [recorded] = await store.list_ticks("nightly")
     assert recorded.outcome is schedules.TickOutcome.STARTED
+
+
+async def test_skip_holds_however_many_ticks_were_skipped(store: spi.FlowStore, clock: ManualClock) -> None:
+    """A run longer than sixty ticks: the previous run is the newest *started* tick's, not the newest tick."""
+    ticker = scheduler.Scheduler(await _engine(store, clock))
+    await ticker.declare([_spec(cron="* * * * *")])
+    await _at(clock, START + timedelta(minutes=1, seconds=1))
+    assert len(await ticker.round()) == 1
+    for minute in range(2, 63):
+        await _at(clock, START + timedelta(minutes=minute, seconds=1))
+        assert await ticker.round() == [], minute
+    counted = await store.count_ticks()
+    assert (counted[schedules.TickOutcome.STARTED], counted[schedules.TickOutcome.SKIPPED]) == (1, 61)
