@@ -58,7 +58,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SOURCES = ("console", "api", "cli")
+SOURCES = ("console", "api", "cli", "client")
 ACTIONS = (
     "start",
     "signal",
@@ -74,6 +74,13 @@ ACTIONS = (
     "bulk:end",
     "purge:dry-run",
     "purge",
+    "schedule:create",
+    "schedule:pause",
+    "schedule:resume",
+    "schedule:trigger",
+    "schedule:delete",
+    "schedule:backfill:dry-run",
+    "schedule:backfill",
 )
 # accepted: the verb did it; already-*: nothing left to do; refused: the execution's state said no (a 409);
 # invalid: the request was bad input (unknown id, a value failing its schema); error: the store failed.
@@ -101,6 +108,9 @@ _CODES: Mapping[type[BaseException], tuple[str, str]] = {
     errors.FlowResumeConflict: ("refused", "resume_conflict"),
     errors.FlowUnknownNode: ("invalid", "node_not_found"),
     errors.FlowInvalidId: ("invalid", "invalid_id"),
+    errors.FlowScheduleError: ("invalid", "invalid_schedule"),
+    errors.FlowScheduleNotFound: ("invalid", "schedule_not_found"),
+    errors.FlowScheduleExists: ("refused", "schedule_exists"),
     spi.FilterParseError: ("invalid", "invalid_filter"),
     spi.FlowStoreError: ("error", "store_unavailable"),
     Http404: ("invalid", "not_found"),

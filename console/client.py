@@ -7,10 +7,15 @@
     record = client.result(eid, timeout=30)                 # the outputs, once it completed
 
 Every call has an async twin named as Django names its async ORM calls (`astart`, `asignal`, `acancel`,
-`adescribe`, `asearch`, `aresult`). They use this process's engine and store (`console.runtime`, as the API
-and the console do) and raise the engine's typed errors: `FlowNotRegistered`, `FlowInputError` (an
+`adescribe`, `asearch`, `aresult`). They use this process's engine and store (`console.runtime`, as the
+API and the console do) and raise the engine's typed errors: `FlowNotRegistered`, `FlowInputError` (an
 undeclared input or a value failing its type), `FlowDuplicateExecution`, `FlowExecutionNotFound`,
 `FlowExecutionTerminal`, `FlowAlreadyDelivered`; every check runs before anything is written.
+
+Schedules too (`docs/schedules.md`): `schedules()` (each with its next and last runs), `create_schedule`
+(a `flowdeck.scheduled(...)` definition), `pause_schedule`, `resume_schedule`, `trigger_schedule`,
+`delete_schedule`, `backfill_schedule` (a dry run unless `dry_run=False`), and their async twins; each
+change is recorded in the activity log as `actor` (default `client:<the OS user>`), source `client`.
 
 Synchronous calls need no event loop of the caller's: they run their twin on one long-lived loop of this
 process (a daemon thread, started at the first call, again in a forked child), which keeps the store's
@@ -37,9 +42,11 @@ from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from flowdeck.console import runtime
-from flowdeck.engine import errors, interpreter, values
+from flowdeck.console import activity, runtime
+from flowdeck.console import schedules as console_schedules
+from flowdeck.engine import errors, interpreter, scheduler, values
 from flowdeck.engine.engine import ExecutionDetail, SearchResult
+from flowdeck.store import schedules as store_schedules
 from flowdeck.store import spi
 
 __all__ = [
@@ -63,6 +70,20 @@ __all__ = [
     "search",
     "signal",
     "start",
+    "schedules",
+    "aschedules",
+    "create_schedule",
+    "acreate_schedule",
+    "pause_schedule",
+    "apause_schedule",
+    "resume_schedule",
+    "aresume_schedule",
+    "trigger_schedule",
+    "atrigger_schedule",
+    "delete_schedule",
+    "adelete_schedule",
+    "backfill_schedule",
+    "abackfill_schedule",
 ]
 
 logger = logging.getLogger(__name__)
@@ -417,3 +438,82 @@ def _run(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
             _portal = _Portal()
         portal = _portal
     return portal.run(make())
+
+
+# ---------------------------------------------------------------------------------------- schedules
+
+
+def _actor(actor: str | None) -> str:
+    return actor or activity.cli_actor().replace("cli:", "client:", 1)
+
+
+async def aschedules() -> list[console_schedules.Shown]:
+    """Every schedule with its next runs and its last runs (each with its execution's state)."""
+    return await console_schedules.shown_all()
+
+
+async def acreate_schedule(spec: store_schedules.ScheduleSpec, *, actor: str | None = None) -> str:
+    """Create a schedule (`flowdeck.scheduled(...)`); FlowScheduleError, FlowScheduleExists when refused."""
+    return (await console_schedules.create(spec, _actor(actor), "client")).name
+
+
+async def apause_schedule(name: str, *, actor: str | None = None) -> None:
+    await console_schedules.pause(name, True, _actor(actor), "client")
+
+
+async def aresume_schedule(name: str, *, actor: str | None = None) -> None:
+    await console_schedules.pause(name, False, _actor(actor), "client")
+
+
+async def atrigger_schedule(name: str, *, actor: str | None = None) -> str:
+    """Start the schedule's workflow now; answers the execution id."""
+    return await console_schedules.trigger(name, _actor(actor), "client")
+
+
+async def adelete_schedule(name: str, *, actor: str | None = None) -> None:
+    await console_schedules.delete(name, _actor(actor), "client")
+
+
+async def abackfill_schedule(
+    name: str, start: datetime, end: datetime, *, dry_run: bool = True, actor: str | None = None
+) -> scheduler.Backfill:
+    """The schedule's ticks in [start, end]: listed (a dry run, the default), or started."""
+    return await console_schedules.backfill(
+        name, start, end, dry_run=dry_run, actor=_actor(actor), source="client"
+    )
+
+
+def schedules() -> list[console_schedules.Shown]:
+    return blocking_read("schedules", aschedules)
+
+
+def create_schedule(spec: store_schedules.ScheduleSpec, *, actor: str | None = None) -> str:
+    _no_running_loop("create_schedule")
+    return _run(lambda: acreate_schedule(spec, actor=actor))
+
+
+def pause_schedule(name: str, *, actor: str | None = None) -> None:
+    _no_running_loop("pause_schedule")
+    _run(lambda: apause_schedule(name, actor=actor))
+
+
+def resume_schedule(name: str, *, actor: str | None = None) -> None:
+    _no_running_loop("resume_schedule")
+    _run(lambda: aresume_schedule(name, actor=actor))
+
+
+def trigger_schedule(name: str, *, actor: str | None = None) -> str:
+    _no_running_loop("trigger_schedule")
+    return _run(lambda: atrigger_schedule(name, actor=actor))
+
+
+def delete_schedule(name: str, *, actor: str | None = None) -> None:
+    _no_running_loop("delete_schedule")
+    _run(lambda: adelete_schedule(name, actor=actor))
+
+
+def backfill_schedule(
+    name: str, start: datetime, end: datetime, *, dry_run: bool = True, actor: str | None = None
+) -> scheduler.Backfill:
+    _no_running_loop("backfill_schedule")
+    return _run(lambda: abackfill_schedule(name, start, end, dry_run=dry_run, actor=actor))

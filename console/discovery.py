@@ -10,6 +10,11 @@ A flows module declares its workflows in `FLOWS`, in one of two shapes:
 
 Every workflow id keeps the id rule (`engine.ids`); a declaration that is not a flow, an empty list of
 versions, or two versions of one id with the same structure is refused here, naming the module and the id.
+A flows module may also declare `SCHEDULES`: an iterable of schedules (`flowdeck.scheduled(...)`, values
+of `store.schedules.ScheduleSpec`), each checked here (name, cron or interval, zone: anything else is
+refused naming the module and the position); two modules declaring one schedule name are refused too.
+Their workflows and inputs are judged when a process registers them (`runtime.serve`).
+
 Modules without `FLOWS` contribute nothing, so a module may hold helper flows (a subflow's child) without
 serving them as workflows of their own. `served()` is the set every process registers (web, workers, CLI,
 demo), in the order they register it.
@@ -17,6 +22,7 @@ demo), in the order they register it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -24,12 +30,23 @@ from django.utils.module_loading import autodiscover_modules
 
 from flowdeck.console import task_flows
 from flowdeck.console.conf import flowdeck_settings
-from flowdeck.engine import ids, schema
+from flowdeck.engine import errors, ids, schedule_ticks, schema
 from flowdeck.engine.flow import Flow
+from flowdeck.store import schedules
 
-__all__ = ["FlowDiscoveryError", "discover", "flow_versions", "flows_of", "registered_flows", "served"]
+__all__ = [
+    "FlowDiscoveryError",
+    "declared_schedules",
+    "discover",
+    "flow_versions",
+    "flows_of",
+    "registered_flows",
+    "schedules_of",
+    "served",
+]
 
 _flows: dict[str, tuple[Flow, ...]] = {}
+_schedules: dict[str, tuple[str, schedules.ScheduleSpec]] = {}  # by name: the module, the definition
 
 
 class FlowDiscoveryError(Exception):
@@ -83,6 +100,48 @@ def _versions(where: str, workflow_id: object, entry: object) -> tuple[Flow, ...
     return tuple(entry)
 
 
+def schedules_of(module_name: str) -> list[schedules.ScheduleSpec]:
+    """The schedules a module declares in SCHEDULES, checked (empty when it declares none)."""
+    declared = getattr(importlib.import_module(module_name), "SCHEDULES", None)
+    if declared is None:
+        return []
+    where = f"{module_name}.SCHEDULES"
+    if isinstance(declared, str | bytes | Mapping) or not isinstance(declared, Iterable):
+        raise FlowDiscoveryError(
+            f"{where} is not a list of schedules (flowdeck.scheduled(...)): {declared!r}"
+        )
+    found: list[schedules.ScheduleSpec] = []
+    for position, spec in enumerate(declared):
+        if not isinstance(spec, schedules.ScheduleSpec):
+            raise FlowDiscoveryError(
+                f"{where}[{position}] is not a schedule (flowdeck.scheduled(...)): {spec!r}"
+            )
+        try:
+            schedule_ticks.check_spec(spec)
+        except errors.FlowScheduleError as error:
+            raise FlowDiscoveryError(f"{where}[{position}]: {error}") from None
+        if any(spec.name == other.name for other in found):
+            raise FlowDiscoveryError(f"{where}: schedule {spec.name!r} is declared twice")
+        found.append(spec if spec.declared else dataclasses.replace(spec, declared=True))
+    return found
+
+
+def _add_schedules(source: str) -> None:
+    for spec in schedules_of(source):
+        existing = _schedules.get(spec.name)
+        if existing is not None and existing[0] != source:
+            raise FlowDiscoveryError(
+                f"schedule {spec.name!r} is declared twice (in {existing[0]} and {source})"
+            )
+        _schedules[spec.name] = (source, spec)
+
+
+def declared_schedules(only: Iterable[str] | None = None) -> list[schedules.ScheduleSpec]:
+    """Every schedule the discovered flows modules declare (of the workflow ids in `only`, when given)."""
+    kept = None if only is None else set(only)
+    return [spec for _, spec in _schedules.values() if kept is None or spec.workflow_id in kept]
+
+
 def _add(source: str, flows: Mapping[str, tuple[Flow, ...]]) -> None:
     for workflow_id, versions in flows.items():
         existing = _flows.get(workflow_id)
@@ -101,9 +160,11 @@ def discover(extra_modules: Iterable[str] = ()) -> dict[str, Flow]:
     found there, and in the configured modules, are served as workflows (`console.task_flows`)."""
     for module in autodiscover_modules_named("flows"):
         _add(module, flows_of(module))
+        _add_schedules(module)
     configured = (*flowdeck_settings().flow_modules, *extra_modules)
     for module in configured:
         _add(module, flows_of(module))
+        _add_schedules(module)
     if _tasks_backend_configured():
         for module in (*autodiscover_modules_named("tasks"), *configured):
             _add(module, task_flows.flows_in(module))

@@ -14,7 +14,8 @@ Workers are other processes, often on other hosts, so nothing is counted where t
   (`console.states.count_by_state`: `count_by_status`, on the Django store a read of the status tally its
   triggers keep, with the parked ones, unended on a version nobody serves, as `parked`: one versions read
   per workflow with unended executions, and an indexed count only where some are parked), and every fresh
-  heartbeat (workers alive, store and poll failures per executor).
+  heartbeat (workers alive, store and poll failures per executor), and the schedules by state (active,
+  paused) with their recorded ticks by outcome (started, skipped, buffered).
 
 Nothing here scans the executions or orders by an unindexed column, so a scrape costs the same at a
 million executions as at ten. The README's "Metrics" section lists every metric and example alerts.
@@ -211,6 +212,22 @@ class StoreState:
     statuses: tuple[counts.StatusCount, ...] | None
     beats: tuple[heartbeats.RecordedHeartbeat, ...] | None
     behind: int
+    schedules: ScheduleState | None = None
+
+
+@dataclass(frozen=True)
+class ScheduleState:
+    """The schedules by state (active, paused) and their recorded ticks by outcome."""
+
+    by_state: dict[str, int]
+    ticks: dict[str, int]
+
+
+async def _schedule_state(store: spi.FlowStore) -> ScheduleState:
+    found = await store.list_schedules()
+    paused = sum(1 for s in found if s.paused)
+    ticks = {outcome.value: n for outcome, n in (await store.count_ticks()).items()}
+    return ScheduleState({"active": len(found) - paused, "paused": paused}, ticks)
 
 
 async def read_state(
@@ -222,9 +239,10 @@ async def read_state(
         counted = store.count_by_status() if served is None else states.count_by_state(store, served)
         statuses = tuple(await counted)
         beats = tuple(await store.list_heartbeats(fresh_within))
+        scheduled = await _schedule_state(store)
     except spi.FlowStoreError:
         return StoreState(None, None, 0)
-    return StoreState(statuses, beats, 0)
+    return StoreState(statuses, beats, 0, scheduled)
 
 
 class StateCollector(Collector):
@@ -247,6 +265,25 @@ class StateCollector(Collector):
             yield _executions(state.statuses)
         if state.beats is not None:
             yield from _heartbeats(state.beats)
+        if state.schedules is not None:
+            yield from _schedules(state.schedules)
+
+
+def _schedules(state: ScheduleState) -> Iterator[Metric]:
+    by_state = GaugeMetricFamily(
+        "flowdeck_schedules", "Schedules now, by state (active, paused).", labels=["state"]
+    )
+    for word, n in sorted(state.by_state.items()):
+        by_state.add_metric([word], n)
+    ticks = GaugeMetricFamily(
+        "flowdeck_schedule_ticks",
+        "Ticks recorded of the schedules that exist, by outcome (started, skipped, buffered); a deleted "
+        "schedule's ticks leave the count.",
+        labels=["outcome"],
+    )
+    for word, n in sorted(state.ticks.items()):
+        ticks.add_metric([word], n)
+    yield from (by_state, ticks)
 
 
 def _executions(statuses: Iterable[counts.StatusCount]) -> Metric:
@@ -310,5 +347,7 @@ async def scrape(
             await fold.catch_up(store)
         state = await read_state(store, fresh_within, served)
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(StateCollector(StoreState(state.statuses, state.beats, fold.behind)))
+        registry.register(
+            StateCollector(StoreState(state.statuses, state.beats, fold.behind, state.schedules))
+        )
         return generate_latest(fold.registry) + generate_latest(registry)

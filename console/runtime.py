@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from flowdeck.console import discovery
 from flowdeck.console.conf import flowdeck_settings
-from flowdeck.engine import body_threads
+from flowdeck.engine import body_threads, scheduler
 from flowdeck.engine.engine import FlowEngine
 from flowdeck.store import spi
 from flowdeck.store.django import errors as store_errors
@@ -88,12 +88,14 @@ def close_store(store: spi.FlowStore) -> None:
 
 async def serve(engine: FlowEngine, only: Iterable[str] | None = None) -> list[str]:
     """Register on `engine` every discovered version (of the workflow ids in `only`, when given), oldest
-    first per id: the set every process serves. Answers the workflow ids served, in order."""
+    first per id: the set every process serves; then upsert the schedules declared for them (the
+    declaration wins, a paused one stays paused). Answers the workflow ids served, in order."""
     served: list[str] = []
     for workflow_id, flow in discovery.served(only):
         await engine.register(workflow_id, flow)
         if workflow_id not in served:
             served.append(workflow_id)
+    await scheduler.Scheduler(engine).declare(discovery.declared_schedules(served))
     return served
 
 

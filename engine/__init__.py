@@ -33,6 +33,9 @@ from flowdeck.engine.errors import (
     FlowResumeConflict,
     FlowRetry,
     FlowRunEnded,
+    FlowScheduleError,
+    FlowScheduleExists,
+    FlowScheduleNotFound,
     FlowSignalError,
     FlowStepTimeout,
     FlowStoreError,
@@ -46,6 +49,7 @@ from flowdeck.engine.flow import Flow, Loop, Meta
 from flowdeck.engine.lint import LintWarning, lint
 from flowdeck.engine.local import run_local
 from flowdeck.engine.schedule import Schedule
+from flowdeck.engine.schedule_ticks import scheduled
 from flowdeck.engine.worker import Health
 
 __all__ = [
@@ -56,6 +60,10 @@ __all__ = [
     "InputStatus",
     "SearchResult",
     "run_local",
+    "scheduled",
+    "FlowScheduleError",
+    "FlowScheduleExists",
+    "FlowScheduleNotFound",
     "FlowAlreadyAnswered",
     "FlowAlreadyDelivered",
     "FlowClaimHeld",

@@ -39,6 +39,9 @@ __all__ = [
     "FlowResumeConflict",
     "FlowRetry",
     "FlowRunEnded",
+    "FlowScheduleError",
+    "FlowScheduleExists",
+    "FlowScheduleNotFound",
     "FlowSignalError",
     "FlowStepTimeout",
     "FlowStoreError",
@@ -326,6 +329,31 @@ class FlowResumeConflict(FlowOperatorError):
 
 
 # ------------------------------------------------------------------------------------ running a flow
+
+
+class FlowScheduleError(FlowError):
+    """A schedule's definition was refused (its name, cron, interval, zone, workflow or inputs); `field`
+    names the part."""
+
+    def __init__(self, message: str = "", *, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class FlowScheduleExists(FlowError):
+    """A schedule with that name exists already."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a schedule named {name!r} exists already")
+        self.name = name
+
+
+class FlowScheduleNotFound(FlowError):
+    """No schedule has that name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no schedule named {name!r}")
+        self.name = name
 
 
 class FlowCancelled(FlowError):

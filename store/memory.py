@@ -27,10 +27,12 @@ from flowdeck.store import (
     memory_reads,
     node_stats,
     rules,
+    schedules,
     spi,
 )
 from flowdeck.store.clock import SYSTEM_CLOCK, Clock
 from flowdeck.store.memory_claimed import MemoryClaimed, released
+from flowdeck.store.memory_schedules import MemorySchedules
 from flowdeck.store.wake_hub import Asked, WakeHub, poll, wait_for_change
 
 __all__ = ["MemoryData", "MemoryStore"]
@@ -55,9 +57,12 @@ class MemoryData:
     # when each (workflow id, hash) was first registered, and each executor's latest heartbeat
     registered: dict[tuple[str, str], datetime] = field(default_factory=dict)
     heartbeats: dict[str, heartbeats.RecordedHeartbeat] = field(default_factory=dict)
+    # schedules by name, and each one's ticks by instant (store/memory_schedules.py)
+    schedules: dict[str, schedules.Schedule] = field(default_factory=dict)
+    ticks: dict[str, dict[datetime, schedules.Tick]] = field(default_factory=dict)
 
 
-class MemoryStore(spi.FlowStore):
+class MemoryStore(MemorySchedules, spi.FlowStore):
     """A `FlowStore` whose state lives in one `MemoryData`. `reset()` empties it."""
 
     def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:

@@ -13,7 +13,17 @@ from ninja import NinjaAPI
 from ninja.operation import Operation
 
 from flowdeck.console import auth, schemas
-from flowdeck.console.api import activity, bulk, errors, executions, openapi, operators, system, workflows
+from flowdeck.console.api import (
+    activity,
+    bulk,
+    errors,
+    executions,
+    openapi,
+    operators,
+    schedules,
+    system,
+    workflows,
+)
 from flowdeck.console.api.docs import VendoredSwagger
 
 __all__ = ["api"]
@@ -56,5 +66,5 @@ api = FlowdeckAPI(
 )
 errors.install(api)
 # bulk before executions: POST /executions/bulk is not an execution named bulk
-for module in (workflows, bulk, executions, operators, activity, system):
+for module in (workflows, bulk, executions, operators, activity, schedules, system):
     api.add_router("/v1", module.router)

@@ -20,6 +20,7 @@ from flowdeck.console.views import (
     parked,
     resumed,
     saved_views,
+    schedules,
     timeline,
     workflow_node,
     workflows,
@@ -102,4 +103,9 @@ urlpatterns: list[URLPattern] = [
     path("health/executors/", workflows.health_executors, name="console-health-executors"),
     path("account/", account.account, name="console-account"),
     path("activity/", activity.activity_page, name="console-activity"),
+    path("schedules/", schedules.schedules_page, name="console-schedules"),
+    path("schedules/new/", schedules.create, name="console-schedule-create"),
+    path("schedules/<str:name>/", schedules.schedule_page, name="console-schedule"),
+    path("schedules/<str:name>/backfill/", schedules.backfill, name="console-schedule-backfill"),
+    path("schedules/<str:name>/<str:verb>/", schedules.action, name="console-schedule-action"),
 ]

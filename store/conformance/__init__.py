@@ -16,9 +16,9 @@ the same process wakes it at once) also runs `InProcessBlockingConformance`.
 
 The cases are grouped by invariant and verb, one mixin a module (`claims`, `writes`, `atomic`, `signals`,
 `history`, `fields`, `executions`, `cancel`, `search`, `ordering`, `field_search`, `workflows`,
-`operator_writes`, `console_reads`, `node_reads`, `overview_reads`, `retention`), each a `StoreCase`
-(`case`); `FlowStoreConformance` is all of them. `support` holds the fixtures and helpers every case is
-written with.
+`operator_writes`, `console_reads`, `node_reads`, `overview_reads`, `retention`, `schedules`), each a
+`StoreCase` (`case`); `FlowStoreConformance` is all of them. `support` holds the fixtures and helpers
+every case is written with.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from flowdeck.store.conformance.operator_writes import OperatorWriteCases
 from flowdeck.store.conformance.ordering import OrderingCases
 from flowdeck.store.conformance.overview_reads import OverviewReadCases
 from flowdeck.store.conformance.retention import RetentionCases
+from flowdeck.store.conformance.schedules import ScheduleCases
 from flowdeck.store.conformance.search import SearchCases
 from flowdeck.store.conformance.search_forms import SearchFormCases
 from flowdeck.store.conformance.signals import SignalCases
@@ -81,5 +82,6 @@ class FlowStoreConformance(
     NodeReadCases,
     OverviewReadCases,
     RetentionCases,
+    ScheduleCases,
 ):
     """kyo-flow's 115 store cases, translated, and Flowdeck's additions."""

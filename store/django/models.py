@@ -278,3 +278,34 @@ class ExecutorHeartbeat(models.Model):
 
     class Meta:
         db_table = "flowstore_heartbeat"
+
+
+class Schedule(models.Model):
+    """A schedule (`store.schedules.Schedule`): its definition as JSON, and its run-time state."""
+
+    name = models.CharField(primary_key=True, max_length=200)
+    definition = models.TextField(help_text="ScheduleSpec.to_json(), as JSON")
+    paused = models.BooleanField(default=False)
+    cursor = models.DateTimeField(help_text="the newest tick the tickers have decided")
+    buffered = models.DateTimeField(null=True, blank=True, help_text="a tick waiting for the previous run")
+    created = models.DateTimeField()
+    updated = models.DateTimeField()
+
+    class Meta:
+        db_table = "flowstore_schedule"
+
+
+class ScheduleTick(models.Model):
+    """What became of one tick of one schedule; one row per (schedule, tick), the first written wins."""
+
+    schedule = models.CharField(max_length=200)
+    tick = models.DateTimeField()
+    outcome = models.CharField(max_length=16)
+    source = models.CharField(max_length=16)
+    execution_id = models.CharField(max_length=255)
+    recorded = models.DateTimeField()
+
+    class Meta:
+        db_table = "flowstore_schedule_tick"
+        constraints = [models.UniqueConstraint(fields=["schedule", "tick"], name="fs_schedule_tick_once")]
+        indexes = [models.Index(fields=["outcome"], name="fs_schedule_tick_outcome")]

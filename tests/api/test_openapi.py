@@ -172,6 +172,14 @@ def test_operation_ids_are_verbs(live: Live) -> None:
         "list_activity",
         "act_on_matching_executions",
         "describe_operation",
+        "list_schedules",
+        "show_schedule",
+        "create_schedule",
+        "pause_schedule",
+        "resume_schedule",
+        "trigger_schedule",
+        "delete_schedule",
+        "backfill_schedule",
     }
 
 

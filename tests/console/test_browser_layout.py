@@ -19,7 +19,7 @@ from tests.console.test_browser_diagram import FORMATS, MIN_TEXT_PX, SMALLEST_TE
 pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.slow]
 
 WIDTHS = (1440, 1280, 390)
-NAV = ("Overview", "Executions", "Workflows", "Parked", "Health", "Activity")
+NAV = ("Overview", "Executions", "Workflows", "Parked", "Schedules", "Health", "Activity")
 
 
 def _small_order(**extra: Any) -> dict[str, Any]:

@@ -81,9 +81,10 @@ def test_runworkers_wires_the_chore_only_when_the_setting_is_there(settings: Any
     engine = FlowEngine(MemoryStore())
     command = RunWorkers(stdout=io.StringIO())
     assert flowdeck_settings().retention is None
-    assert command.chores(engine) == []
+    assert [chore.name for chore in command.chores(engine)] == ["schedules"]  # the ticker, always
     settings.FLOWDECK_RETENTION = {"older_than": "30d", "statuses": ["completed"], "every": "2h"}
-    [chore] = command.chores(engine)
+    [ticker, chore] = command.chores(engine)
+    assert (ticker.name, ticker.every) == ("schedules", timedelta(seconds=1))
     assert (chore.name, chore.every) == ("retention", timedelta(hours=2))
     assert "retention: purging completed executions ended more than 30d ago, every 2h, 500 per batch" in (
         command.stdout._out.getvalue()  # type: ignore[attr-defined]

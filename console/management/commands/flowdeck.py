@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from flowdeck.console import activity, answers, refusals, runtime, states, tokens, waits
 from flowdeck.console.cli import FLOW_VERBS
-from flowdeck.console.management.commands import _activity, _bulk, _output, _purge, _show
+from flowdeck.console.management.commands import _activity, _bulk, _output, _purge, _schedule, _show
 from flowdeck.console.management.commands._common import checked_settings, engine_logging
 from flowdeck.console.management.commands._schema import require_schema
 from flowdeck.console.views import list_query
@@ -259,6 +259,11 @@ _VERBS: tuple[tuple[str, str, Callable[[CommandParser], None]], ...] = (
         _purge.add_arguments,
     ),
     ("activity", "what operators did, newest first (every surface)", _activity.add_arguments),
+    (
+        "schedule",
+        "schedules: ls, show, create, pause, resume, trigger, delete, backfill",
+        _schedule.add_arguments,
+    ),
     ("token", "API tokens: create, list, revoke", tokens.add_arguments),
 )
 
@@ -499,6 +504,9 @@ class Command(_output.SafeOutputCommand):
         else:
             raise usage("diagram needs a workflow id (WF) or --execution EID")
         self.stdout.write(text)
+
+    async def do_schedule(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        await _schedule.run(o, self.actor, self.emit)
 
     async def do_parked(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         await engine.workflows.describe(o["workflow_id"])

@@ -36,6 +36,7 @@ from django.db import connections
 from flowdeck.console import demo, deploy, heartbeat, runtime
 from flowdeck.console.conf import flowdeck_settings
 from flowdeck.console.management.commands._common import engine_logging, usage_error
+from flowdeck.engine import maintenance, scheduler
 from flowdeck.engine.engine import FlowEngine
 
 HOST = "127.0.0.1"
@@ -217,7 +218,11 @@ class _Workers(threading.Thread):
                     return
                 finally:
                     self._settled.set()
-                async with heartbeat.publishing(self.engine):
+                ticker = scheduler.Scheduler(self.engine).chore()  # the schedules tick here too
+                async with (
+                    heartbeat.publishing(self.engine),
+                    maintenance.running([ticker], self.engine.clock),
+                ):
                     await self._stopping.wait()
         except Exception as error:  # the engine could not start (database unusable)
             self.error = error

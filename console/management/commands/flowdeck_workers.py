@@ -26,7 +26,7 @@ from flowdeck.console.management.commands._common import (
     flows_to_serve,
     stop_on_signals,
 )
-from flowdeck.engine import event_loop, heap, maintenance
+from flowdeck.engine import event_loop, heap, maintenance, scheduler
 from flowdeck.engine.engine import FlowEngine
 from flowdeck.store.spi import FlowStoreError
 
@@ -104,16 +104,18 @@ class Command(BaseCommand):
         self.stdout.write("stopped")
 
     def chores(self, engine: FlowEngine) -> list[maintenance.Chore]:
-        """The maintenance this process runs beside its workers: retention, when FLOWDECK_RETENTION is set."""
+        """The maintenance this process runs beside its workers: the schedules' ticker, always; retention,
+        when FLOWDECK_RETENTION is set."""
+        ticker = scheduler.Scheduler(engine).chore()
         policy = flowdeck_settings().retention
         if policy is None:
-            return []
+            return [ticker]
         age, every = durations.show_age(policy.older_than), durations.show_age(policy.every)
         self.stdout.write(
             f"retention: purging {', '.join(policy.statuses)} executions ended more than {age} ago, "
             f"every {every}, {policy.batch} per batch"
         )
-        return [retention.chore(engine.store, policy, engine.clock)]
+        return [ticker, retention.chore(engine.store, policy, engine.clock)]
 
     def _stop_now(self, engine: FlowEngine) -> None:
         held = engine.health().claims_held
