@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 import threading
 import weakref
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -168,7 +168,7 @@ class FlowdeckBackend(django_tasks.BaseTaskBackend):  # type: ignore[misc,valid-
         if later is not None:
             eid = eid or task_ids.new_task_id()
             transaction.on_commit(lambda: self._write(task, eid, args, kwargs), using=later)
-            return self._ready(task, eid, args, kwargs)
+            return self._ready(task, eid, args, kwargs, runtime.store().clock.now())
         return self._write(task, eid, args, kwargs)
 
     def _commit_alias(self) -> str | None:
@@ -183,14 +183,14 @@ class FlowdeckBackend(django_tasks.BaseTaskBackend):  # type: ignore[misc,valid-
         """Start the task's execution; an id already taken by this task's execution (a replayed step) is
         that execution's result, read back, and no second `task_enqueued`."""
         try:
-            eid = client.start(
+            eid, created = client.start_created(
                 task.module_path, execution_id=eid, queue=task.queue_name, args=args, kwargs=kwargs
             )
         except errors.FlowDuplicateExecution:
             if eid is None:
                 raise
             return self._replayed(task, eid)
-        result = self._ready(task, eid, args, kwargs)
+        result = self._ready(task, eid, args, kwargs, created)
         django_tasks.task_enqueued.send(type(self), task_result=result)
         return result
 
@@ -205,12 +205,15 @@ class FlowdeckBackend(django_tasks.BaseTaskBackend):  # type: ignore[misc,valid-
             raise task_ids.TaskNotDeterministic(task.module_path, eid)
         return found
 
-    def _ready(self, task: Any, eid: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def _ready(
+        self, task: Any, eid: str, args: list[Any], kwargs: dict[str, Any], enqueued_at: datetime
+    ) -> Any:
+        """A READY result, as `get_result` reads the execution until a worker claims it."""
         return django_tasks.TaskResult(
             task=task,
             id=eid,
             status=django_tasks.TaskResultStatus.READY,
-            enqueued_at=runtime.store().clock.now(),
+            enqueued_at=enqueued_at,
             started_at=None,
             finished_at=None,
             last_attempted_at=None,

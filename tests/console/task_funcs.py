@@ -51,6 +51,18 @@ def unreachable() -> None:
     raise TimeoutError("the mail server never answered")
 
 
+@task
+def leave(code: int) -> None:
+    """Asks the process to exit: a task's SystemExit fails the task, as Django's own backends have it."""
+    raise SystemExit(code)
+
+
+@task
+def unencodable() -> object:
+    """Returns what JSON cannot hold: the task fails (TypeError), it does not complete."""
+    return {1, 2}
+
+
 def hidden() -> None:
     """A function with no task of it at the module's top level: a worker would never find one."""
 
