@@ -246,22 +246,19 @@ def plan(s: dict[str, Any]) -> list[Planned]:
         ),
         (frozenset({"W9"}), "W9/flowdeck", "W9 flowdeck", child(FLOWDECK, *w9_args)),
         *_console_plan(s),
-        (
-            frozenset({"W14"}),
-            "W14/flowdeck",
-            "W14 tasks: flowdeck vs django-tasks-db",
-            child(
-                TASKS_LOAD,
-                "w14",
-                "--tasks",
-                s["w14_tasks"],
-                "--procs",
-                s["w14_procs"],
-                "--rounds",
-                s["w14_rounds"],
-            ),
-        ),
+        _tasks_run(s),
     ]
+
+
+def _tasks_run(s: dict[str, Any]) -> Planned:
+    """W14: the `django.tasks` backends, Flowdeck's and django-tasks-db's, in one child."""
+    args = ("w14", "--tasks", s["w14_tasks"], "--procs", s["w14_procs"], "--rounds", s["w14_rounds"])
+    return (
+        frozenset({"W14"}),
+        "W14/flowdeck",
+        "W14 tasks: flowdeck vs django-tasks-db",
+        child(TASKS_LOAD, *args),
+    )
 
 
 def _console_plan(s: dict[str, Any]) -> list[Planned]:
