@@ -62,4 +62,5 @@ def test_w14_runs_both_backends_at_a_tiny_size(tmp_path: Path) -> None:
     assert "error" not in w14, w14
     for side in ("flowdeck", "db"):  # every task of each side ended successfully, or the child raised
         assert (w14[side]["tasks"], len(w14[side]["rounds"])) == (10, 1)
-    assert [row["workload"] for row in doc["rows"]] == ["W14"]
+    [row] = [row for row in doc["rows"] if row["workload"] == "W14"]
+    assert row["holds"] is not None  # measured: a ratio either way (the figure itself is not asserted)
