@@ -7,7 +7,10 @@ One class on Django 6.x (`django.tasks`) and on Django 5.2 (the `django-tasks` b
 (`console.client.start`), so inside the caller's `transaction.atomic()` on the store's database the task
 is written in that transaction (rolled back: no task; committed: the workers are woken at the commit), and
 outside one it commits on its own. The answer is a READY `TaskResult` whose id is the execution id;
-`get_result` reads the execution back (`console.task_results`).
+`get_result` reads the execution back (`console.task_results`). Where the store has a database of its own,
+OPTIONS' ENQUEUE_ON_COMMIT names the caller's: an enqueue inside an atomic block there is written at its
+commit (`transaction.on_commit`), its id decided up front. From inside a flow step the id is derived from
+the step's key (`console.task_ids`), so a replayed step enqueues nothing new.
 
 Constructing the backend reads its OPTIONS and nothing else (Django builds backends at decoration time,
 before any database may be used). Not supported yet, and said so by the `supports_*` flags: `run_after`
