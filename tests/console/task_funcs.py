@@ -101,4 +101,17 @@ dispatch = (
 )
 """A flow whose step enqueues two tasks and is retried once: each task must exist and run once."""
 
-FLOWS = {"tests.dispatch": dispatch}
+
+def _enqueue_in_the_steps_transaction(ctx: Any) -> str:
+    """An atomic step's enqueue: written in the transaction that records the step."""
+    return record.enqueue(ctx.label).id
+
+
+dispatch_atomic = (
+    Flow.init("tests.dispatch-atomic")
+    .input("label", str)
+    .output("task_id", _enqueue_in_the_steps_transaction, type=str, atomic=True)
+)
+"""A flow whose atomic step enqueues: the task exists if and only if the step is recorded."""
+
+FLOWS = {"tests.dispatch": dispatch, "tests.dispatch-atomic": dispatch_atomic}

@@ -72,6 +72,23 @@ def test_a_retried_step_enqueues_each_of_its_tasks_once(tasks: str, task_workers
     assert (done.status, done.return_value) == (Status.SUCCESSFUL, 1)
 
 
+def test_an_atomic_step_enqueues_in_the_transaction_that_records_it(tasks: str) -> None:
+    # The step's transaction is the workers' store's, on their thread's connection: in a worker process
+    # that store is the process's own (`runtime.store()`), whose hub the commit wakes. These workers keep a
+    # store apart from the process's, so on SQLite nothing wakes them for a commit of their own connection
+    # (its data version counts other connections' commits): they poll, every 0.2 s.
+    found = {path: versions[-1] for path, versions in task_flows.flows_in(task_funcs.__name__).items()}
+    workers = Workers(tasks, timedelta(milliseconds=200), {**found, **task_funcs.FLOWS})
+    try:
+        eid = client.start("tests.dispatch-atomic", label=f"atomic-{tasks}")
+        task_id = client.result(eid, timeout=20).task_id
+        assert _task_executions(tasks, "tests.console.task_funcs.record") == [task_id]
+        _settled(task_id)
+    finally:
+        workers.stop()
+    assert task_funcs.record.get_result(task_id).return_value == 1
+
+
 def test_a_step_that_enqueues_another_task_at_the_same_place_is_refused(tasks: str) -> None:
     ctx = context.Context({}, execution_id="e-1", path="send", attempt=0)
     token = context.stepping(ctx)
