@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from flowdeck.console.django_tasks import TaskContext, task
-from flowdeck.engine import Flow
+from flowdeck.engine import Flow, FlowDomainError
 from flowdeck.engine.schedule import Schedule
 
 CALLS: dict[str, int] = {}
@@ -114,4 +114,24 @@ dispatch_atomic = (
 )
 """A flow whose atomic step enqueues: the task exists if and only if the step is recorded."""
 
-FLOWS = {"tests.dispatch": dispatch, "tests.dispatch-atomic": dispatch_atomic}
+
+class Refused(FlowDomainError):
+    """The atomic step's own refusal, after its enqueue: its transaction rolls back, the task with it."""
+
+
+def _enqueue_then_refuse(ctx: Any) -> str:
+    record.enqueue(ctx.label)
+    raise Refused("refused after the enqueue")
+
+
+refuse_atomic = (
+    Flow.init("tests.refuse-atomic")
+    .input("label", str)
+    .output("task_id", _enqueue_then_refuse, type=str, atomic=True)
+)
+
+FLOWS = {
+    "tests.dispatch": dispatch,
+    "tests.dispatch-atomic": dispatch_atomic,
+    "tests.refuse-atomic": refuse_atomic,
+}

@@ -72,7 +72,7 @@ def test_a_retried_step_enqueues_each_of_its_tasks_once(tasks: str, task_workers
     assert (done.status, done.return_value) == (Status.SUCCESSFUL, 1)
 
 
-def test_an_atomic_step_enqueues_in_the_transaction_that_records_it(tasks: str) -> None:
+def test_an_atomic_steps_enqueue_is_written_if_and_only_if_the_step_is_recorded(tasks: str) -> None:
     # The step's transaction is the workers' store's, on their thread's connection: in a worker process
     # that store is the process's own (`runtime.store()`), whose hub the commit wakes. These workers keep a
     # store apart from the process's, so on SQLite nothing wakes them for a commit of their own connection
@@ -80,6 +80,10 @@ def test_an_atomic_step_enqueues_in_the_transaction_that_records_it(tasks: str) 
     found = {path: versions[-1] for path, versions in task_flows.flows_in(task_funcs.__name__).items()}
     workers = Workers(tasks, timedelta(milliseconds=200), {**found, **task_funcs.FLOWS})
     try:
+        refused = client.start("tests.refuse-atomic", label=f"refused-{tasks}")
+        with pytest.raises(client.FlowExecutionFailed, match="refused after the enqueue"):
+            client.result(refused, timeout=20)
+        assert _task_executions(tasks, "tests.console.task_funcs.record") == []  # rolled back with the step
         eid = client.start("tests.dispatch-atomic", label=f"atomic-{tasks}")
         task_id = client.result(eid, timeout=20).task_id
         assert _task_executions(tasks, "tests.console.task_funcs.record") == [task_id]
