@@ -17,7 +17,7 @@ CPU_US_PER_NODE = 150
 W4_OF_LOOP = 100  # %
 W1_OF_L3 = 60  # %
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W17")
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,7 @@ def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
         _w10_row(get(runs, "W10/flowdeck")),
         *_w11_rows(get(runs, "W11/flowdeck")),
         *_w12_rows(get(runs, "W12/flowdeck")),
+        _w17_row(get(runs, "W17/flowdeck")),
     ]
 
 
@@ -361,6 +362,28 @@ def _w12_rows(f12: Any) -> list[Row]:
             f12["ratio"] >= W12_MIN_RATIO,
         ),
     ]
+
+
+W17_MIN_RATIO = 3.0  # issue 30: tasks/s through Flowdeck's backend ÷ django-tasks-db's
+
+
+def _w17_row(f14: Any) -> Row:
+    """Tasks/s through the `django.tasks` backends; the peer (the DBOS column) is django-tasks-db."""
+    measure = "django.tasks tasks/s (peer: django-tasks-db + db_worker)"
+    target = f"≥ {W17_MIN_RATIO:g}× django-tasks-db"
+    problem = failed(f14)
+    if problem or f14 is None:
+        return Row("W17", measure, problem or "", "", "", target, None)
+    flowdeck, peer = f14["flowdeck"], f14["db"]
+    return Row(
+        "W17",
+        f"{measure}, {flowdeck['tasks']:,} tasks on {flowdeck['procs']} worker processes",
+        num(flowdeck["tasks_per_s"]),
+        num(peer["tasks_per_s"]),
+        f"{f14['ratio']:.2f}×",
+        target,
+        f14["ratio"] >= W17_MIN_RATIO,
+    )
 
 
 def rounds_table(runs: Mapping[str, Any]) -> str:

@@ -47,6 +47,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w12_executions": 2000,  # a round of seconds: at 500, a fast machine ran W1 in about one
         "w12_clients": 100,
         "w12_rounds": 10,  # pairs: one round drifts ±15 % with the machine, the mean of 10 a third of that
+        "w17_tasks": 5000,
+        "w17_procs": 2,
+        "w17_rounds": 3,
     },
     "quick": {
         "clients": 8,
@@ -70,6 +73,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w12_executions": 200,
         "w12_clients": 100,
         "w12_rounds": 2,
+        "w17_tasks": 1000,
+        "w17_procs": 2,
+        "w17_rounds": 2,
     },
     "tiny": {
         "clients": 2,
@@ -93,6 +99,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w12_executions": 6,
         "w12_clients": 3,
         "w12_rounds": 1,
+        "w17_tasks": 10,
+        "w17_procs": 1,
+        "w17_rounds": 1,
     },
 }
 
@@ -101,6 +110,7 @@ DBOS = "bench.peers.dbos_workloads"
 LIVE_PAGE = "bench.live_page"
 CONSOLE_LOAD = "bench.console_load"
 LIVE_LIST = "bench.live_list"
+TASKS_LOAD = "bench.tasks_load"
 W12_DEADLINE = 2400  # seconds for the whole W12 child, its daphne, workers and clients included
 
 
@@ -236,7 +246,19 @@ def plan(s: dict[str, Any]) -> list[Planned]:
         ),
         (frozenset({"W9"}), "W9/flowdeck", "W9 flowdeck", child(FLOWDECK, *w9_args)),
         *_console_plan(s),
+        _tasks_run(s),
     ]
+
+
+def _tasks_run(s: dict[str, Any]) -> Planned:
+    """W17: the `django.tasks` backends, Flowdeck's and django-tasks-db's, in one child."""
+    args = ("w17", "--tasks", s["w17_tasks"], "--procs", s["w17_procs"], "--rounds", s["w17_rounds"])
+    return (
+        frozenset({"W17"}),
+        "W17/flowdeck",
+        "W17 tasks: flowdeck vs django-tasks-db",
+        child(TASKS_LOAD, *args),
+    )
 
 
 def _console_plan(s: dict[str, Any]) -> list[Planned]:

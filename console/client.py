@@ -84,6 +84,7 @@ __all__ = [
     "adelete_schedule",
     "backfill_schedule",
     "abackfill_schedule",
+    "start_created",
 ]
 
 logger = logging.getLogger(__name__)
@@ -275,10 +276,18 @@ def start(
     """`astart`, blocking. Inside `transaction.atomic()` on the store's database it joins that
     transaction: the execution exists only if the transaction commits, and the workers hear of it at the
     commit. A duplicate id raises `FlowDuplicateExecution` and leaves the caller's transaction usable."""
+    return start_created(workflow_id, execution_id=execution_id, priority=priority, **inputs)[0]
+
+
+def start_created(
+    workflow_id: str, /, *, execution_id: str | None = None, priority: int | None = None, **inputs: Any
+) -> tuple[str, datetime]:
+    """`start`, answering with the id the creation time it recorded (what the tasks backend hands back
+    as `enqueued_at`, equal to what a later read of the execution finds)."""
     _no_running_loop("start")
     joined = runtime.caller_transaction()
     if joined is None:
-        return _run(lambda: astart(workflow_id, execution_id=execution_id, priority=priority, **inputs))
+        return _run(lambda: _astart_created(workflow_id, execution_id, inputs, priority))
     engine = runtime.served_engine()
     prepared = engine.workflows.prepare_start(workflow_id, execution_id, inputs, priority)
     eid, version, created, fields = prepared
@@ -291,7 +300,27 @@ def start(
         version.hash,
         extra={"action": "start", "execution_id": eid, "workflow_id": workflow_id, "joined": True},
     )
-    return eid
+    return eid, created.timestamp
+
+
+async def _astart_created(
+    workflow_id: str, execution_id: str | None, inputs: dict[str, Any], priority: int | None
+) -> tuple[str, datetime]:
+    engine = await runtime.engine()
+    prepared = engine.workflows.prepare_start(workflow_id, execution_id, inputs, priority)
+    eid, version, created, fields = prepared
+    if not await engine.store.create_execution_if_absent(
+        eid, workflow_id, version.hash, spi.Running(), created, fields
+    ):
+        raise errors.FlowDuplicateExecution(eid)
+    logger.info(
+        "started %s of %s@%s",
+        eid,
+        workflow_id,
+        version.hash,
+        extra={"action": "start", "execution_id": eid, "workflow_id": workflow_id, "joined": False},
+    )
+    return eid, created.timestamp
 
 
 def signal(execution_id: str, name: str, value: Any) -> None:

@@ -3,7 +3,8 @@
 
 One import site, so the backend is one class on both: the rest of the console names `django_tasks.Task`,
 never the module it came from. The two spell one exception differently (`InvalidTask` in Django,
-`InvalidTaskError` in the backport); `InvalidTask` here is whichever this Django raises.
+`InvalidTaskError` in the backport); `InvalidTask` here is whichever this Django raises. `LOGGER` names
+the logger the framework's own signal receivers log to.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ try:  # Django 6.0 and later
 
     InvalidTask: type[Exception] = _exceptions.InvalidTask
     SOURCE = "django.tasks"
+    LOGGER = "django.tasks"
 except ImportError:  # Django 5.2: the backport
     from django_tasks import exceptions as _exceptions  # type: ignore[no-redef]
     from django_tasks import signals as _signals  # type: ignore[no-redef]
@@ -36,13 +38,16 @@ except ImportError:  # Django 5.2: the backport
 
     InvalidTask = _exceptions.InvalidTaskError
     SOURCE = "django_tasks"
+    LOGGER = "django_tasks"
 
 TaskResultDoesNotExist: type[Exception] = _exceptions.TaskResultDoesNotExist
+TaskResultMismatch: type[Exception] = _exceptions.TaskResultMismatch
 task_enqueued: Any = _signals.task_enqueued
 task_started: Any = _signals.task_started
 task_finished: Any = _signals.task_finished
 
 __all__ = [
+    "LOGGER",
     "SOURCE",
     "BaseTaskBackend",
     "InvalidTask",
@@ -51,6 +56,7 @@ __all__ = [
     "TaskError",
     "TaskResult",
     "TaskResultDoesNotExist",
+    "TaskResultMismatch",
     "TaskResultStatus",
     "normalize_json",
     "task",

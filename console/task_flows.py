@@ -124,8 +124,8 @@ def _sync_body(task: Any, runs: Runs) -> Callable[[Any], Any]:
     def call_task(ctx: Any) -> Any:
         result = _started(task, runs, ctx)
         try:
-            value = task.func(*_arguments(task, result), **ctx.kwargs)
-        except Exception as error:
+            value = django_tasks.normalize_json(task.func(*_arguments(task, result), **ctx.kwargs))
+        except (Exception, SystemExit) as error:  # as Django's own backends: all but an interrupt
             raise _judged(error, task, runs, result) from error
         return _finished(task, runs, result, value)
 
@@ -136,8 +136,8 @@ def _async_body(task: Any, runs: Runs) -> Callable[[Any], Any]:
     async def call_task(ctx: Any) -> Any:
         result = _started(task, runs, ctx)
         try:
-            value = await task.func(*_arguments(task, result), **ctx.kwargs)
-        except Exception as error:
+            value = django_tasks.normalize_json(await task.func(*_arguments(task, result), **ctx.kwargs))
+        except (Exception, SystemExit) as error:  # as Django's own backends: all but an interrupt
             raise _judged(error, task, runs, result) from error
         return _finished(task, runs, result, value)
 
@@ -149,7 +149,7 @@ def _arguments(task: Any, result: Any) -> list[Any]:
     return [django_tasks.TaskContext(task_result=result), *args] if task.takes_context else args
 
 
-def _judged(error: Exception, task: Any, runs: Runs, result: Any) -> Exception:
+def _judged(error: BaseException, task: Any, runs: Runs, result: Any) -> BaseException:
     """What the engine is handed for a task's exception: a retryable one (FlowRetry, the node's
     `retry_on`, a transient database error) as it is, so the schedule asks again; anything else as
     `TaskFailed`, which ends the execution Failed (Django's FAILED), after `task_finished` is sent."""
@@ -188,7 +188,7 @@ def _started(task: Any, runs: Runs, ctx: Any) -> Any:
 
 
 def _finished(task: Any, runs: Runs, result: Any, value: Any) -> Any:
-    value = django_tasks.normalize_json(value)
+    """`task_finished` with the (JSON-normalized: a value that is not fails the task) return value."""
     ended = _evolved(result, status=django_tasks.TaskResultStatus.SUCCESSFUL)
     object.__setattr__(ended, "_return_value", value)
     django_tasks.task_finished.send(runs.sender, task_result=ended)

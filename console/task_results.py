@@ -5,7 +5,9 @@ Running under a live claim is RUNNING; running and unclaimed (just enqueued, or 
 back-off) is READY, ready to be run again. Completed is SUCCESSFUL with the recorded `return_value`.
 Failed (the task raised), Cancelled and Stopped (a stop code: the retries ran out) are FAILED, each with one
 `TaskError`; a stopped execution an operator resumes is read again as what it then is. `worker_ids` holds
-one executor id per claim (`ExecutionClaimed`), the timestamps come from the same history.
+one executor id per claim (`ExecutionClaimed`), the timestamps come from the same history (`enqueued_at`
+the Created event's, which `enqueue` answered: a result read back before a worker took it equals the
+enqueue's).
 """
 
 from __future__ import annotations
@@ -33,13 +35,17 @@ def result_of(
 ) -> Any:
     """The `TaskResult` of `task`'s execution `state`, with its recorded fields and history."""
     claims = [event for event in events if event.kind is spi.EventKind.EXECUTION_CLAIMED]
+    # the Created event's time, as `enqueue` answered it (the row's own stamp is a few microseconds later)
+    created = next(
+        (event.timestamp for event in events if event.kind is spi.EventKind.CREATED), state.created
+    )
     status = _status(state, now)
     ended = status in (Status.SUCCESSFUL, Status.FAILED)
     result = django_tasks.TaskResult(
         task=task,
         id=state.execution_id,
         status=status,
-        enqueued_at=state.created,
+        enqueued_at=created,
         started_at=claims[0].timestamp if claims else None,
         finished_at=state.updated if ended else None,
         last_attempted_at=claims[-1].timestamp if claims else None,

@@ -7,7 +7,10 @@ One class on Django 6.x (`django.tasks`) and on Django 5.2 (the `django-tasks` b
 (`console.client.start`), so inside the caller's `transaction.atomic()` on the store's database the task
 is written in that transaction (rolled back: no task; committed: the workers are woken at the commit), and
 outside one it commits on its own. The answer is a READY `TaskResult` whose id is the execution id;
-`get_result` reads the execution back (`console.task_results`).
+`get_result` reads the execution back (`console.task_results`). Where the store has a database of its own,
+OPTIONS' ENQUEUE_ON_COMMIT names the caller's: an enqueue inside an atomic block there is written at its
+commit (`transaction.on_commit`), its id decided up front. From inside a flow step the id is derived from
+the step's key (`console.task_ids`), so a replayed step enqueues nothing new.
 
 Constructing the backend reads its OPTIONS and nothing else (Django builds backends at decoration time,
 before any database may be used). Not supported yet, and said so by the `supports_*` flags: `run_after`
@@ -19,14 +22,18 @@ from __future__ import annotations
 import importlib
 import threading
 import weakref
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connections, transaction
 from django.utils.module_loading import import_string
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from flowdeck.console import client, django_tasks, runtime, task_flows, task_results
+from flowdeck.console import client, django_tasks, runtime, task_flows, task_ids, task_results
+from flowdeck.engine import context as engine_context
+from flowdeck.engine import errors
 from flowdeck.engine.engine import FlowEngine
 from flowdeck.engine.flow import Flow
 from flowdeck.engine.schedule import Schedule
@@ -62,6 +69,9 @@ class TaskOptions(BaseModel):
     RETRY_FACTOR: float = Field(2.0, ge=1)
     RETRY_MAX: float = Field(300.0, gt=0)
     RETRY_ON: tuple[str, ...] = ("builtins.ConnectionError", "builtins.TimeoutError")
+    ENQUEUE_ON_COMMIT: str | None = None
+    """A database alias other than the store's: an enqueue inside an atomic block there is written when
+    that block commits (`transaction.on_commit`), and not at all when it rolls back."""
 
     def schedule(self) -> Schedule:
         initial, most = timedelta(seconds=self.RETRY_INITIAL), timedelta(seconds=self.RETRY_MAX)
@@ -82,6 +92,11 @@ class FlowdeckBackend(django_tasks.BaseTaskBackend):  # type: ignore[misc,valid-
             self.task_options = TaskOptions.model_validate(self.options)
         except ValidationError as error:
             raise ImproperlyConfigured(f"TASKS[{alias!r}]['OPTIONS'] is invalid: {error}") from error
+        later = self.task_options.ENQUEUE_ON_COMMIT
+        if later is not None and later not in settings.DATABASES:  # settings only: no database work here
+            raise ImproperlyConfigured(
+                f"TASKS[{alias!r}]['OPTIONS']['ENQUEUE_ON_COMMIT'] names no database: {later!r}"
+            )
         self._tasks: dict[str, Any] = {}
         self._served: weakref.WeakKeyDictionary[FlowEngine, set[str]] = weakref.WeakKeyDictionary()
 
@@ -141,21 +156,72 @@ class FlowdeckBackend(django_tasks.BaseTaskBackend):  # type: ignore[misc,valid-
     # ------------------------------------------------------------------------------ enqueue
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
-        """Write the task's execution (in the caller's transaction, inside one on the store's database)
-        and answer it READY; `task_enqueued` is sent once it is written."""
+        """Write the task's execution and answer it READY (`task_enqueued` is sent once it is written):
+        in the caller's transaction inside one on the store's database; at the commit of the caller's
+        transaction on ENQUEUE_ON_COMMIT's alias; at once otherwise. From inside a flow step (or a task)
+        the id is derived from the step's key, so a replayed step finds its task rather than adding one."""
         self.validate_task(task)
         self._findable(task)
         self._serve(task)
         args = django_tasks.normalize_json(list(args))
         kwargs = django_tasks.normalize_json(dict(kwargs))
-        eid = client.start(
-            task.module_path, priority=task.priority, queue=task.queue_name, args=args, kwargs=kwargs
-        )
-        result = django_tasks.TaskResult(
+        step = engine_context.current_step()
+        eid = task_ids.step_task_id(step) if step is not None else None
+        later = self._commit_alias()
+        if later is not None:
+            eid = eid or task_ids.new_task_id()
+            transaction.on_commit(lambda: self._write(task, eid, args, kwargs), using=later)
+            return self._ready(task, eid, args, kwargs, runtime.store().clock.now())
+        return self._write(task, eid, args, kwargs)
+
+    def _commit_alias(self) -> str | None:
+        """ENQUEUE_ON_COMMIT's alias when the caller is inside an atomic block there and not inside one on
+        the store's database (that one the enqueue joins)."""
+        alias = self.task_options.ENQUEUE_ON_COMMIT
+        if alias is None or runtime.caller_transaction() is not None:
+            return None
+        return alias if connections[alias].in_atomic_block else None
+
+    def _write(self, task: Any, eid: str | None, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """Start the task's execution; an id already taken by this task's execution (a replayed step) is
+        that execution's result, read back, and no second `task_enqueued`."""
+        try:
+            eid, created = client.start_created(
+                task.module_path,
+                execution_id=eid,
+                priority=task.priority,
+                queue=task.queue_name,
+                args=args,
+                kwargs=kwargs,
+            )
+        except errors.FlowDuplicateExecution:
+            if eid is None:
+                raise
+            return self._replayed(task, eid)
+        result = self._ready(task, eid, args, kwargs, created)
+        django_tasks.task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def _replayed(self, task: Any, eid: str) -> Any:
+        """The result of the task a replayed step enqueued before; a step that enqueues another task at the
+        same place this time is not deterministic, and is told so."""
+        try:
+            found = self.get_result(eid)
+        except django_tasks.TaskResultDoesNotExist:
+            found = None
+        if found is None or found.task.module_path != task.module_path:
+            raise task_ids.TaskNotDeterministic(task.module_path, eid)
+        return found
+
+    def _ready(
+        self, task: Any, eid: str, args: list[Any], kwargs: dict[str, Any], enqueued_at: datetime
+    ) -> Any:
+        """A READY result, as `get_result` reads the execution until a worker claims it."""
+        return django_tasks.TaskResult(
             task=task,
             id=eid,
             status=django_tasks.TaskResultStatus.READY,
-            enqueued_at=runtime.store().clock.now(),
+            enqueued_at=enqueued_at,
             started_at=None,
             finished_at=None,
             last_attempted_at=None,
@@ -165,8 +231,6 @@ class FlowdeckBackend(django_tasks.BaseTaskBackend):  # type: ignore[misc,valid-
             errors=[],
             worker_ids=[],
         )
-        django_tasks.task_enqueued.send(type(self), task_result=result)
-        return result
 
     # ------------------------------------------------------------------------------ results
 

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from flowdeck.engine import forks
+from flowdeck.engine import context, forks
 from flowdeck.engine.body_threads import run_in_thread
 from flowdeck.engine.errors import FlowDomainError, FlowRetry, FlowStepTimeout
 from flowdeck.engine.nodes import Body, Knobs
@@ -45,15 +45,20 @@ database): 50 ms doubling to 5 s, eight retries (about 11 s in all) before F0003
 
 
 async def call(body: Body, *args: Any) -> Any:
-    """Run a body: awaited when async, in a thread when sync; its arity picks the arguments."""
-    args = args[: body.arity]
-    if body.is_async:
-        result = body.fn(*args)
-    else:
-        result = await run_in_thread(body.fn, *args)
-    if inspect.isawaitable(result):  # a plain lambda handing back a coroutine
-        result = await result
-    return result
+    """Run a body: awaited when async, in a thread when sync; its arity picks the arguments. While it
+    runs, `context.current_step()` answers its ctx (the thread of a sync body copies the mark)."""
+    token = context.stepping(next((arg for arg in args if isinstance(arg, context.Context)), None))
+    try:
+        args = args[: body.arity]
+        if body.is_async:
+            result = body.fn(*args)
+        else:
+            result = await run_in_thread(body.fn, *args)
+        if inspect.isawaitable(result):  # a plain lambda handing back a coroutine
+            result = await result
+        return result
+    finally:
+        context.stepped(token)
 
 
 async def pure(body: Body, *args: Any) -> Any:

@@ -4,19 +4,34 @@ A body reads `ctx.order`, `ctx.total`, `ctx.payment.charge_id` (values after the
 serializer), `ctx.key` (execution id + durable path: the same on every retry and every replay, so a remote
 side can deduplicate on it), `ctx.execution_id`, `ctx.attempt` (0 on the first try, n after n retries) and
 `ctx.undo(handler, arg)`, which notes a compensation kept with the step's result in the same write.
+
+While a body runs, `current_step()` answers its call (`StepCall`: the ctx and a count of the effects the
+call has started), so code the body calls without being handed the ctx (a `django.tasks` enqueue) can
+derive ids that are the same on every replay of the step: `effect_key()` numbers the call's effects from 1
+on each attempt, so the n-th effect of a retry or a replay gets the key the n-th effect of the first try had.
 """
 
 from __future__ import annotations
 
+import contextvars
 import importlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from flowdeck.engine.values import Record
 
-__all__ = ["Context", "UndoNote", "handler_path", "resolve_handler"]
+__all__ = [
+    "Context",
+    "StepCall",
+    "UndoNote",
+    "current_step",
+    "handler_path",
+    "resolve_handler",
+    "stepped",
+    "stepping",
+]
 
 
 @dataclass(frozen=True)
@@ -108,3 +123,35 @@ class Context(Record):
 
     def __repr__(self) -> str:
         return f"Context({self._path!r}, " + ", ".join(f"{k}={v!r}" for k, v in self._values.items()) + ")"
+
+
+@dataclass
+class StepCall:
+    """One call of a body (one attempt): its ctx and how many effects it has keyed so far."""
+
+    context: Context
+    effects: int = field(default=0)
+
+    def effect_key(self) -> str:
+        """The next effect's key, "<ctx.key>#<n>": the n-th effect of every attempt and replay of this node
+        gets the same key, as long as the body starts its effects in the same order (one at a time)."""
+        self.effects += 1
+        return f"{self.context.key}#{self.effects}"
+
+
+_step: contextvars.ContextVar[StepCall | None] = contextvars.ContextVar("flowdeck_step", default=None)
+
+
+def current_step() -> StepCall | None:
+    """The body call running in this context (a sync body's thread inherits it), None outside one."""
+    return _step.get()
+
+
+def stepping(ctx: Context | None) -> contextvars.Token[StepCall | None]:
+    """Mark a body's call with `ctx` (None: a call with no ctx, such as an undo handler, is no step)."""
+    return _step.set(None if ctx is None else StepCall(ctx))
+
+
+def stepped(token: contextvars.Token[StepCall | None]) -> None:
+    """The call is over: the context is back to what it was before `stepping`."""
+    _step.reset(token)

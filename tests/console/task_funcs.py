@@ -4,9 +4,12 @@ Flowdeck's backend, which every task then resolves (`Task.get_backend` reads the
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from flowdeck.console.django_tasks import TaskContext, task
+from flowdeck.engine import Flow, FlowDomainError
+from flowdeck.engine.schedule import Schedule
 
 CALLS: dict[str, int] = {}
 """How often `flaky` was called, per key (the workers run in this process, on a thread)."""
@@ -48,5 +51,87 @@ def unreachable() -> None:
     raise TimeoutError("the mail server never answered")
 
 
+@task
+def leave(code: int) -> None:
+    """Asks the process to exit: a task's SystemExit fails the task, as Django's own backends have it."""
+    raise SystemExit(code)
+
+
+@task
+def unencodable() -> object:
+    """Returns what JSON cannot hold: the task fails (TypeError), it does not complete."""
+    return {1, 2}
+
+
 def hidden() -> None:
     """A function with no task of it at the module's top level: a worker would never find one."""
+
+
+@task
+def record(key: str) -> int:
+    """Count its calls per key: how often the task ran, whoever enqueued it how often."""
+    CALLS[key] = CALLS.get(key, 0) + 1
+    return CALLS[key]
+
+
+ENQUEUED: dict[str, list[str]] = {}
+"""The task ids `dispatch`'s step was handed, per label, one per attempt."""
+
+
+def _enqueue_then_fail_once(ctx: Any) -> str:
+    """Enqueue `record`, then fail the first attempt (after the enqueue): the retry enqueues again."""
+    first = record.enqueue(ctx.label)
+    second = record.enqueue(f"{ctx.label}-second")
+    ENQUEUED.setdefault(ctx.label, []).append(f"{first.id} {second.id}")
+    if ctx.attempt == 0:
+        raise ConnectionError("the step's own call hung up, after its enqueues")
+    return first.id
+
+
+dispatch = (
+    Flow.init("tests.dispatch")
+    .input("label", str)
+    .output(
+        "task_id",
+        _enqueue_then_fail_once,
+        type=str,
+        retry=Schedule.exponential(timedelta(milliseconds=10), 2.0, timedelta(milliseconds=50)).take(3),
+        retry_on=(ConnectionError,),
+    )
+)
+"""A flow whose step enqueues two tasks and is retried once: each task must exist and run once."""
+
+
+def _enqueue_in_the_steps_transaction(ctx: Any) -> str:
+    """An atomic step's enqueue: written in the transaction that records the step."""
+    return record.enqueue(ctx.label).id
+
+
+dispatch_atomic = (
+    Flow.init("tests.dispatch-atomic")
+    .input("label", str)
+    .output("task_id", _enqueue_in_the_steps_transaction, type=str, atomic=True)
+)
+"""A flow whose atomic step enqueues: the task exists if and only if the step is recorded."""
+
+
+class Refused(FlowDomainError):
+    """The atomic step's own refusal, after its enqueue: its transaction rolls back, the task with it."""
+
+
+def _enqueue_then_refuse(ctx: Any) -> str:
+    record.enqueue(ctx.label)
+    raise Refused("refused after the enqueue")
+
+
+refuse_atomic = (
+    Flow.init("tests.refuse-atomic")
+    .input("label", str)
+    .output("task_id", _enqueue_then_refuse, type=str, atomic=True)
+)
+
+FLOWS = {
+    "tests.dispatch": dispatch,
+    "tests.dispatch-atomic": dispatch_atomic,
+    "tests.refuse-atomic": refuse_atomic,
+}

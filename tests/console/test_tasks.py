@@ -261,7 +261,17 @@ def test_discovery_serves_the_tasks_of_a_module_under_their_module_paths(
     found = task_flows.flows_in(task_funcs.__name__)
     assert sorted(found) == [
         f"tests.console.task_funcs.{n}"
-        for n in ("add", "attempt", "explode", "flaky", "shout", "unreachable")
+        for n in (
+            "add",
+            "attempt",
+            "explode",
+            "flaky",
+            "leave",
+            "record",
+            "shout",
+            "unencodable",
+            "unreachable",
+        )
     ]
     assert found["tests.console.task_funcs.add"][0].meta.description == "Add two numbers."
 

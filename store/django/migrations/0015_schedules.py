@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("flowstore", "0012_search_trigram"),
+        ("flowstore", "0014_execution_priority"),
     ]
 
     operations = [
