@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from flowdeck.console import runtime
-from flowdeck.engine import errors, interpreter, values
+from flowdeck.engine import errors, interpreter, tracing, values
 from flowdeck.engine.engine import ExecutionDetail, SearchResult
 from flowdeck.store import spi
 
@@ -252,9 +252,15 @@ def start(workflow_id: str, /, *, execution_id: str | None = None, **inputs: Any
     if joined is None:
         return _run(lambda: astart(workflow_id, execution_id=execution_id, **inputs))
     engine = runtime.served_engine()
-    eid, version, created, fields = engine.workflows.prepare_start(workflow_id, execution_id, inputs)
-    if not joined.create_execution_if_absent(eid, workflow_id, version.hash, spi.Running(), created, fields):
-        raise errors.FlowDuplicateExecution(eid)
+    with engine.tracing.starting("StartFlow", workflow_id, {tracing.WORKFLOW_ID: workflow_id}) as started:
+        eid, version, created, fields = engine.workflows.prepare_start(
+            workflow_id, execution_id, inputs, carrier=started.carrier()
+        )
+        started.execution(eid)
+        if not joined.create_execution_if_absent(
+            eid, workflow_id, version.hash, spi.Running(), created, fields
+        ):
+            raise errors.FlowDuplicateExecution(eid)
     logger.info(
         "started %s of %s@%s in the caller's transaction",
         eid,
@@ -273,9 +279,12 @@ def signal(execution_id: str, name: str, value: Any) -> None:
     if joined is None:
         _run(lambda: asignal(execution_id, name, value))
         return
-    executions = runtime.served_engine().executions
-    field, event = executions.prepare_signal(execution_id, joined.get_execution(execution_id), name, value)
-    executions.signal_outcome(execution_id, name, joined.signal(execution_id, name, field, event))
+    engine = runtime.served_engine()
+    executions = engine.executions
+    with engine.tracing.starting("SignalFlow", name, tracing.signalling(execution_id, name)) as started:
+        state = joined.get_execution(execution_id)
+        field, event = executions.prepare_signal(execution_id, state, name, value, carrier=started.carrier())
+        executions.signal_outcome(execution_id, name, joined.signal(execution_id, name, field, event))
 
 
 def cancel(execution_id: str, reason: str | None = None, *, actor: str | None = None) -> spi.CancelOutcome:
@@ -388,7 +397,9 @@ class _Portal:
         self._thread.start()
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        """Run `coroutine` on the portal's loop, in the caller's trace context (a task of that loop starts
+        from the loop thread's context: a start from a traced view would lose the view's trace)."""
+        future = asyncio.run_coroutine_threadsafe(tracing.carrying(coroutine), self.loop)
         try:
             return future.result()
         except BaseException:

@@ -27,6 +27,7 @@ from django.utils.module_loading import import_string
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from flowdeck.console import client, django_tasks, runtime, task_flows, task_results
+from flowdeck.engine import tracing
 from flowdeck.engine.engine import FlowEngine
 from flowdeck.engine.flow import Flow
 from flowdeck.engine.schedule import Schedule
@@ -148,7 +149,10 @@ class FlowdeckBackend(django_tasks.BaseTaskBackend):  # type: ignore[misc,valid-
         self._serve(task)
         args = django_tasks.normalize_json(list(args))
         kwargs = django_tasks.normalize_json(dict(kwargs))
-        eid = client.start(task.module_path, queue=task.queue_name, args=args, kwargs=kwargs)
+        path, traces = task.module_path, runtime.served_engine().tracing
+        with traces.starting("EnqueueTask", path, {tracing.WORKFLOW_ID: path}) as span:
+            eid = client.start(task.module_path, queue=task.queue_name, args=args, kwargs=kwargs)
+            span.execution(eid)
         result = django_tasks.TaskResult(
             task=task,
             id=eid,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from flowdeck.engine import bodies, compensation, nodes, traversal, values
+from flowdeck.engine import bodies, compensation, nodes, tracing, traversal, values
 from flowdeck.engine.context import Context
 from flowdeck.engine.errors import FlowDomainError, FlowLoopExhausted
 from flowdeck.engine.flow import LoopAgain, LoopDone
@@ -64,10 +64,11 @@ class Scope:
 class Walker(traversal.Visitor[Awaitable[None]]):
     """One walk of a flow against the record `rec` holds, noting compensation handlers as it goes."""
 
-    def __init__(self, flow: Flow, rec: Recorder) -> None:
+    def __init__(self, flow: Flow, rec: Recorder, trace: tracing.Attempt = tracing.OFF) -> None:
         self.flow = flow
         self.rec = rec
-        self.runner = bodies.BodyRunner(rec, rec.clock)
+        self.trace = trace
+        self.runner = bodies.BodyRunner(rec, rec.clock, trace)
         # the record's own containers, read on every node (never rebound by the recorder)
         self.fields = rec.fields
         self.completed = rec.completed
@@ -185,9 +186,9 @@ class Walker(traversal.Visitor[Awaitable[None]]):
             return
         rec.guard(path)
         if path not in self.waits:
-            await rec.wait(
-                path, spi.WakeOnField(path), rec.event(spi.EventKind.INPUT_WAITING, input_name=path)
-            )
+            waiting, wake = rec.event(spi.EventKind.INPUT_WAITING, input_name=path), spi.WakeOnField(path)
+            self.trace.wait(path, waiting, wake)
+            await rec.wait(path, wake, waiting)
         raise Parked({path})
 
     async def hear_cancel(
@@ -288,6 +289,7 @@ class Walker(traversal.Visitor[Awaitable[None]]):
             # deadline; one already past is satisfied at the next claim
             until = rec.sleep_until.get(path) or rec.clock.now() + duration
             started = rec.event(spi.EventKind.SLEEP_STARTED, step_name=path, until=until.isoformat())
+            self.trace.wait(path, started, spi.WakeAt(until))
             await rec.wait(path, spi.WakeAt(until), started)
         raise Parked({path})
 
