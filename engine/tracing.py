@@ -30,8 +30,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from collections.abc import Coroutine, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
@@ -51,8 +51,6 @@ __all__ = [
     "Tracing",
     "current_node",
 ]
-
-T = TypeVar("T")
 
 SCOPE = "flowdeck"
 """The instrumentation scope's name, as a trace viewer shows it."""
@@ -372,20 +370,6 @@ OFF = Attempt(None, None, "")
 
 UNTRACED = Tracing(trace.NoOpTracerProvider())
 """Tracing that is always off: its attempts keep only the nodes' log context."""
-
-
-def carrying(coroutine: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
-    """`coroutine` to be awaited in another task (another thread's loop) in the caller's trace context:
-    the OpenTelemetry context is read now and made current there."""
-    return _within(otel_context.get_current(), coroutine)
-
-
-async def _within(context: otel_context.Context, coroutine: Coroutine[Any, Any, T]) -> T:
-    token = otel_context.attach(context)
-    try:
-        return await coroutine
-    finally:
-        otel_context.detach(token)
 
 
 def signalling(execution_id: str, name: str) -> dict[str, str]:
