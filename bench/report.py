@@ -17,7 +17,7 @@ CPU_US_PER_NODE = 150
 W4_OF_LOOP = 100  # %
 W1_OF_L3 = 60  # %
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W14")
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,7 @@ def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
         _w10_row(get(runs, "W10/flowdeck")),
         *_w11_rows(get(runs, "W11/flowdeck")),
         *_w12_rows(get(runs, "W12/flowdeck")),
+        _w14_row(get(runs, "W14/flowdeck")),
     ]
 
 
@@ -361,6 +362,27 @@ def _w12_rows(f12: Any) -> list[Row]:
             f12["ratio"] >= W12_MIN_RATIO,
         ),
     ]
+
+
+W14_MIN_RATIO = 0.9  # W1's nodes/s with tracing on (SDK, batch processor, in-memory exporter) ÷ off
+
+
+def _w14_row(f14: Any) -> Row:
+    """W1 with OpenTelemetry tracing on against off (issue 30, 3(b)): the mean ratio and its pairs' spread."""
+    target = f"on ≥ {W14_MIN_RATIO:g}× off"
+    if failed(f14):
+        return Row("W14", "W1 nodes/s, tracing off → on", failed(f14) or "", target=target)
+    shape, pairs = f"{f14['executions']}×{f14['steps']}", len(f14["rounds"]) // 2
+    return Row(
+        "W14",
+        f"W1 {shape} nodes/s, {f14['workers']} workers in 1 process: tracing off → on ({pairs} pairs,"
+        f" alternated; pairs {f14['pair_ratio_min']:.2f}–{f14['pair_ratio_max']:.2f}×)",
+        f"{num(f14['nodes_per_s_off'])} → {num(f14['nodes_per_s_on'])}",
+        "n/a",
+        f"{f14['ratio']:.2f}×",
+        target,
+        f14["ratio"] >= W14_MIN_RATIO,
+    )
 
 
 def rounds_table(runs: Mapping[str, Any]) -> str:

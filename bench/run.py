@@ -47,6 +47,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w12_executions": 2000,  # a round of seconds: at 500, a fast machine ran W1 in about one
         "w12_clients": 100,
         "w12_rounds": 10,  # pairs: one round drifts ±15 % with the machine, the mean of 10 a third of that
+        "w14_executions": 2000,  # W1 with tracing off and on, alternated (bench/traced_w1.py)
+        "w14_rounds": 10,
     },
     "quick": {
         "clients": 8,
@@ -70,6 +72,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w12_executions": 200,
         "w12_clients": 100,
         "w12_rounds": 2,
+        "w14_executions": 500,
+        "w14_rounds": 3,
     },
     "tiny": {
         "clients": 2,
@@ -93,6 +97,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w12_executions": 6,
         "w12_clients": 3,
         "w12_rounds": 1,
+        "w14_executions": 6,
+        "w14_rounds": 1,
     },
 }
 
@@ -101,6 +107,7 @@ DBOS = "bench.peers.dbos_workloads"
 LIVE_PAGE = "bench.live_page"
 CONSOLE_LOAD = "bench.console_load"
 LIVE_LIST = "bench.live_list"
+TRACED_W1 = "bench.traced_w1"
 W12_DEADLINE = 2400  # seconds for the whole W12 child, its daphne, workers and clients included
 
 
@@ -236,7 +243,14 @@ def plan(s: dict[str, Any]) -> list[Planned]:
         ),
         (frozenset({"W9"}), "W9/flowdeck", "W9 flowdeck", child(FLOWDECK, *w9_args)),
         *_console_plan(s),
+        (frozenset({"W14"}), "W14/flowdeck", "W14 flowdeck", _w14_child(s)),
     ]
+
+
+def _w14_child(s: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """W1 with OpenTelemetry tracing on against off, alternated in pairs (issue 30, 3(b))."""
+    args = ["w14", "--executions", s["w14_executions"], "--steps", s["w1_steps"]]
+    return child(TRACED_W1, *args, "--workers", s["clients"], "--rounds", s["w14_rounds"])
 
 
 def _console_plan(s: dict[str, Any]) -> list[Planned]:
