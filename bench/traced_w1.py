@@ -9,10 +9,10 @@ is reported per pair as well as over the whole run.
 
 Tracing on is what a project does to turn it on: the OpenTelemetry SDK's `TracerProvider` set as the
 process's global provider, with a `BatchSpanProcessor` (what a deployment uses, its exporter in a thread of
-its own) exporting to an in-memory exporter (`TRACING` in the workers' environment, read by
-`bench.worker`). The coordinator's starts are traced too, so each execution carries its start's context
-and every attempt span is a child of it (the extract is part of the measured work). Each traced worker
-counts the spans it ended (`SPANS`, a file it rewrites every 20 ms); once the round is measured the
+its own) exporting to an in-memory exporter (`bench.traced`, set by `bench.worker` when the workers'
+environment says so). The coordinator's starts are traced too, so each execution carries its start's
+context and every attempt span is a child of it (the extract is part of the measured work). Each traced
+worker counts the spans it ended (a file it rewrites every 20 ms); once the round is measured the
 coordinator waits for every one it expects (an attempt and its nodes per execution) before the workers
 stop: a traced round that traced less is an error, not a fast round.
 """
@@ -25,48 +25,15 @@ import os
 import signal
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from bench import flowdeck_env, pg, protocol, workloads
+from bench import flowdeck_env, pg, protocol, traced, workloads
 from bench.worker import add_engine_arguments
 
 DATABASE = pg.FLOWDECK_DB + "_w14"
-TRACING = "FLOWDECK_BENCH_TRACING"
-"""In a worker's environment: set the SDK's tracer provider (batch processor, in-memory exporter)."""
-SPANS = "FLOWDECK_BENCH_SPANS"
-"""In a traced worker's environment: the file it writes its count of ended spans to, every 20 ms."""
-
-
-def install_tracing() -> None:
-    """A traced worker's global tracer provider, and a thread writing how many spans ended to `SPANS`."""
-    from opentelemetry import trace
-    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    class Counting(SpanProcessor):
-        ended = 0
-
-        def on_end(self, span: Any) -> None:
-            Counting.ended += 1
-
-    provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
-    provider.add_span_processor(Counting())
-    trace.set_tracer_provider(provider)
-    path = os.environ.get(SPANS)
-    if path:
-
-        def report() -> None:
-            while True:
-                threading.Event().wait(0.02)
-                Path(path).write_text(str(Counting.ended))
-
-        threading.Thread(target=report, name="w14-spans", daemon=True).start()
 
 
 def _spans_ended(path: Path, expected: int, seconds: float = 30.0) -> int:
@@ -91,26 +58,26 @@ def _provider() -> Any:
     return provider
 
 
-def _round(ns: argparse.Namespace, traced: bool, work: Path, number: int) -> dict[str, Any]:
+def _round(ns: argparse.Namespace, tracing_on: bool, work: Path, number: int) -> dict[str, Any]:
     pg.empty_tables(DATABASE, "public", "flowstore_%", keep=flowdeck_env.KEEP)
     workflow_id = f"chain{ns.steps}"
-    provider = _provider() if traced else None
+    provider = _provider() if tracing_on else None
     asyncio.run(workloads.start_chains(workflow_id, ns.steps, ns.executions, provider))
     spans = work / f"spans-{number}"
     nodes = ns.executions * ns.steps
     expected = nodes + ns.executions  # a node span per step, an attempt span per execution
     counted: list[int] = []
-    env = {TRACING: "1", SPANS: str(spans)} if traced else {}
-    settled = (lambda: counted.append(_spans_ended(spans, expected))) if traced else None
+    env = {traced.TRACING: "1", traced.SPANS: str(spans)} if tracing_on else {}
+    settled = (lambda: counted.append(_spans_ended(spans, expected))) if tracing_on else None
     began, ended, _, cpu_seconds, database_cpu = workloads.run_w1_workers(ns, workflow_id, env, settled)
     found: dict[str, Any] = {
-        "traced": traced,
+        "traced": tracing_on,
         "seconds": ended - began,
         "nodes_per_s": nodes / (ended - began),
         "cpu_us_per_node": cpu_seconds / nodes * 1e6,
         "database_cpu_us_per_node": database_cpu / nodes * 1e6,
     }
-    if traced:
+    if tracing_on:
         found["spans"] = counted[0]
     return found
 
@@ -140,8 +107,8 @@ def cmd_w14(ns: argparse.Namespace) -> dict[str, Any]:
         for n in range(ns.rounds * 2):
             rounds.append(_round(ns, n % 2 == 1, work, n))
             brief = rounds[-1]
-            traced = f"on, {brief['spans']} spans" if brief["traced"] else "off"
-            print(f"W14 round {n + 1} ({traced}): {brief['nodes_per_s']:,.0f} nodes/s", file=sys.stderr)
+            arm = f"on, {brief['spans']} spans" if brief["traced"] else "off"
+            print(f"W14 round {n + 1} ({arm}): {brief['nodes_per_s']:,.0f} nodes/s", file=sys.stderr)
     finally:
         from django.db import connections
 
