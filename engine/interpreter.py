@@ -32,6 +32,7 @@ importable from here), and the unwind (engine/compensation.py). This module runs
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -143,6 +144,7 @@ async def run_attempt(
     eid = state.execution_id
     if state.status.terminal or isinstance(state.status, spi.Stopped):
         return AttemptReport(eid, "no-work", state.status.show())
+    began = time.time_ns()  # the attempt's span begins with the record's read
     ledger = await claimed.prefetched_ledger()
     if ledger is None:  # the record is read once per attempt, here
         ledger = (await store.get_all_fields(eid), (await store.get_history(eid)).events)
@@ -163,8 +165,16 @@ async def run_attempt(
         rec.pending += _claim_events(rec.event, executor_id)
     rec.opened = opened
     rec.transient = transient
-    trace = (traces or tracing.UNTRACED).attempt(state, history, executor_id, opened=opened is not None)
-    run = Walker(flow, rec, trace)
+    untraced = traces or tracing.UNTRACED
+    trace = untraced.attempt(state, history, executor_id, opened=opened is not None, began=began)
+    return await _traced(Walker(flow, rec, trace), rec, trace, runner)
+
+
+async def _traced(
+    run: Walker, rec: recorder.RealRecorder, trace: tracing.Attempt, runner: Runner | None
+) -> AttemptReport:
+    """The walk and the ending under the attempt's span (current while they run), ended with the report."""
+    eid = rec.execution_id
     token = trace.enter()
     try:
         ended = await (runner(lambda: _end(run, rec)) if runner is not None else _end(run, rec))

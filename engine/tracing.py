@@ -133,11 +133,18 @@ class Tracing:
             yield Started(span)
 
     def attempt(
-        self, state: spi.ExecutionState, history: Sequence[spi.Event], executor_id: str, *, opened: bool
+        self,
+        state: spi.ExecutionState,
+        history: Sequence[spi.Event],
+        executor_id: str,
+        *,
+        opened: bool,
+        began: int | None = None,
     ) -> Attempt:
-        """The span of one attempt at `state`'s execution (OFF when tracing is off): a child of the start
-        span the history's Created event names, linked to the deliveries since the last claim. `opened`: the
-        history holds this attempt's claim already (a start that runs here)."""
+        """The span of one attempt at `state`'s execution (no span when tracing is off): a child of the
+        start span the history's Created event names, linked to the deliveries since the last claim.
+        `opened`: the history holds this attempt's claim already (a start that runs here); `began`: when
+        the attempt began (ns since the epoch; default now)."""
         tracer = self.tracer()
         if tracer is None:
             return Attempt(None, None, state.execution_id)
@@ -166,6 +173,7 @@ class Tracing:
             kind=SpanKind.CONSUMER,
             attributes=attributes,
             links=links,
+            start_time=began,
         )
         return Attempt(tracer, span, eid)
 

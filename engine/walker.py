@@ -9,6 +9,8 @@ writes: a dry run hands it a recorder that never does.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -218,7 +220,9 @@ class Walker(traversal.Visitor[Awaitable[None]]):
         def run(ctx: Context) -> Awaitable[Any]:
             notes.clear()  # a rolled-back try's undo notes went with its effects
             call = (lambda: body.fn(ctx)) if body.arity else body.fn
-            return rec.atomically(path, call, declared, notes, valued=valued)
+            # on the store's thread in this try's context (its span, its log context), as a sync body's
+            in_context = functools.partial(contextvars.copy_context().run, call)
+            return rec.atomically(path, in_context, declared, notes, valued=valued)
 
         value, _ = await self.execute(path, knobs, scope, run, notes)
         return value

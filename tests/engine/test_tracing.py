@@ -368,3 +368,33 @@ async def test_with_no_provider_configured_nothing_is_recorded_or_stored(
     history = (await memory_store.get_history(eid)).events
     assert [dict(e.data) for e in history if e.kind is spi.EventKind.CREATED] == [{}]
     assert [s.name for s in traces.spans()] == ["elsewhere"]
+
+
+async def test_a_span_a_body_opens_is_a_child_of_its_node_s_span_sync_async_or_atomic(
+    any_store: spi.FlowStore, clock: ManualClock, traces: Traces
+) -> None:
+    """The node's span is current while its body runs: on the loop, on a body thread, and for an atomic
+    node on the store's thread."""
+
+    def opens(name: str) -> Any:
+        def body(ctx: object) -> None:
+            with traces.tracer.start_as_current_span(f"call {name}"):
+                pass
+
+        return body
+
+    async def opens_async(ctx: object) -> None:
+        with traces.tracer.start_as_current_span("call async"):
+            pass
+
+    flow = (
+        Flow.init("bodies")
+        .step("sync", opens("sync"))
+        .step("async", opens_async)
+        .step("atomic", opens("atomic"), atomic=True)
+    )
+    async with engine(any_store, clock, [flow], traces) as running:
+        eid = await running.workflows.start("bodies")
+        assert (await until(any_store, eid)).status == spi.Completed()
+    for name in ("sync", "async", "atomic"):
+        assert parent(traces.one(f"call {name}")) == sid(traces.one(f"RunNode:{name}")), name
