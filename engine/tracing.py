@@ -237,14 +237,16 @@ class Node:
 
 
 def _close(span: Span, error: BaseException | None, outcome: str = "", code: str = "") -> None:
-    """Set the outcome, failure kind or stop code and status of `span` from `error`, and end it."""
+    """Set the outcome, failure kind or stop code and status of `span` from `error`, and end it (the
+    attributes in one call: each call takes the span's lock and checks its values)."""
     word, kind, stop = _judge(error)
     word = outcome or word
-    span.set_attribute(OUTCOME, word)
+    attributes = {OUTCOME: word}
     if kind:
-        span.set_attribute(FAILURE_KIND, kind)
+        attributes[FAILURE_KIND] = kind
     if code or stop:
-        span.set_attribute(STOP_CODE, code or stop)
+        attributes[STOP_CODE] = code or stop
+    span.set_attributes(attributes)
     if error is not None and word not in ("parked", "abandoned"):
         span.record_exception(error)
         span.set_status(Status(StatusCode.ERROR, str(error)[:200] or type(error).__name__))
@@ -292,7 +294,7 @@ class Attempt:
         if self._tracer is None:
             return Node(self.execution_id, path, None)
         verb = "Compensate" if compensation else "RunNode"
-        attributes = {EXECUTION_ID: self.execution_id, NODE_KEY: path, NODE_ATTEMPT: attempt + 1}
+        attributes = {NODE_KEY: path, NODE_ATTEMPT: attempt + 1}  # the execution's id is on its attempt
         return Node(self.execution_id, path, self._tracer.start_span(f"{verb}:{path}", attributes=attributes))
 
     def wait(self, path: str, event: spi.Event, wake: spi.Wake) -> None:
