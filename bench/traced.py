@@ -10,6 +10,8 @@ from typing import Any
 
 TRACING = "FLOWDECK_BENCH_TRACING"
 """In a worker's environment: set the SDK's tracer provider (batch processor, in-memory exporter)."""
+RATIO = "FLOWDECK_BENCH_TRACE_RATIO"
+"""In a traced worker's environment: the share of traces its sampler keeps (default all)."""
 SPANS = "FLOWDECK_BENCH_SPANS"
 """In a traced worker's environment: the file it writes its count of ended spans to, every 20 ms."""
 
@@ -27,7 +29,7 @@ def install_tracing() -> None:
         def on_end(self, span: Any) -> None:
             Counting.ended += 1
 
-    provider = TracerProvider()
+    provider = TracerProvider(sampler=sampler(float(os.environ.get(RATIO, "1"))))
     provider.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
     provider.add_span_processor(Counting())
     trace.set_tracer_provider(provider)
@@ -40,3 +42,10 @@ def install_tracing() -> None:
                 Path(path).write_text(str(Counting.ended))
 
         threading.Thread(target=report, name="w14-spans", daemon=True).start()
+
+
+def sampler(ratio: float) -> Any:
+    """The SDK's default sampler (a child follows its parent) keeping `ratio` of new traces."""
+    from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+
+    return ParentBased(TraceIdRatioBased(ratio))

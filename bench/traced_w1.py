@@ -48,12 +48,12 @@ def _spans_ended(path: Path, expected: int, seconds: float = 30.0) -> int:
         time.sleep(0.02)
 
 
-def _provider() -> Any:
+def _provider(ratio: float) -> Any:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    provider = TracerProvider()
+    provider = TracerProvider(sampler=traced.sampler(ratio))
     provider.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
     return provider
 
@@ -61,13 +61,14 @@ def _provider() -> Any:
 def _round(ns: argparse.Namespace, tracing_on: bool, work: Path, number: int) -> dict[str, Any]:
     pg.empty_tables(DATABASE, "public", "flowstore_%", keep=flowdeck_env.KEEP)
     workflow_id = f"chain{ns.steps}"
-    provider = _provider() if tracing_on else None
+    provider = _provider(ns.sample) if tracing_on else None
     asyncio.run(workloads.start_chains(workflow_id, ns.steps, ns.executions, provider))
     spans = work / f"spans-{number}"
     nodes = ns.executions * ns.steps
-    expected = nodes + ns.executions  # a node span per step, an attempt span per execution
+    # a node span per step, an attempt span per execution: all of them, or some when sampling
+    expected = nodes + ns.executions if ns.sample >= 1 else 1
     counted: list[int] = []
-    env = {traced.TRACING: "1", traced.SPANS: str(spans)} if tracing_on else {}
+    env = {traced.TRACING: "1", traced.SPANS: str(spans), traced.RATIO: str(ns.sample)} if tracing_on else {}
     settled = (lambda: counted.append(_spans_ended(spans, expected))) if tracing_on else None
     began, ended, _, cpu_seconds, database_cpu = workloads.run_w1_workers(ns, workflow_id, env, settled)
     found: dict[str, Any] = {
@@ -122,6 +123,7 @@ def cmd_w14(ns: argparse.Namespace) -> dict[str, Any]:
         "workers": ns.workers,
         "processes": 1,
         "processor": "BatchSpanProcessor → InMemorySpanExporter",
+        "sample": ns.sample,
         "rounds": rounds,
     } | _summary(rounds)
 
@@ -134,6 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3, help="pairs of rounds: off, then on")
     parser.add_argument("--timeout", type=float, default=300.0, help="for each W1 run")
+    parser.add_argument("--sample", type=float, default=1.0, help="share of traces kept (the SDK's sampler)")
     ns = parser.parse_args(argv)
     ns.database, ns.procs, ns.profile = DATABASE, 1, None
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # ends through `finally`, stopping every child

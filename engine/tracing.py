@@ -175,7 +175,9 @@ class Tracing:
             links=links,
             start_time=began,
         )
-        return Attempt(tracer, span, eid)
+        # Sampled out (the project's sampler said no): its nodes would be too, so none is made; the span
+        # is still current, so what a body starts stays in the trace, unsampled
+        return Attempt(tracer if span.is_recording() else None, span, eid)
 
 
 class Started:

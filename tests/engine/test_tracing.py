@@ -17,6 +17,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import StatusCode
 
 from flowdeck.engine import Flow, FlowDomainError, FlowRetry, Schedule, tracing
@@ -398,3 +399,46 @@ async def test_a_span_a_body_opens_is_a_child_of_its_node_s_span_sync_async_or_a
         assert (await until(any_store, eid)).status == spi.Completed()
     for name in ("sync", "async", "atomic"):
         assert parent(traces.one(f"call {name}")) == sid(traces.one(f"RunNode:{name}")), name
+
+
+async def test_an_execution_the_sampler_leaves_out_records_nothing_but_keeps_its_trace(
+    memory_store: MemoryStore, clock: ManualClock
+) -> None:
+    """The project's sampler said no at the start: no span is recorded, no node span is even made, and a
+    body still runs inside the (unsampled) trace its start began."""
+    exporter = InMemorySpanExporter()
+    provider = Counting(sampler=ALWAYS_OFF)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    seen: list[trace.SpanContext] = []
+
+    def look(ctx: object) -> None:
+        seen.append(trace.get_current_span().get_span_context())
+
+    flow = Flow.init("quiet").step("look", look)
+    async with make_engine(memory_store, clock, [flow], tracer_provider=provider) as running:
+        eid = await running.workflows.start("quiet")
+        assert (await until(memory_store, eid)).status == spi.Completed()
+    created = (await memory_store.get_history(eid)).events[0]
+    traceparent = created.data[tracing.CARRIER]["traceparent"]
+    assert exporter.get_finished_spans() == ()
+    assert provider.started == ["StartFlow:quiet", "RunAttempt:quiet"]
+    assert [(f"{c.trace_id:032x}", c.trace_flags.sampled) for c in seen] == [(traceparent[3:35], False)]
+
+
+class Counting(TracerProvider):
+    """The SDK's provider, noting the name of every span its tracers are asked to start."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.started: list[str] = []
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> Any:
+        tracer = super().get_tracer(*args, **kwargs)
+        start_span = tracer.start_span
+
+        def noted(name: str, *more: Any, **options: Any) -> Any:
+            self.started.append(name)
+            return start_span(name, *more, **options)
+
+        tracer.start_span = noted  # type: ignore[method-assign]
+        return tracer
