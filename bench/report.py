@@ -17,7 +17,7 @@ CPU_US_PER_NODE = 150
 W4_OF_LOOP = 100  # %
 W1_OF_L3 = 60  # %
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W17")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W17", "W18")
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,7 @@ def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
         *_w11_rows(get(runs, "W11/flowdeck")),
         *_w12_rows(get(runs, "W12/flowdeck")),
         _w17_row(get(runs, "W17/flowdeck")),
+        _w18_row(get(runs, "W18/flowdeck")),
     ]
 
 
@@ -367,22 +368,43 @@ def _w12_rows(f12: Any) -> list[Row]:
 W17_MIN_RATIO = 3.0  # issue 30: tasks/s through Flowdeck's backend ÷ django-tasks-db's
 
 
-def _w17_row(f14: Any) -> Row:
+def _w17_row(f17: Any) -> Row:
     """Tasks/s through the `django.tasks` backends; the peer (the DBOS column) is django-tasks-db."""
     measure = "django.tasks tasks/s (peer: django-tasks-db + db_worker)"
     target = f"≥ {W17_MIN_RATIO:g}× django-tasks-db"
-    problem = failed(f14)
-    if problem or f14 is None:
+    problem = failed(f17)
+    if problem or f17 is None:
         return Row("W17", measure, problem or "", "", "", target, None)
-    flowdeck, peer = f14["flowdeck"], f14["db"]
+    flowdeck, peer = f17["flowdeck"], f17["db"]
     return Row(
         "W17",
         f"{measure}, {flowdeck['tasks']:,} tasks on {flowdeck['procs']} worker processes",
         num(flowdeck["tasks_per_s"]),
         num(peer["tasks_per_s"]),
-        f"{f14['ratio']:.2f}×",
+        f"{f17['ratio']:.2f}×",
         target,
-        f14["ratio"] >= W17_MIN_RATIO,
+        f17["ratio"] >= W17_MIN_RATIO,
+    )
+
+
+W18_MIN_RATIO = 0.9  # W1's nodes/s with tracing on (SDK, batch processor, in-memory exporter) ÷ off
+
+
+def _w18_row(f18: Any) -> Row:
+    """W1 with OpenTelemetry tracing on against off (issue 30, 3(b)): the mean ratio and its pairs' spread."""
+    target = f"on ≥ {W18_MIN_RATIO:g}× off"
+    if failed(f18):
+        return Row("W18", "W1 nodes/s, tracing off → on", failed(f18) or "", target=target)
+    shape, pairs = f"{f18['executions']}×{f18['steps']}", len(f18["rounds"]) // 2
+    return Row(
+        "W18",
+        f"W1 {shape} nodes/s, {f18['workers']} workers in 1 process: tracing off → on ({pairs} pairs,"
+        f" alternated; pairs {f18['pair_ratio_min']:.2f}–{f18['pair_ratio_max']:.2f}×)",
+        f"{num(f18['nodes_per_s_off'])} → {num(f18['nodes_per_s_on'])}",
+        "n/a",
+        f"{f18['ratio']:.2f}×",
+        target,
+        f18["ratio"] >= W18_MIN_RATIO,
     )
 
 

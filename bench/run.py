@@ -50,6 +50,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_tasks": 5000,
         "w17_procs": 2,
         "w17_rounds": 3,
+        "w18_executions": 2000,  # W1 with tracing off and on, alternated (bench/traced_w1.py)
+        "w18_rounds": 10,
     },
     "quick": {
         "clients": 8,
@@ -76,6 +78,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_tasks": 1000,
         "w17_procs": 2,
         "w17_rounds": 2,
+        "w18_executions": 500,
+        "w18_rounds": 3,
     },
     "tiny": {
         "clients": 2,
@@ -102,6 +106,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_tasks": 10,
         "w17_procs": 1,
         "w17_rounds": 1,
+        "w18_executions": 6,
+        "w18_rounds": 1,
     },
 }
 
@@ -111,6 +117,7 @@ LIVE_PAGE = "bench.live_page"
 CONSOLE_LOAD = "bench.console_load"
 LIVE_LIST = "bench.live_list"
 TASKS_LOAD = "bench.tasks_load"
+TRACED_W1 = "bench.traced_w1"
 W12_DEADLINE = 2400  # seconds for the whole W12 child, its daphne, workers and clients included
 
 
@@ -247,6 +254,7 @@ def plan(s: dict[str, Any]) -> list[Planned]:
         (frozenset({"W9"}), "W9/flowdeck", "W9 flowdeck", child(FLOWDECK, *w9_args)),
         *_console_plan(s),
         _tasks_run(s),
+        (frozenset({"W18"}), "W18/flowdeck", "W18 flowdeck", _w18_child(s)),
     ]
 
 
@@ -259,6 +267,12 @@ def _tasks_run(s: dict[str, Any]) -> Planned:
         "W17 tasks: flowdeck vs django-tasks-db",
         child(TASKS_LOAD, *args),
     )
+
+
+def _w18_child(s: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """W1 with OpenTelemetry tracing on against off, alternated in pairs (issue 30, 3(b))."""
+    args = ["w18", "--executions", s["w18_executions"], "--steps", s["w1_steps"]]
+    return child(TRACED_W1, *args, "--workers", s["clients"], "--rounds", s["w18_rounds"])
 
 
 def _console_plan(s: dict[str, Any]) -> list[Planned]:

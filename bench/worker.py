@@ -14,7 +14,7 @@ import os
 import sys
 from datetime import timedelta
 
-from bench import flowdeck_env, pg, protocol
+from bench import flowdeck_env, pg, protocol, traced
 from flowdeck.engine import event_loop, heap
 
 
@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", help="write a pyinstrument HTML profile of this process here")
     parser.add_argument("--wait-go", action="store_true", help="enter the engine only after a line on stdin")
     args = parser.parse_args(argv)
+    if os.environ.get(traced.TRACING):  # W18's traced rounds (bench/traced_w1.py)
+        traced.install_tracing()
     flowdeck_env.start_django(args.backend, args.database)
     heap.freeze_startup_heap()  # as `flowdeck_workers` does
     if args.profile:

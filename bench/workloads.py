@@ -22,6 +22,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -160,13 +161,14 @@ async def start_many(starter: Any, workflow_id: str, ids: list[str], in_flight: 
         await asyncio.gather(*(starter.workflows.start(workflow_id, execution_id=eid) for eid in chunk))
 
 
-async def start_chains(workflow_id: str, steps: int, count: int) -> float:
-    """Create `count` executions of the steps-long chain; close the store after. Answers the seconds."""
+async def start_chains(workflow_id: str, steps: int, count: int, tracer_provider: Any = None) -> float:
+    """Create `count` executions of the steps-long chain; close the store after. Answers the seconds.
+    `tracer_provider`: the starts' spans go there (W18's traced rounds), their trace stored with each."""
     from bench.flows import chain
     from flowdeck.engine.engine import FlowEngine
 
     store = flowdeck_env.make_store()
-    starter = FlowEngine(store, (), workers=1)
+    starter = FlowEngine(store, (), workers=1, tracer_provider=tracer_provider)
     began = time.perf_counter()
     await starter.register(workflow_id, chain(steps))
     await start_many(starter, workflow_id, [f"{workflow_id}-{i:06d}" for i in range(count)])
@@ -175,11 +177,18 @@ async def start_chains(workflow_id: str, steps: int, count: int) -> float:
     return seconds
 
 
-def _run_w1_workers(ns: argparse.Namespace, workflow_id: str) -> tuple[float, float, int, float, float]:
+def run_w1_workers(
+    ns: argparse.Namespace,
+    workflow_id: str,
+    env: dict[str, str] | None = None,
+    settled: Callable[[], None] | None = None,
+) -> tuple[float, float, int, float, float]:
     """Start the worker processes, tell them to go, wait until every execution completed; answers when
     they went, when the last completed, how many completion polls the bench made meanwhile, and the CPU
-    seconds the worker processes and the database server spent in between (user + system)."""
-    children = start_workers(ns, ns.procs, max(1, ns.workers // ns.procs), wait_go=True)
+    seconds the worker processes and the database server spent in between (user + system). `env`: added
+    to the workers' environment; `settled`: called once measured, before the workers stop (W18: tracing
+    on, and the spans they exported counted)."""
+    children = start_workers(ns, ns.procs, max(1, ns.workers // ns.procs), env, wait_go=True)
     profilers = (
         [profile(child.pid, f"{ns.profile}.{i}") for i, child in enumerate(children)] if ns.profile else []
     )
@@ -194,6 +203,8 @@ def _run_w1_workers(ns: argparse.Namespace, workflow_id: str) -> tuple[float, fl
             "W1", lambda: probe.completed(workflow_id), ns.executions, timeout=ns.timeout, every=0.02
         )
         spent = meter.spent()
+        if settled is not None:
+            settled()
         return began, ended, probe.queries, spent["workers"], spent["database"]
     finally:
         probe.close()
@@ -222,7 +233,7 @@ def cmd_w1(ns: argparse.Namespace) -> dict[str, Any]:
         # Analysis runs only: the server logs every statement of new sessions on this database.
         with pg.connect() as conn:
             conn.execute(f"alter database {ns.database} set log_statement = 'all'")
-    began, ended, polls, cpu_seconds, database_cpu = _run_w1_workers(ns, workflow_id)
+    began, ended, polls, cpu_seconds, database_cpu = run_w1_workers(ns, workflow_id)
     elapsed = ended - began
     nodes = ns.executions * ns.steps
     result: dict[str, Any] = {

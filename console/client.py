@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 
 from flowdeck.console import activity, runtime
 from flowdeck.console import schedules as console_schedules
-from flowdeck.engine import errors, interpreter, scheduler, values
+from flowdeck.engine import errors, interpreter, scheduler, tracing, values
 from flowdeck.engine.engine import ExecutionDetail, SearchResult
 from flowdeck.store import schedules as store_schedules
 from flowdeck.store import spi
@@ -289,10 +289,15 @@ def start_created(
     if joined is None:
         return _run(lambda: _astart_created(workflow_id, execution_id, inputs, priority))
     engine = runtime.served_engine()
-    prepared = engine.workflows.prepare_start(workflow_id, execution_id, inputs, priority)
-    eid, version, created, fields = prepared
-    if not joined.create_execution_if_absent(eid, workflow_id, version.hash, spi.Running(), created, fields):
-        raise errors.FlowDuplicateExecution(eid)
+    with engine.tracing.starting("StartFlow", workflow_id, {tracing.WORKFLOW_ID: workflow_id}) as started:
+        eid, version, created, fields = engine.workflows.prepare_start(
+            workflow_id, execution_id, inputs, priority, carrier=started.carrier()
+        )
+        started.execution(eid)
+        if not joined.create_execution_if_absent(
+            eid, workflow_id, version.hash, spi.Running(), created, fields
+        ):
+            raise errors.FlowDuplicateExecution(eid)
     logger.info(
         "started %s of %s@%s in the caller's transaction",
         eid,
@@ -307,12 +312,15 @@ async def _astart_created(
     workflow_id: str, execution_id: str | None, inputs: dict[str, Any], priority: int | None
 ) -> tuple[str, datetime]:
     engine = await runtime.engine()
-    prepared = engine.workflows.prepare_start(workflow_id, execution_id, inputs, priority)
-    eid, version, created, fields = prepared
-    if not await engine.store.create_execution_if_absent(
-        eid, workflow_id, version.hash, spi.Running(), created, fields
-    ):
-        raise errors.FlowDuplicateExecution(eid)
+    with engine.tracing.starting("StartFlow", workflow_id, {tracing.WORKFLOW_ID: workflow_id}) as started:
+        eid, version, created, fields = engine.workflows.prepare_start(
+            workflow_id, execution_id, inputs, priority, carrier=started.carrier()
+        )
+        started.execution(eid)
+        if not await engine.store.create_execution_if_absent(
+            eid, workflow_id, version.hash, spi.Running(), created, fields
+        ):
+            raise errors.FlowDuplicateExecution(eid)
     logger.info(
         "started %s of %s@%s",
         eid,
@@ -331,9 +339,12 @@ def signal(execution_id: str, name: str, value: Any) -> None:
     if joined is None:
         _run(lambda: asignal(execution_id, name, value))
         return
-    executions = runtime.served_engine().executions
-    field, event = executions.prepare_signal(execution_id, joined.get_execution(execution_id), name, value)
-    executions.signal_outcome(execution_id, name, joined.signal(execution_id, name, field, event))
+    engine = runtime.served_engine()
+    executions = engine.executions
+    with engine.tracing.starting("SignalFlow", name, tracing.signalling(execution_id, name)) as started:
+        state = joined.get_execution(execution_id)
+        field, event = executions.prepare_signal(execution_id, state, name, value, carrier=started.carrier())
+        executions.signal_outcome(execution_id, name, joined.signal(execution_id, name, field, event))
 
 
 def cancel(execution_id: str, reason: str | None = None, *, actor: str | None = None) -> spi.CancelOutcome:
@@ -446,6 +457,8 @@ class _Portal:
         self._thread.start()
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        # The task runs in a copy of the caller's context (`call_soon_threadsafe` copies it in this thread),
+        # so a start from a traced view keeps the view's span current: test_client_tracing checks it.
         future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
         try:
             return future.result()

@@ -166,7 +166,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # a record made while a node's body runs carries `execution_id` and `node_key` (docs/tracing.md)
+    "filters": {"flowdeck_node": {"()": "flowdeck.engine.tracing.NodeLogFilter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["flowdeck_node"]}
+    },
     "root": {"handlers": ["console"], "level": env.FLOWDECK_LOG_LEVEL or "WARNING"},
     "loggers": {
         "flowdeck": {"level": env.FLOWDECK_LOG_LEVEL or "INFO", "propagate": True},

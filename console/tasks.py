@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from flowdeck.console import client, django_tasks, runtime, task_flows, task_ids, task_results
 from flowdeck.engine import context as engine_context
-from flowdeck.engine import errors
+from flowdeck.engine import errors, tracing
 from flowdeck.engine.engine import FlowEngine
 from flowdeck.engine.flow import Flow
 from flowdeck.engine.schedule import Schedule
@@ -185,15 +185,18 @@ class FlowdeckBackend(django_tasks.BaseTaskBackend):  # type: ignore[misc,valid-
     def _write(self, task: Any, eid: str | None, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Start the task's execution; an id already taken by this task's execution (a replayed step) is
         that execution's result, read back, and no second `task_enqueued`."""
+        path, traces = task.module_path, runtime.served_engine().tracing
         try:
-            eid, created = client.start_created(
-                task.module_path,
-                execution_id=eid,
-                priority=task.priority,
-                queue=task.queue_name,
-                args=args,
-                kwargs=kwargs,
-            )
+            with traces.starting("EnqueueTask", path, {tracing.WORKFLOW_ID: path}) as span:
+                eid, created = client.start_created(
+                    path,
+                    execution_id=eid,
+                    priority=task.priority,
+                    queue=task.queue_name,
+                    args=args,
+                    kwargs=kwargs,
+                )
+                span.execution(eid)
         except errors.FlowDuplicateExecution:
             if eid is None:
                 raise

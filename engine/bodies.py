@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from flowdeck.engine import context, forks
+from flowdeck.engine import context, forks, tracing
 from flowdeck.engine.body_threads import run_in_thread
 from flowdeck.engine.errors import FlowDomainError, FlowRetry, FlowStepTimeout
 from flowdeck.engine.nodes import Body, Knobs
@@ -72,9 +72,10 @@ async def pure(body: Body, *args: Any) -> Any:
 class BodyRunner:
     """Tries a body under its node's timeout and retry schedule, noting what happens on `rec`."""
 
-    def __init__(self, rec: Recorder, clock: Clock) -> None:
+    def __init__(self, rec: Recorder, clock: Clock, trace: tracing.Attempt = tracing.OFF) -> None:
         self.rec = rec
         self.clock = clock
+        self.trace = trace
 
     async def timed(self, path: str, timeout: timedelta | None, run: Callable[[], Awaitable[Any]]) -> Any:
         """One attempt of a body, bounded by the injected clock; a sync body's thread is abandoned."""
@@ -106,38 +107,59 @@ class BodyRunner:
         retry_any: bool = False,
         exhausted: Callable[[BaseException], BaseException] | None = None,
     ) -> Any:
-        """Run `once(attempt)` under the node's timeout, retrying what the world did not answer.
+        """Run `once(attempt)` under the node's timeout, retrying what the world did not answer. Each try is
+        a node of the attempt's trace (`tracing.Node`: its span, and the log context of its body).
 
         `retry_any`: every exception is an accident (a compensation's); `exhausted` turns the last failure
         into what to raise once the schedule is spent (by default F0003)."""
         self._parked_retry(path)
         attempt = self.rec.retried[path]
         while True:
-            after: timedelta | None = None
-            transient = False
+            node = self.trace.node(path, attempt, compensation=retry_any)
+            node.enter()
             try:
-                return await self.timed(path, knobs.timeout, functools.partial(once, attempt))
-            except PASS_THROUGH:
-                raise
-            except FlowStepTimeout as error:
-                failure: BaseException = error
-            except FlowRetry as error:
-                failure, after = error, error.after
-            except FlowDomainError as error:
-                if not retry_any:
-                    raise
-                failure = error
-            except Exception as error:
-                transient = self.rec.transient(error)
-                if not (retry_any or transient or isinstance(error, knobs.retry_on or ())):
-                    raise
-                failure = error
+                result = await self.timed(path, knobs.timeout, functools.partial(once, attempt))
+            except BaseException as error:
+                node.leave()
+                failure, after, transient = self._judged(node, error, knobs, retry_any)
+            else:
+                node.leave()
+                node.end()
+                return result
             schedule = knobs.retry or (TRANSIENT_RETRY if transient else None)
             delay = schedule.delay(attempt) if schedule is not None else None
             if delay is None:
-                raise self._spent(path, attempt, failure, exhausted) from failure
+                spent = self._spent(path, attempt, failure, exhausted)
+                code = spent.stopped.code if isinstance(spent, StopFor) else ""
+                node.end(failure, outcome="stopped" if code else "", code=code)
+                raise spent from failure
+            node.end(failure, outcome="retried")
             delay = after if after is not None else delay
             attempt = await self._back_off(path, attempt, failure, delay, transient=transient)
+
+    def _judged(
+        self, node: tracing.Node, error: BaseException, knobs: Knobs, retry_any: bool
+    ) -> tuple[BaseException, timedelta | None, bool]:
+        """A try's exception the schedule may ask again: (the failure, the back-off it asked for, whether
+        transient). What it may not is raised again, its node ended (a body's other exception is a
+        mistake). Called while with_retry handles `error`, so a bare `raise` re-raises it untouched."""
+        if isinstance(error, FlowStepTimeout):
+            return error, None, False
+        if isinstance(error, FlowRetry):
+            return error, error.after, False
+        if isinstance(error, PASS_THROUGH) or not isinstance(error, Exception):
+            node.end(error)
+            raise
+        if isinstance(error, FlowDomainError):
+            if not retry_any:
+                node.end(error)
+                raise
+            return error, None, False
+        transient = self.rec.transient(error)
+        if not (retry_any or transient or isinstance(error, knobs.retry_on or ())):
+            node.end(error, outcome="stopped", code="F0001")
+            raise
+        return error, None, transient
 
     def _parked_retry(self, path: str) -> None:
         """An earlier attempt's back-off row for this node that is not yet due: park on it again."""
@@ -187,5 +209,7 @@ class BodyRunner:
             await self.clock.sleep(delay.total_seconds())
             return attempt
         row = f"{path}#retry{attempt}"
-        await rec.wait(row, spi.WakeAt(self.clock.now() + delay), retried)
+        wake = spi.WakeAt(self.clock.now() + delay)
+        self.trace.wait(row, retried, wake)
+        await rec.wait(row, wake, retried)
         raise Parked({row})

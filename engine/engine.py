@@ -23,7 +23,9 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from flowdeck.engine import arguments, dry_run, errors, ids, interpreter, nodes, render, schema
+from opentelemetry.trace import TracerProvider
+
+from flowdeck.engine import arguments, dry_run, errors, ids, interpreter, nodes, render, schema, tracing
 from flowdeck.engine.config import EngineConfig, Transient, never
 from flowdeck.engine.executions import ExecutionDetail, Executions, InputStatus, SearchResult
 from flowdeck.engine.flow import Flow
@@ -104,6 +106,8 @@ class FlowEngine:
     Knobs are those of `EngineConfig` (checked at construction, every problem listed at once). `runner`
     wraps each attempt (forward pass and unwind together), for bodies needing a context the engine does not
     set up itself. `clock` is what time means to the workers (tests pass a `ManualClock`).
+    `tracer_provider`: where its OpenTelemetry spans go (default: the API's global provider, looked up at
+    each start and attempt; with none configured no span is made, see `engine/tracing.py`).
     """
 
     def __init__(
@@ -121,6 +125,7 @@ class FlowEngine:
         clock: Clock = SYSTEM_CLOCK,
         executor_id: str | None = None,
         transient: Transient = never,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         self.config = EngineConfig(
             workers=workers,
@@ -135,6 +140,7 @@ class FlowEngine:
         self.clock = clock
         self.runner = runner
         self.executor_id = executor_id or new_executor_id()
+        self.tracing = tracing.Tracing(tracer_provider)
         self._flows = tuple(flows)
         self._registry = Registry()
         self._pool = WorkerPool(
@@ -144,6 +150,7 @@ class FlowEngine:
             clock=clock,
             executor_id=self.executor_id,
             runner=runner,
+            traces=self.tracing,
         )
         self.workflows = Workflows(self)
         self.executions = Executions(self)
@@ -368,14 +375,18 @@ class Workflows:
         running workers (an API or console process) the start is the plain one, and the workers elsewhere
         pick the execution up as usual. Either way the call returns once the row is written."""
         engine = self._engine
-        eid, version, created, fields = self.prepare_start(workflow_id, execution_id, inputs, priority)
-        here = run_here and engine._pool.running
-        if here:
-            await self._start_here(eid, version, created, fields)
-        elif not await engine.store.create_execution_if_absent(
-            eid, workflow_id, version.hash, spi.Running(), created, fields
-        ):
-            raise errors.FlowDuplicateExecution(eid)
+        with engine.tracing.starting("StartFlow", workflow_id, {tracing.WORKFLOW_ID: workflow_id}) as started:
+            eid, version, created, fields = self.prepare_start(
+                workflow_id, execution_id, inputs, priority, carrier=started.carrier()
+            )
+            started.execution(eid)
+            here = run_here and engine._pool.running
+            if here:
+                await self._start_here(eid, version, created, fields)
+            elif not await engine.store.create_execution_if_absent(
+                eid, workflow_id, version.hash, spi.Running(), created, fields
+            ):
+                raise errors.FlowDuplicateExecution(eid)
         logger.info(
             "started %s of %s@%s%s",
             eid,
@@ -392,10 +403,13 @@ class Workflows:
         execution_id: str | None = None,
         inputs: Mapping[str, Any] | None = None,
         priority: int | None = None,
+        *,
+        carrier: Mapping[str, str] | None = None,
     ) -> tuple[str, Version, spi.Event, dict[str, spi.FieldData]]:
         """Every check of `start`, with nothing written: the execution id (a random one unless given),
         the newest version, the Created event and the encoded seed fields, as the one store write of a
-        start takes them. Raises what `start` raises before writing."""
+        start takes them. Raises what `start` raises before writing. `carrier`: the start span's trace
+        context (`tracing.Started.carrier`), kept in the Created event's payload for every attempt."""
         if execution_id is not None:
             ids.check_id(execution_id)
         if priority is not None:
@@ -410,7 +424,7 @@ class Workflows:
                 fields[name] = _check_value(name, declared[name].type, value)
         eid = execution_id or uuid.uuid4().hex
         chosen = version.flow.meta.priority if priority is None else priority
-        data = claim_order.event_data(chosen)
+        data = tracing.carried(claim_order.event_data(chosen), carrier or {})
         created = spi.Event(spi.EventKind.CREATED, workflow_id, eid, self._engine.clock.now(), data)
         return eid, version, created, fields
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from flowdeck.engine import errors, field_paths, progress, render, values
+from flowdeck.engine import errors, field_paths, progress, render, tracing, values
 from flowdeck.engine.inputs import check_value as _check_value
 from flowdeck.engine.inputs import declared_inputs
 from flowdeck.engine.inputs import undeclared as _undeclared
@@ -171,20 +171,28 @@ class Executions:
         at once here (as `workflows.start(..., run_here=True)` does for a start). Otherwise the delivery is
         the plain one, and whichever workers poll for the execution continue it."""
         engine = self._engine
-        state = await engine.store.get_execution(execution_id)
-        field, event = self.prepare_signal(execution_id, state, name, value)
-        # The version resolved above is registered here, so this engine's workers serve it.
-        if engine._pool.running:
-            outcome = await self._deliver_here(execution_id, name, field, event)
-        else:
-            outcome = await engine.store.signal(execution_id, name, field, event)
-        self.signal_outcome(execution_id, name, outcome)
+        with engine.tracing.starting("SignalFlow", name, tracing.signalling(execution_id, name)) as started:
+            state = await engine.store.get_execution(execution_id)
+            field, event = self.prepare_signal(execution_id, state, name, value, carrier=started.carrier())
+            # The version resolved above is registered here, so this engine's workers serve it.
+            if engine._pool.running:
+                outcome = await self._deliver_here(execution_id, name, field, event)
+            else:
+                outcome = await engine.store.signal(execution_id, name, field, event)
+            self.signal_outcome(execution_id, name, outcome)
 
     def prepare_signal(
-        self, execution_id: str, state: spi.ExecutionState | None, name: str, value: Any
+        self,
+        execution_id: str,
+        state: spi.ExecutionState | None,
+        name: str,
+        value: Any,
+        *,
+        carrier: Mapping[str, str] | None = None,
     ) -> tuple[spi.FieldData, spi.Event]:
         """Every check of `signal` against the execution's row `state` (None: there is none), with nothing
-        written: the encoded field and its InputReceived event."""
+        written: the encoded field and its InputReceived event (carrying the delivery span's trace context,
+        `carrier`, which the attempt that consumes it links to)."""
         if state is None:
             raise errors.FlowExecutionNotFound(execution_id)
         if state.status.terminal:
@@ -193,7 +201,8 @@ class Executions:
         if name not in declared:
             raise _undeclared(name, declared)
         field = _check_value(name, declared[name].type, value)
-        return field, self._engine._event(spi.EventKind.INPUT_RECEIVED, state, {"input_name": name})
+        data = tracing.carried({"input_name": name}, carrier or {})
+        return field, self._engine._event(spi.EventKind.INPUT_RECEIVED, state, data)
 
     @staticmethod
     def signal_outcome(execution_id: str, name: str, outcome: spi.SignalOutcome) -> None:

@@ -32,10 +32,11 @@ importable from here), and the unwind (engine/compensation.py). This module runs
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from flowdeck.engine import compensation, nodes, recorder, traversal, values
+from flowdeck.engine import compensation, nodes, recorder, tracing, traversal, values
 from flowdeck.engine.config import Transient, never
 from flowdeck.engine.errors import (
     FlowCancelled,
@@ -128,6 +129,7 @@ async def run_attempt(
     runner: Runner | None = None,
     opened: str | None = None,
     transient: Transient = never,
+    traces: tracing.Tracing | None = None,
 ) -> AttemptReport:
     """Perform one whole attempt at a claimed execution, ending it with `claimed.finish(...)`.
 
@@ -136,12 +138,13 @@ async def run_attempt(
     asyncio.CancelledError (the worker cancels the task when its claim is lost). `opened`: the claim's own
     write recorded those and the start of the node at this path (`opening`), so the attempt writes none of
     them. `transient`: a body's exception the world caused, retried rather than taken for a mistake
-    (`EngineConfig.transient`).
+    (`EngineConfig.transient`). `traces`: where the attempt's spans go (None: none are made).
     """
     state = claimed.state
     eid = state.execution_id
     if state.status.terminal or isinstance(state.status, spi.Stopped):
         return AttemptReport(eid, "no-work", state.status.show())
+    began = time.time_ns()  # the attempt's span begins with the record's read
     ledger = await claimed.prefetched_ledger()
     if ledger is None:  # the record is read once per attempt, here
         ledger = (await store.get_all_fields(eid), (await store.get_history(eid)).events)
@@ -162,12 +165,29 @@ async def run_attempt(
         rec.pending += _claim_events(rec.event, executor_id)
     rec.opened = opened
     rec.transient = transient
-    run = Walker(flow, rec)
+    untraced = traces or tracing.UNTRACED
+    trace = untraced.attempt(state, history, executor_id, opened=opened is not None, began=began)
+    return await _traced(Walker(flow, rec, trace), rec, trace, runner)
+
+
+async def _traced(
+    run: Walker, rec: recorder.RealRecorder, trace: tracing.Attempt, runner: Runner | None
+) -> AttemptReport:
+    """The walk and the ending under the attempt's span (current while they run), ended with the report."""
+    eid = rec.execution_id
+    token = trace.enter()
     try:
         ended = await (runner(lambda: _end(run, rec)) if runner is not None else _end(run, rec))
-        return _report(eid, *ended)
+        report = _report(eid, *ended)
     except ClaimLost as lost:
-        return AttemptReport(eid, "claim-lost", str(lost))
+        report = AttemptReport(eid, "claim-lost", str(lost))
+    except BaseException as error:
+        trace.fail(error)
+        raise
+    finally:
+        trace.leave(token)
+    trace.end(report, ended[0] if report.outcome != "claim-lost" else None)
+    return report
 
 
 async def _end(run: Walker, rec: recorder.RealRecorder) -> tuple[spi.ClaimOutcome, spi.StatusOutcome]:
@@ -210,12 +230,14 @@ async def _verdict(run: Walker, rec: recorder.RealRecorder) -> spi.ClaimOutcome:
 
 
 async def _unwind(run: Walker, rec: recorder.RealRecorder, cause: spi.Cause) -> spi.ClaimOutcome:
-    try:
-        return await compensation.unwind(rec, run.runner, run.handlers, cause)
-    except Parked as parked:  # a compensation's retry waits in a durable row; the unwind resumes later
-        return spi.Suspended(parked.paths)
-    except StopFor as stop:
-        return _stop(rec, stop)
+    """The unwind, a span of its own in the attempt's trace (its compensations' spans under it)."""
+    with run.trace.unwinding(cause) as unwinding:
+        try:
+            return unwinding.ended(await compensation.unwind(rec, run.runner, run.handlers, cause))
+        except Parked as parked:  # a compensation's retry waits in a durable row; the unwind resumes later
+            return unwinding.ended(spi.Suspended(parked.paths))
+        except StopFor as stop:
+            return unwinding.ended(_stop(rec, stop))
 
 
 def _stop(rec: recorder.RealRecorder, stop: StopFor) -> spi.Stop:

@@ -9,6 +9,8 @@ writes: a dry run hands it a recorder that never does.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from flowdeck.engine import bodies, compensation, nodes, traversal, values
+from flowdeck.engine import bodies, compensation, nodes, tracing, traversal, values
 from flowdeck.engine.context import Context
 from flowdeck.engine.errors import FlowDomainError, FlowLoopExhausted
 from flowdeck.engine.flow import LoopAgain, LoopDone
@@ -64,10 +66,11 @@ class Scope:
 class Walker(traversal.Visitor[Awaitable[None]]):
     """One walk of a flow against the record `rec` holds, noting compensation handlers as it goes."""
 
-    def __init__(self, flow: Flow, rec: Recorder) -> None:
+    def __init__(self, flow: Flow, rec: Recorder, trace: tracing.Attempt = tracing.OFF) -> None:
         self.flow = flow
         self.rec = rec
-        self.runner = bodies.BodyRunner(rec, rec.clock)
+        self.trace = trace
+        self.runner = bodies.BodyRunner(rec, rec.clock, trace)
         # the record's own containers, read on every node (never rebound by the recorder)
         self.fields = rec.fields
         self.completed = rec.completed
@@ -185,9 +188,9 @@ class Walker(traversal.Visitor[Awaitable[None]]):
             return
         rec.guard(path)
         if path not in self.waits:
-            await rec.wait(
-                path, spi.WakeOnField(path), rec.event(spi.EventKind.INPUT_WAITING, input_name=path)
-            )
+            waiting, wake = rec.event(spi.EventKind.INPUT_WAITING, input_name=path), spi.WakeOnField(path)
+            self.trace.wait(path, waiting, wake)
+            await rec.wait(path, wake, waiting)
         raise Parked({path})
 
     async def hear_cancel(
@@ -217,7 +220,9 @@ class Walker(traversal.Visitor[Awaitable[None]]):
         def run(ctx: Context) -> Awaitable[Any]:
             notes.clear()  # a rolled-back try's undo notes went with its effects
             call = (lambda: body.fn(ctx)) if body.arity else body.fn
-            return rec.atomically(path, call, declared, notes, valued=valued)
+            # on the store's thread in this try's context (its span, its log context), as a sync body's
+            in_context = functools.partial(contextvars.copy_context().run, call)
+            return rec.atomically(path, in_context, declared, notes, valued=valued)
 
         value, _ = await self.execute(path, knobs, scope, run, notes)
         return value
@@ -288,6 +293,7 @@ class Walker(traversal.Visitor[Awaitable[None]]):
             # deadline; one already past is satisfied at the next claim
             until = rec.sleep_until.get(path) or rec.clock.now() + duration
             started = rec.event(spi.EventKind.SLEEP_STARTED, step_name=path, until=until.isoformat())
+            self.trace.wait(path, started, spi.WakeAt(until))
             await rec.wait(path, spi.WakeAt(until), started)
         raise Parked({path})
 

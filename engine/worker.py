@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from flowdeck.engine import interpreter
+from flowdeck.engine import interpreter, tracing
 from flowdeck.engine.config import EngineConfig
 from flowdeck.engine.registry import Registry, Version
 from flowdeck.store.clock import Clock
@@ -103,8 +103,10 @@ class WorkerPool:
         clock: Clock,
         executor_id: str,
         runner: interpreter.Runner | None = None,
+        traces: tracing.Tracing | None = None,
     ) -> None:
         self._store = store
+        self._traces = traces
         self._registry = registry
         self._config = config
         self._clock = clock
@@ -373,6 +375,7 @@ class WorkerPool:
                 runner=self._runner,
                 opened=opened,
                 transient=self._config.transient,
+                traces=self._traces,
             ),
             name=f"flowdeck:run:{eid}",
         )

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from opentelemetry.trace import TracerProvider
 
 from flowdeck.console import runtime
 from flowdeck.console.discovery import discover
@@ -42,9 +43,16 @@ class Workers:
     """An engine's workers on their own store, loop and thread, serving `flows` (the client's by default);
     `stop()` ends them."""
 
-    def __init__(self, alias: str, poll: timedelta, flows: Mapping[str, Flow] | None = None) -> None:
+    def __init__(
+        self,
+        alias: str,
+        poll: timedelta,
+        flows: Mapping[str, Flow] | None = None,
+        tracer_provider: TracerProvider | None = None,
+    ) -> None:
         self.store = DjangoStore(alias)
         self._poll = poll
+        self._tracer_provider = tracer_provider
         self._flows = client_flows.FLOWS if flows is None else flows
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -56,7 +64,9 @@ class Workers:
 
     async def _serve(self) -> None:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        engine = FlowEngine(self.store, (), workers=1, poll_timeout=self._poll)
+        engine = FlowEngine(
+            self.store, (), workers=1, poll_timeout=self._poll, tracer_provider=self._tracer_provider
+        )
         for name, flow in self._flows.items():
             await engine.register(name, flow)
         try:
