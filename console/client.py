@@ -159,14 +159,21 @@ class FlowExecutionStopped(FlowExecutionNotCompleted):
 
 
 async def astart(
-    workflow_id: str, /, *, execution_id: str | None = None, priority: int | None = None, **inputs: Any
+    workflow_id: str,
+    /,
+    *,
+    execution_id: str | None = None,
+    priority: int | None = None,
+    run_after: datetime | None = None,
+    **inputs: Any,
 ) -> str:
     """Start an execution of the newest version of `workflow_id` with `inputs` seeded; answers its id (a
     random one unless given). `priority` (-100 to 100, higher claimed first; the workflow's `Meta.priority`
-    when None): `flowdeck.store.claim_order`. Always commits on its own, inside an atomic block or not."""
+    when None): `flowdeck.store.claim_order`; `run_after`, an aware datetime no worker runs it before:
+    `flowdeck.store.deferral`. Always commits on its own, inside an atomic block or not."""
     engine = await runtime.engine()
     return await engine.workflows.start(
-        workflow_id, execution_id=execution_id, inputs=inputs or None, priority=priority
+        workflow_id, execution_id=execution_id, inputs=inputs or None, priority=priority, run_after=run_after
     )
 
 
@@ -271,27 +278,43 @@ async def _outputs(engine: Any, state: spi.ExecutionState) -> values.Record:
 
 
 def start(
-    workflow_id: str, /, *, execution_id: str | None = None, priority: int | None = None, **inputs: Any
+    workflow_id: str,
+    /,
+    *,
+    execution_id: str | None = None,
+    priority: int | None = None,
+    run_after: datetime | None = None,
+    **inputs: Any,
 ) -> str:
     """`astart`, blocking. Inside `transaction.atomic()` on the store's database it joins that
     transaction: the execution exists only if the transaction commits, and the workers hear of it at the
     commit. A duplicate id raises `FlowDuplicateExecution` and leaves the caller's transaction usable."""
-    return start_created(workflow_id, execution_id=execution_id, priority=priority, **inputs)[0]
+    started = start_created(
+        workflow_id, execution_id=execution_id, priority=priority, run_after=run_after, **inputs
+    )
+    return started[0]
 
 
 def start_created(
-    workflow_id: str, /, *, execution_id: str | None = None, priority: int | None = None, **inputs: Any
+    workflow_id: str,
+    /,
+    *,
+    execution_id: str | None = None,
+    priority: int | None = None,
+    run_after: datetime | None = None,
+    **inputs: Any,
 ) -> tuple[str, datetime]:
     """`start`, answering with the id the creation time it recorded (what the tasks backend hands back
     as `enqueued_at`, equal to what a later read of the execution finds)."""
     _no_running_loop("start")
     joined = runtime.caller_transaction()
+    options = {"priority": priority, "run_after": run_after}
     if joined is None:
-        return _run(lambda: _astart_created(workflow_id, execution_id, inputs, priority))
+        return _run(lambda: _astart_created(workflow_id, execution_id, inputs, options))
     engine = runtime.served_engine()
     with engine.tracing.starting("StartFlow", workflow_id, {tracing.WORKFLOW_ID: workflow_id}) as started:
         eid, version, created, fields = engine.workflows.prepare_start(
-            workflow_id, execution_id, inputs, priority, carrier=started.carrier()
+            workflow_id, execution_id, inputs, carrier=started.carrier(), **options
         )
         started.execution(eid)
         if not joined.create_execution_if_absent(
@@ -309,12 +332,13 @@ def start_created(
 
 
 async def _astart_created(
-    workflow_id: str, execution_id: str | None, inputs: dict[str, Any], priority: int | None
+    workflow_id: str, execution_id: str | None, inputs: dict[str, Any], options: dict[str, Any]
 ) -> tuple[str, datetime]:
+    """`start_created` outside the caller's transaction; `options`: the start's priority and run_after."""
     engine = await runtime.engine()
     with engine.tracing.starting("StartFlow", workflow_id, {tracing.WORKFLOW_ID: workflow_id}) as started:
         eid, version, created, fields = engine.workflows.prepare_start(
-            workflow_id, execution_id, inputs, priority, carrier=started.carrier()
+            workflow_id, execution_id, inputs, carrier=started.carrier(), **options
         )
         started.execution(eid)
         if not await engine.store.create_execution_if_absent(

@@ -81,7 +81,7 @@ class TaskOptions(BaseModel):
 class FlowdeckBackend(django_tasks.BaseTaskBackend):  # type: ignore[misc,valid-type]
     """Tasks as durable Flowdeck executions, on the store's database (FLOWDECK_DATABASE_ALIAS)."""
 
-    supports_defer = False
+    supports_defer = True  # run_after: the execution's deferred start (store.deferral)
     supports_async_task = True
     supports_get_result = True
     supports_priority = True  # Django's -100..100 is the claim's own scale (store.claim_order)
@@ -192,6 +192,7 @@ class FlowdeckBackend(django_tasks.BaseTaskBackend):  # type: ignore[misc,valid-
                     path,
                     execution_id=eid,
                     priority=task.priority,
+                    run_after=task.run_after,
                     queue=task.queue_name,
                     args=args,
                     kwargs=kwargs,

@@ -11,11 +11,11 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from flowdeck.engine import values
-from flowdeck.engine.errors import FlowAtomicRefused, FlowInvalidPriority
+from flowdeck.engine.errors import FlowAtomicRefused, FlowInvalidPriority, FlowInvalidRunAfter
 from flowdeck.engine.nodes import Body, Knobs
 from flowdeck.engine.schedule import Schedule
 from flowdeck.store import claim_order
@@ -89,6 +89,13 @@ def priority(value: Any) -> int:
         raise FlowInvalidPriority(value)
     if not claim_order.LOWEST <= value <= claim_order.HIGHEST:
         raise FlowInvalidPriority(value)
+    return value
+
+
+def run_after(value: Any) -> datetime:
+    """A start's `run_after`: a timezone-aware datetime (a naive one has no instant to wait for)."""
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise FlowInvalidRunAfter(value)
     return value
 
 

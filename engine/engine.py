@@ -20,7 +20,7 @@ import socket
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from opentelemetry.trace import TracerProvider
@@ -34,7 +34,7 @@ from flowdeck.engine.inputs import declared_inputs
 from flowdeck.engine.inputs import undeclared as _undeclared
 from flowdeck.engine.registry import Registry, Version
 from flowdeck.engine.worker import Health, WorkerPool
-from flowdeck.store import claim_order, spi
+from flowdeck.store import claim_order, deferral, spi
 from flowdeck.store.clock import SYSTEM_CLOCK, Clock
 
 __all__ = [
@@ -357,12 +357,15 @@ class Workflows:
         inputs: Mapping[str, Any] | None = None,
         run_here: bool = False,
         priority: int | None = None,
+        run_after: datetime | None = None,
     ) -> str:
         """Start an execution of the newest version of `workflow_id`, with `inputs` seeded as delivered;
         answers its id (a random one unless given). Every input is checked before anything is written.
 
         `priority`: from -100 to 100, higher claimed first (`store.claim_order`, which also says how the
-        lower ones are kept from starving); the workflow's `Meta.priority` when None.
+        lower ones are kept from starving); the workflow's `Meta.priority` when None. `run_after`: a
+        timezone-aware instant before which no worker runs it (`store.deferral`; one not in the future
+        defers nothing); a deferred start is never run here.
 
         `run_here`: when this engine's workers are running (inside `async with engine`, on its event
         loop), the execution is created already claimed by this engine, in the same one store write, and
@@ -377,10 +380,10 @@ class Workflows:
         engine = self._engine
         with engine.tracing.starting("StartFlow", workflow_id, {tracing.WORKFLOW_ID: workflow_id}) as started:
             eid, version, created, fields = self.prepare_start(
-                workflow_id, execution_id, inputs, priority, carrier=started.carrier()
+                workflow_id, execution_id, inputs, priority, carrier=started.carrier(), run_after=run_after
             )
             started.execution(eid)
-            here = run_here and engine._pool.running
+            here = run_here and engine._pool.running and deferral.not_before_of(created.data) is None
             if here:
                 await self._start_here(eid, version, created, fields)
             elif not await engine.store.create_execution_if_absent(
@@ -405,6 +408,7 @@ class Workflows:
         priority: int | None = None,
         *,
         carrier: Mapping[str, str] | None = None,
+        run_after: datetime | None = None,
     ) -> tuple[str, Version, spi.Event, dict[str, spi.FieldData]]:
         """Every check of `start`, with nothing written: the execution id (a random one unless given),
         the newest version, the Created event and the encoded seed fields, as the one store write of a
@@ -414,6 +418,8 @@ class Workflows:
             ids.check_id(execution_id)
         if priority is not None:
             arguments.priority(priority)
+        if run_after is not None:
+            arguments.run_after(run_after)
         version = self._engine._registry.latest(workflow_id)
         fields: dict[str, spi.FieldData] = {}
         if inputs:  # the flow's inputs are walked only when some are handed in
@@ -424,8 +430,12 @@ class Workflows:
                 fields[name] = _check_value(name, declared[name].type, value)
         eid = execution_id or uuid.uuid4().hex
         chosen = version.flow.meta.priority if priority is None else priority
-        data = tracing.carried(claim_order.event_data(chosen), carrier or {})
-        created = spi.Event(spi.EventKind.CREATED, workflow_id, eid, self._engine.clock.now(), data)
+        now = self._engine.clock.now()
+        deferred = run_after if run_after is not None and run_after > now else None
+        data = deferral.with_not_before(
+            tracing.carried(claim_order.event_data(chosen), carrier or {}), deferred
+        )
+        created = spi.Event(spi.EventKind.CREATED, workflow_id, eid, now, data)
         return eid, version, created, fields
 
     async def _start_here(

@@ -28,6 +28,7 @@ __all__ = [
     "FlowInputError",
     "FlowInvalidId",
     "FlowInvalidPriority",
+    "FlowInvalidRunAfter",
     "FlowListenMismatch",
     "FlowLoopExhausted",
     "FlowNondeterministicCollection",
@@ -207,6 +208,14 @@ class FlowInvalidPriority(FlowError):
 
     def __init__(self, value: object) -> None:
         super().__init__(f"invalid priority {value!r}: an integer from -100 (last) to 100 (first) expected")
+        self.value = value
+
+
+class FlowInvalidRunAfter(FlowError):
+    """A start's `run_after` is not a timezone-aware datetime; nothing was recorded."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__(f"invalid run_after {value!r}: a timezone-aware datetime expected")
         self.value = value
 
 

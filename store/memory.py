@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from flowdeck.store import (
     claim_order,
     counts,
+    deferral,
     feed,
     field_terms,
     heartbeats,
@@ -247,7 +248,7 @@ class MemoryStore(MemorySchedules, spi.FlowStore):
             hash=hash,
             created=now,
             updated=now,
-            waits={},
+            waits=deferral.initial_waits(event.data),
             cancel_requested=False,
             claim_token=None,
             priority=claim_order.priority_of(event.data),

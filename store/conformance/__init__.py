@@ -29,6 +29,7 @@ from flowdeck.store.conformance.cancel import CancelCases
 from flowdeck.store.conformance.claim_order import ClaimOrderCases
 from flowdeck.store.conformance.claims import ClaimCases
 from flowdeck.store.conformance.console_reads import ConsoleReadCases
+from flowdeck.store.conformance.deferral import DeferralCases
 from flowdeck.store.conformance.executions import ExecutionCases
 from flowdeck.store.conformance.field_search import FieldSearchCases
 from flowdeck.store.conformance.fields import FieldCases
@@ -65,6 +66,7 @@ __all__ = [
 class FlowStoreConformance(
     ClaimCases,
     ClaimOrderCases,
+    DeferralCases,
     WriteCases,
     AtomicCases,
     SignalCases,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 
-from flowdeck.store import spi
+from flowdeck.store import deferral, spi
 from flowdeck.store.django import queries, rows
 from flowdeck.store.django.claimed import DjangoClaimed
 from flowdeck.store.django.group_commit import GroupCommit
@@ -147,7 +147,13 @@ class PostgresWrites:
         """`queries.CREATE_AT_ONCE`."""
         params = creation_params(execution_id, flow_id, hash, status, event, fields, now)
         params["origin"] = self._store.origin
-        sql = queries.CREATE_AT_ONCE.text("postgresql").format(seeds=queries.seed_fields(len(fields or {})))
+        at = deferral.not_before_of(event.data)
+        if at is not None:
+            params.update(dp=deferral.PATH, dat=at)
+        seeds = queries.seed_fields(len(fields or {}))
+        sql = queries.CREATE_AT_ONCE.text("postgresql").format(
+            seeds=seeds, deferred=queries.deferred_wait(at is not None)
+        )
         if await self._statement("create_execution_if_absent", sql, params) is None:
             return False
         self._store.hub.changed()  # the statement NOTIFYed other processes; this one's pollers hear it here

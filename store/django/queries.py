@@ -788,14 +788,15 @@ CREATE_AT_ONCE = Query(
     "create_at_once",
     """PostgreSQL: a whole `create_execution_if_absent` as ONE statement (run in autocommit: one round
     trip, one transaction). Inserts the row if the id is free (CREATE_EXECUTION's row: last_seq 1, serial
-    from the sequence), and only through that insert the seed fields (`{seeds}`, see `seed_fields`) and
-    the Created event as seq 1 (`%(ev0f|k|t|d)s`), then NOTIFYs the other processes' pollers. Answers a
+    from the sequence), and only through that insert the seed fields (`{seeds}`, see `seed_fields`), a
+    deferred start's wait row (`{deferred}`, see `deferred_wait`) and the Created event as seq 1
+    (`%(ev0f|k|t|d)s`), then NOTIFYs the other processes' pollers. Answers a
     row only when this call created the execution; an existing id is left untouched (row, fields and
     history), and a racing create of the same id waits for the first to commit, then finds it.""",
     "",
     postgresql=f"""
     WITH created AS ({_CREATE.format(serial="nextval('flowstore_claim_token')", answer="id")}),
-    {{seeds}}
+    {{seeds}}{{deferred}}
     history AS (
         INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
         SELECT id, 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s FROM created
@@ -836,6 +837,17 @@ def opening_history(events: int) -> str:
     numbered from 1 (`%(ev{i}f|k|t|d)s`, as `event_param_names` names them)."""
     return ", ".join(
         f"({i + 1}, %(ev{i}f)s, %(ev{i}k)s, %(ev{i}t)s::timestamptz, %(ev{i}d)s)" for i in range(events)
+    )
+
+
+def deferred_wait(deferred: bool) -> str:
+    """CREATE_AT_ONCE's `{deferred}`: a deferred start's wait row (`store.deferral`: path `%(dp)s`, due at
+    `%(dat)s`) written through the created row; nothing for an ordinary start."""
+    if not deferred:
+        return ""
+    return (
+        "deferred AS (INSERT INTO flowstore_wait (execution_id, path, kind, at, field_name) "
+        "SELECT id, %(dp)s, 'at', %(dat)s::timestamptz, NULL FROM created),"
     )
 
 

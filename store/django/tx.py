@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
-from flowdeck.store import claim_order, spi
+from flowdeck.store import claim_order, deferral, spi
 from flowdeck.store.django import queries, rows
 
 __all__ = ["Locked", "Tx"]
@@ -70,6 +70,10 @@ class Tx:
             (params["serial"],) = self.one(queries.TAKE_TOKENS, {"n": 1})
         if self.one(queries.CREATE_EXECUTION, params) is None:
             return False
+        for path, wake in deferral.initial_waits(event.data).items():
+            self.execute(
+                queries.INSERT_WAIT_IF_ABSENT, {"id": execution_id, "path": path, **rows.wait_columns(wake)}
+            )
         self.insert_seeds(execution_id, fields)
         self.insert_events(execution_id, 1, [event])
         return True

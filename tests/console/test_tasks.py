@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from django.utils import timezone
 
 from flowdeck.console import client, discovery, django_tasks, runtime, task_flows
 from flowdeck.console.tasks import FlowdeckBackend, TaskNotImportable
+from flowdeck.store import deferral
 from flowdeck.store.django import models
 from tests.console import task_funcs
 from tests.console.client_support import (  # noqa: F401  (fixtures)
@@ -105,6 +107,20 @@ def test_a_tasks_priority_is_its_executions(tasks: str) -> None:
     assert (found[urgent.id], found[plain.id]) == (60, 0)
     with pytest.raises(django_tasks.InvalidTask):
         task_funcs.add.using(priority=101)
+
+
+def test_a_deferred_task_waits_for_its_run_after(tasks: str, task_workers: Workers) -> None:
+    """`run_after` is a durable wake time (store.deferral): the task's execution is written with a wait
+    row due then, READY until a worker claims it, and no worker starts it earlier."""
+    when = timezone.now() + timedelta(seconds=2)
+    result = task_funcs.add.using(run_after=when).enqueue(2, 2)
+    assert result.status == Status.READY
+    wait = models.Wait.objects.using(tasks).get(execution_id=result.id)
+    assert (wait.path, wait.at) == (deferral.PATH, when)
+    _settled(result.id)
+    done = task_funcs.add.get_result(result.id)
+    assert (done.status, done.return_value) == (Status.SUCCESSFUL, 4)
+    assert done.started_at >= when
 
 
 def test_a_raising_task_ends_failed_with_its_error(tasks: str, task_workers: Workers) -> None:
@@ -244,7 +260,7 @@ def test_a_task_its_module_does_not_hold_is_refused_at_enqueue(settings: Any) ->
 def test_the_backend_is_built_without_the_database_and_checks_its_options() -> None:
     backend = FlowdeckBackend("default", {"OPTIONS": {"RETRY_ATTEMPTS": 2}})  # no database access here
     assert (backend.supports_get_result, backend.supports_async_task) == (True, True)
-    assert (backend.supports_defer, backend.supports_priority) == (False, True)
+    assert (backend.supports_defer, backend.supports_priority) == (True, True)
     with pytest.raises(ImproperlyConfigured, match="RETRY_ATTEMPS"):
         FlowdeckBackend("default", {"OPTIONS": {"RETRY_ATTEMPS": 2}})
 

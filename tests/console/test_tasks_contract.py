@@ -262,9 +262,9 @@ def test_a_context_taking_task_is_handed_its_own_result(task_workers: Workers) -
 #
 # - Django's "the immediate backend does not wait for the commit": Flowdeck's enqueue joins the caller's
 #   transaction on the store's database (test_tasks.py), the opposite promise, on purpose.
-# - `run_after`: the backend says `supports_defer = False` (a deferred start is not built yet), so Django
-#   refuses it before the backend sees it. Priorities are supported: test_tasks.py holds a task's priority
-#   on its execution, and the claim's order is the store conformance suite's (`claim_order`).
+# - `run_after` and priorities: both supported (`supports_defer`, `supports_priority`); test_tasks.py holds
+#   a task's priority on its execution and runs a deferred task no earlier than its `run_after`, and the
+#   store conformance suite holds the claim's order (`claim_order`) and the deferred start (`deferral`).
 # - The task registry's own behaviour (`using()` copies, unknown or missing backends, `call()`, `name`,
 #   `module_path`, TaskError's class lookup): Django's code, the same whatever the backend.
 # - Pickling a Task or a TaskResult: Django's code too (`Task.__reduce__`, Django 6 only: the backport's Task
