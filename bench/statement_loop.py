@@ -66,7 +66,10 @@ class _Statements:
         self.executor = executor
         self.claim_params: dict[str, Any] = {"executor": executor}
         served = queries.served_predicate([(flow_id, hash_)], self.claim_params)
-        self.claim = queries.CLAIM_WITH_LEDGER.text("postgresql").format(served=served)
+        # the engine's first claims are in priority order (store.claim_order): with no priorities, created
+        self.claim = queries.CLAIM_WITH_LEDGER.text("postgresql").format(
+            served=served, order=queries.CLAIM_ORDER[False]
+        )
         self.first = queries.claimed_write(events=3)
         self.step = queries.claimed_write(events=2)
         self.finish = queries.claimed_write(
