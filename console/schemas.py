@@ -395,7 +395,16 @@ class StartRequest(WireRequest):
 
     execution_id: NewId | None = None
     inputs: dict[str, Any] | None = None
-    priority: Integer | None = Field(None, ge=claim_order.LOWEST, le=claim_order.HIGHEST)
+    # The bounds before the validator that takes `2.0` as 2: after it (or on the optional field) pydantic
+    # writes them as `ge`/`le`, words JSON Schema does not know, so the document would promise any integer.
+    priority: (
+        Annotated[
+            int,
+            Field(ge=claim_order.LOWEST, le=claim_order.HIGHEST),
+            BeforeValidator(_integral),
+        ]
+        | None
+    ) = None
 
 
 class StartResponse(Wire):
