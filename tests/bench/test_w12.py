@@ -6,10 +6,7 @@ No assertion on any timing: the numbers live in bench/RESULTS.md."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from bench import live_clients, protocol, report, stats
+from tests.bench import tiny_runs
 from tests.bench.test_bench_smoke import require_postgres
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _w12_run(**overrides: object) -> dict[str, object]:
@@ -117,22 +113,9 @@ def test_w12_runs_end_to_end_and_every_client_hears_every_event(tmp_path: Path) 
     try:
         import websockets  # noqa: F401
     except ImportError:
-        message = "the bench extra is not installed (pip install -e '.[bench]')"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        tiny_runs.missing_bench_extra()
     require_postgres()
-    out_json = tmp_path / "results.json"
-    run = subprocess.run(
-        [sys.executable, "-m", "bench", "--tiny", "--only", "W12", "--json", str(out_json)],
-        cwd=ROOT,
-        env=dict(os.environ, FLOWDECK_BENCH_DB_SUFFIX="_test"),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    doc = json.loads(out_json.read_text())
+    doc, printed = tiny_runs.run_tiny("W12", tmp_path)
     w12 = doc["runs"]["W12/flowdeck"]
     assert "error" not in w12, w12
     assert [r["clients"] for r in w12["rounds"]] == [0, 3]  # without, then with: alternated
@@ -152,4 +135,4 @@ def test_w12_runs_end_to_end_and_every_client_hears_every_event(tmp_path: Path) 
     assert w12["ms"]["n"] == 3 * delivery["committed"]
     assert [row["workload"] for row in doc["rows"]].count("W12") == 2
     assert w12["ratio"] == pytest.approx(w12["nodes_per_s_with"] / w12["nodes_per_s_without"])
-    assert "| W12 round |" in run.stdout
+    assert "| W12 round |" in printed

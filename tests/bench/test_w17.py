@@ -6,18 +6,13 @@ No assertion on any timing: the numbers live in bench/RESULTS.md."""
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bench import report
+from tests.bench import tiny_runs
 from tests.bench.test_bench_smoke import require_postgres
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _w17_run(flowdeck: float, peer: float) -> dict[str, object]:
@@ -42,22 +37,9 @@ def test_the_w17_row_holds_at_three_times_the_peer_and_not_below() -> None:
 @pytest.mark.postgres
 def test_w17_runs_both_backends_at_a_tiny_size(tmp_path: Path) -> None:
     if importlib.util.find_spec("django_tasks_db") is None:
-        message = "the bench extra is not installed (pip install -e '.[bench]')"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        tiny_runs.missing_bench_extra()
     require_postgres()
-    out_json = tmp_path / "results.json"
-    run = subprocess.run(
-        [sys.executable, "-m", "bench", "--tiny", "--only", "W17", "--json", str(out_json)],
-        cwd=ROOT,
-        env=dict(os.environ, FLOWDECK_BENCH_DB_SUFFIX="_test"),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    doc = json.loads(out_json.read_text())
+    doc, _ = tiny_runs.run_tiny("W17", tmp_path)
     w17 = doc["runs"]["W17/flowdeck"]
     assert "error" not in w17, w17
     for side in ("flowdeck", "db"):  # every task of each side ended successfully, or the child raised

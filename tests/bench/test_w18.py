@@ -5,18 +5,13 @@ No assertion on any timing: the numbers live in bench/RESULTS.md."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bench import report
+from tests.bench import tiny_runs
 from tests.bench.test_bench_smoke import require_postgres
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _w18_run(**overrides: object) -> dict[str, object]:
@@ -59,17 +54,7 @@ def test_the_w18_row_says_what_went_wrong() -> None:
 @pytest.mark.postgres
 def test_w18_runs_end_to_end_and_its_traced_rounds_trace_every_attempt_and_node(tmp_path: Path) -> None:
     require_postgres()
-    out_json = tmp_path / "results.json"
-    run = subprocess.run(
-        [sys.executable, "-m", "bench", "--tiny", "--only", "W18", "--json", str(out_json)],
-        cwd=ROOT,
-        env=dict(os.environ, FLOWDECK_BENCH_DB_SUFFIX="_test"),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    doc = json.loads(out_json.read_text())
+    doc, _ = tiny_runs.run_tiny("W18", tmp_path)
     w18 = doc["runs"]["W18/flowdeck"]
     assert "error" not in w18, w18
     assert [r["traced"] for r in w18["rounds"]] == [False, True]  # off, then on: alternated
