@@ -27,12 +27,14 @@ from flowdeck.store import (
     memory_purge,
     memory_reads,
     node_stats,
+    rate_limits,
     rules,
     schedules,
     spi,
 )
 from flowdeck.store.clock import SYSTEM_CLOCK, Clock
 from flowdeck.store.memory_claimed import MemoryClaimed, released
+from flowdeck.store.memory_rate_limits import MemoryRateLimits
 from flowdeck.store.memory_schedules import MemorySchedules
 from flowdeck.store.wake_hub import Asked, WakeHub, poll, wait_for_change
 
@@ -61,9 +63,11 @@ class MemoryData:
     # schedules by name, and each one's ticks by instant (store/memory_schedules.py)
     schedules: dict[str, schedules.Schedule] = field(default_factory=dict)
     ticks: dict[str, dict[datetime, schedules.Tick]] = field(default_factory=dict)
+    # rate limits' buckets by (limit, key) (store/memory_rate_limits.py)
+    buckets: dict[tuple[str, str], rate_limits.Bucket] = field(default_factory=dict)
 
 
-class MemoryStore(MemorySchedules, spi.FlowStore):
+class MemoryStore(MemorySchedules, MemoryRateLimits, spi.FlowStore):
     """A `FlowStore` whose state lives in one `MemoryData`. `reset()` empties it."""
 
     def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:

@@ -16,9 +16,9 @@ the same process wakes it at once) also runs `InProcessBlockingConformance`.
 
 The cases are grouped by invariant and verb, one mixin a module (`claims`, `writes`, `atomic`, `signals`,
 `history`, `fields`, `executions`, `cancel`, `search`, `ordering`, `field_search`, `workflows`,
-`operator_writes`, `console_reads`, `node_reads`, `overview_reads`, `retention`, `schedules`), each a
-`StoreCase` (`case`); `FlowStoreConformance` is all of them. `support` holds the fixtures and helpers
-every case is written with.
+`operator_writes`, `console_reads`, `node_reads`, `overview_reads`, `retention`, `schedules`,
+`rate_limits`), each a `StoreCase` (`case`); `FlowStoreConformance` is all of them. `support` holds
+the fixtures and helpers every case is written with.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from flowdeck.store.conformance.node_reads import NodeReadCases
 from flowdeck.store.conformance.operator_writes import OperatorWriteCases
 from flowdeck.store.conformance.ordering import OrderingCases
 from flowdeck.store.conformance.overview_reads import OverviewReadCases
+from flowdeck.store.conformance.rate_limits import RateLimitCases
 from flowdeck.store.conformance.retention import RetentionCases
 from flowdeck.store.conformance.schedules import ScheduleCases
 from flowdeck.store.conformance.search import SearchCases
@@ -85,5 +86,6 @@ class FlowStoreConformance(
     OverviewReadCases,
     RetentionCases,
     ScheduleCases,
+    RateLimitCases,
 ):
     """kyo-flow's 115 store cases, translated, and Flowdeck's additions."""

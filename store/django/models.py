@@ -309,3 +309,22 @@ class ScheduleTick(models.Model):
         db_table = "flowstore_schedule_tick"
         constraints = [models.UniqueConstraint(fields=["schedule", "tick"], name="fs_schedule_tick_once")]
         indexes = [models.Index(fields=["outcome"], name="fs_schedule_tick_outcome")]
+
+
+class RateBucket(models.Model):
+    """One rate limit key's GCRA bucket (`store.rate_limits.Bucket`); instants as microseconds since the
+    epoch, so the one statement that takes a token (`rate_limit_queries.TAKE_TOKEN`) is integer arithmetic
+    on both backends."""
+
+    name = models.CharField(max_length=200)
+    key = models.CharField(max_length=200, blank=True)
+    tat = models.BigIntegerField(help_text="theoretical arrival time, µs since the epoch")
+    taken = models.BigIntegerField(default=0, help_text="tokens taken at once")
+    reserved = models.BigIntegerField(default=0, help_text="tokens reserved for a later slot")
+    window_start = models.BigIntegerField(help_text="the latest window of slot time, µs since the epoch")
+    window_slots = models.BigIntegerField(default=0)
+    previous_slots = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "flowstore_rate_bucket"
+        constraints = [models.UniqueConstraint(fields=["name", "key"], name="fs_rate_bucket_key")]

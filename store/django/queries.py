@@ -565,11 +565,11 @@ TRUNCATE_ALL = Query(
     " DELETE FROM flowstore_progress; DELETE FROM flowstore_execution;"
     " DELETE FROM flowstore_workflow_version; DELETE FROM flowstore_workflow;"
     " DELETE FROM flowstore_heartbeat; DELETE FROM flowstore_status_tally; DELETE FROM flowstore_schedule;"
-    " DELETE FROM flowstore_schedule_tick",
+    " DELETE FROM flowstore_schedule_tick; DELETE FROM flowstore_rate_bucket",
     postgresql="""
     TRUNCATE flowstore_event, flowstore_wait, flowstore_field, flowstore_progress, flowstore_execution,
         flowstore_workflow_version, flowstore_workflow, flowstore_heartbeat, flowstore_status_tally,
-        flowstore_schedule, flowstore_schedule_tick
+        flowstore_schedule, flowstore_schedule_tick, flowstore_rate_bucket
     """,
 )
 

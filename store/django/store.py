@@ -41,6 +41,7 @@ from flowdeck.store.django.claimed import DjangoClaimed
 from flowdeck.store.django.console_reads import ConsoleReads
 from flowdeck.store.django.errors import is_shared_cache_lock, translated
 from flowdeck.store.django.postgres import PostgresWrites
+from flowdeck.store.django.rate_limits import RateLimitStore
 from flowdeck.store.django.schedules import ScheduleStore
 from flowdeck.store.django.search import FEW_TO_SORT, counted, executions_matching
 from flowdeck.store.django.sqlite import WATCH_INTERVAL as SQLITE_WATCH_INTERVAL
@@ -60,7 +61,7 @@ T = TypeVar("T")
 LOCKED_PATIENCE = 5.0
 
 
-class DjangoStore(ConsoleReads, ScheduleStore, spi.FlowStore):
+class DjangoStore(ConsoleReads, ScheduleStore, RateLimitStore, spi.FlowStore):
     """A `FlowStore` on the Django database alias `using`.
 
     `pool_size` is the number of threads (hence connections) serving it on PostgreSQL (default 8); SQLite
