@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from flowdeck.engine import values
+from flowdeck.engine import rate_limits, values
 from flowdeck.engine.errors import FlowAtomicRefused, FlowInvalidPriority, FlowInvalidRunAfter
 from flowdeck.engine.nodes import Body, Knobs
 from flowdeck.engine.schedule import Schedule
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_KNOB_NAMES = ("description", "tags", "timeout", "retry", "retry_on", "at_most_once", "atomic")
+_KNOB_NAMES = ("description", "tags", "timeout", "retry", "retry_on", "at_most_once", "atomic", "rate_limit")
 
 
 def call_site() -> str:
@@ -139,6 +139,7 @@ def knobs(what: str, knobs: dict[str, Any], *, atomic_body: Body | None = None) 
         retry_on=retry_on,
         at_most_once=bool(knobs.get("at_most_once", False)),
         atomic=_atomic(what, knobs, atomic_body),
+        rate_limit=rate_limits.use_of(knobs.get("rate_limit"), what),
     )
 
 

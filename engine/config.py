@@ -6,11 +6,15 @@ fixes a settings file in one go rather than one error per restart.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from flowdeck.engine.errors import FlowConfigError
+
+if TYPE_CHECKING:
+    from flowdeck.engine.rate_limits import RateLimit
 
 __all__ = ["EngineConfig", "Transient", "never"]
 
@@ -42,6 +46,8 @@ class EngineConfig:
       composition root passes `flowdeck.store.django.errors.is_transient`: a locked or busy database, a lost
       connection); it is retried under the node's schedule, or `bodies.TRANSIENT_RETRY` when the node has
       none, and stops the execution F0003 only once spent. Default: never.
+    - `rate_limits`: the named rate limits its flows' nodes may use (`engine/rate_limits.py`), by name;
+      a flow using one not named here is refused at registration.
     """
 
     workers: int = 2
@@ -51,6 +57,7 @@ class EngineConfig:
     poll_timeout: timedelta = timedelta(seconds=30)
     shutdown_grace: timedelta = timedelta(seconds=10)
     transient: Transient = never
+    rate_limits: Mapping[str, RateLimit] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         problems = self.problems()
@@ -72,6 +79,9 @@ class EngineConfig:
             found.append(
                 f"shutdown_grace must not be negative (got {self.shutdown_grace.total_seconds():g}s)"
             )
+        for name in self.rate_limits:
+            if not isinstance(name, str) or not name or "#" in name:
+                found.append(f"a rate limit's name must be a non-empty str without '#' (got {name!r})")
         if timedelta(0) < self.lease <= self.renew_every:
             found.append(
                 f"renew_every ({self.renew_every.total_seconds():g}s) must be shorter than "

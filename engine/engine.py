@@ -25,13 +25,25 @@ from typing import Any
 
 from opentelemetry.trace import TracerProvider
 
-from flowdeck.engine import arguments, dry_run, errors, ids, interpreter, nodes, render, schema, tracing
+from flowdeck.engine import (
+    arguments,
+    dry_run,
+    errors,
+    ids,
+    interpreter,
+    nodes,
+    rate_limits,
+    render,
+    schema,
+    tracing,
+)
 from flowdeck.engine.config import EngineConfig, Transient, never
 from flowdeck.engine.executions import ExecutionDetail, Executions, InputStatus, SearchResult
 from flowdeck.engine.flow import Flow
 from flowdeck.engine.inputs import check_value as _check_value
 from flowdeck.engine.inputs import declared_inputs
 from flowdeck.engine.inputs import undeclared as _undeclared
+from flowdeck.engine.rate_limits import RateLimit
 from flowdeck.engine.registry import Registry, Version
 from flowdeck.engine.worker import Health, WorkerPool
 from flowdeck.store import claim_order, deferral, spi
@@ -125,6 +137,7 @@ class FlowEngine:
         clock: Clock = SYSTEM_CLOCK,
         executor_id: str | None = None,
         transient: Transient = never,
+        rate_limits: Mapping[str, RateLimit] | None = None,
         tracer_provider: TracerProvider | None = None,
     ) -> None:
         self.config = EngineConfig(
@@ -135,6 +148,7 @@ class FlowEngine:
             poll_timeout=poll_timeout,
             shutdown_grace=shutdown_grace,
             transient=transient,
+            rate_limits=dict(rate_limits or {}),
         )
         self.store = store
         self.clock = clock
@@ -190,6 +204,7 @@ class FlowEngine:
         transaction); `register` the same version later to record it."""
         ids.check_id(workflow_id, what="workflow id")
         schema.validate(flow)
+        rate_limits.check(flow, self.config.rate_limits)
         self._registry.add(Version(workflow_id, schema.structural_hash(flow), flow))
         return schema.workflow_info(workflow_id, flow)
 

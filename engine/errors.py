@@ -15,6 +15,7 @@ __all__ = [
     "FlowAlreadyAnswered",
     "FlowAlreadyDelivered",
     "FlowAtomicRefused",
+    "FlowRateLimitUnknown",
     "FlowCancelled",
     "FlowClaimHeld",
     "FlowConfigError",
@@ -179,6 +180,17 @@ class FlowAtomicRefused(FlowDefinitionError):
     def __init__(self, node: str, reason: str) -> None:
         super().__init__(f"{node}: atomic=True {reason}")
         self.node = node
+        self.reason = reason
+
+
+class FlowRateLimitUnknown(FlowDefinitionError):
+    """A node uses a rate limit the engine has no declaration of, or uses it the wrong way (a key for a
+    limit that is not per key, or none for one that is)."""
+
+    def __init__(self, node: str, limit: str, reason: str) -> None:
+        super().__init__(f"{node}: rate_limit {limit!r} {reason}")
+        self.node = node
+        self.limit = limit
         self.reason = reason
 
 

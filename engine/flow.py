@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from flowdeck.engine import arguments, errors, nodes
-from flowdeck.engine.nodes import NO_STATE, Knobs, Node
+from flowdeck.engine.nodes import NO_STATE, Knobs, Node, RateLimitKnob
 from flowdeck.engine.schedule import Schedule
 from flowdeck.store import claim_order
 
@@ -171,10 +171,13 @@ class Flow:
         retry_on: Iterable[type[BaseException]] = (),
         at_most_once: bool = False,
         atomic: bool = False,
+        rate_limit: RateLimitKnob = None,
     ) -> Flow:
         """Compute `fn(ctx)` and record it under `name`; later nodes read it as `ctx.<name>`.
 
         `compensate(ctx)` undoes it if a later node fails (ctx then holds this node's value too).
+        `rate_limit`: a declared rate limit's name, or `(name, key_of_ctx)` for a per-key one; the body runs
+        once it holds a token (engine/rate_limits.py).
         """
         what = f"output {name!r}"
         body = arguments.body(fn, what)
@@ -185,7 +188,9 @@ class Flow:
                 body=body,
                 type=arguments.declared(type, fn, what),
                 compensate=arguments.optional_body(compensate, what, "compensate handler"),
-                knobs=arguments.knobs(what, {**given, "atomic": atomic}, atomic_body=body),
+                knobs=arguments.knobs(
+                    what, {**given, "atomic": atomic, "rate_limit": rate_limit}, atomic_body=body
+                ),
                 location=arguments.call_site(),
             )
         )
@@ -203,8 +208,10 @@ class Flow:
         retry_on: Iterable[type[BaseException]] = (),
         at_most_once: bool = False,
         atomic: bool = False,
+        rate_limit: RateLimitKnob = None,
     ) -> Flow:
-        """Run `fn(ctx)` for its effect; only its completion is recorded (its return value is dropped)."""
+        """Run `fn(ctx)` for its effect; only its completion is recorded (its return value is dropped).
+        `rate_limit` as for `output`."""
         what = f"step {name!r}"
         body = arguments.body(fn, what)
         given = _given(description, tags, timeout, retry, retry_on, at_most_once)
@@ -213,7 +220,9 @@ class Flow:
                 name=arguments.node_name(name, "step"),
                 body=body,
                 compensate=arguments.optional_body(compensate, what, "compensate handler"),
-                knobs=arguments.knobs(what, {**given, "atomic": atomic}, atomic_body=body),
+                knobs=arguments.knobs(
+                    what, {**given, "atomic": atomic, "rate_limit": rate_limit}, atomic_body=body
+                ),
                 location=arguments.call_site(),
             )
         )

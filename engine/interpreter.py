@@ -55,6 +55,7 @@ from flowdeck.engine.outcomes import (
     StopFor,
     mistake,
 )
+from flowdeck.engine.rate_limits import RateLimit, Tokens
 from flowdeck.engine.traversal import qualify
 from flowdeck.engine.walker import Scope, Walker, list_type
 from flowdeck.engine.walker import child_inputs as child_inputs  # the inputs a subflow's mapper supplies
@@ -102,6 +103,8 @@ def opening(flow: Flow, execution_id: str, clock: Clock, executor_id: str) -> Op
     first = flow.nodes[0] if flow.nodes else None
     if not isinstance(first, (nodes.Step, nodes.Output)) or first.knobs.atomic or first.knobs.at_most_once:
         return None
+    if first.knobs.rate_limit is not None:  # its token is taken before its start is written
+        return None
     at = clock.now()
 
     def event(kind: spi.EventKind, **data: Any) -> spi.Event:
@@ -130,6 +133,7 @@ async def run_attempt(
     opened: str | None = None,
     transient: Transient = never,
     traces: tracing.Tracing | None = None,
+    rate_limits: Mapping[str, RateLimit] | None = None,
 ) -> AttemptReport:
     """Perform one whole attempt at a claimed execution, ending it with `claimed.finish(...)`.
 
@@ -139,6 +143,7 @@ async def run_attempt(
     write recorded those and the start of the node at this path (`opening`), so the attempt writes none of
     them. `transient`: a body's exception the world caused, retried rather than taken for a mistake
     (`EngineConfig.transient`). `traces`: where the attempt's spans go (None: none are made).
+    `rate_limits`: the limits its nodes take tokens of (`EngineConfig.rate_limits`).
     """
     state = claimed.state
     eid = state.execution_id
@@ -165,6 +170,8 @@ async def run_attempt(
         rec.pending += _claim_events(rec.event, executor_id)
     rec.opened = opened
     rec.transient = transient
+    if rate_limits:
+        rec.tokens = Tokens(rate_limits, store.take_token)
     untraced = traces or tracing.UNTRACED
     trace = untraced.attempt(state, history, executor_id, opened=opened is not None, began=began)
     return await _traced(Walker(flow, rec, trace), rec, trace, runner)

@@ -34,6 +34,8 @@ __all__ = [
     "Node",
     "Output",
     "Parallel",
+    "RateLimitKnob",
+    "RateUse",
     "Sleep",
     "Step",
     "Subflow",
@@ -78,6 +80,19 @@ class Body:
 
 
 @dataclass(frozen=True)
+class RateUse:
+    """A node's use of a named rate limit (`engine/rate_limits.py`): its name, and for a per-key limit the
+    pure function of `ctx` giving the key (its answer is made a string)."""
+
+    name: str
+    key: Body | None = None
+
+
+RateLimitKnob: TypeAlias = "str | tuple[str, Callable[..., Any]] | None"
+"""What a node's `rate_limit=` takes: a declared limit's name, or (name, key_of_ctx) for a per-key one."""
+
+
+@dataclass(frozen=True)
 class Knobs:
     """Per-node settings for nodes that run a body.
 
@@ -86,7 +101,8 @@ class Knobs:
     unfinished after a crash, the node is not re-run and the execution stops (F0004). `atomic` (a sync
     `.step`/`.output` only) runs the body inside the store's transaction that also records its completion,
     the claim fence judged in it: the body's writes to the same database commit if and only if the node
-    is recorded (see `spi.Claimed.record_atomically`).
+    is recorded (see `spi.Claimed.record_atomically`). `rate_limit`: the named rate limit the body's run
+    takes a token of first (`engine/rate_limits.py`).
     """
 
     description: str = ""
@@ -96,6 +112,7 @@ class Knobs:
     retry_on: tuple[type[BaseException], ...] = ()
     at_most_once: bool = False
     atomic: bool = False
+    rate_limit: RateUse | None = None
 
 
 @dataclass(frozen=True)

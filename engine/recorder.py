@@ -32,6 +32,7 @@ from flowdeck.store.clock import Clock
 
 if TYPE_CHECKING:
     from flowdeck.engine.flow import Flow
+    from flowdeck.engine.rate_limits import Tokens
 
 __all__ = ["Deferred", "Ledger", "RealRecorder", "Recorder", "listens"]
 
@@ -135,6 +136,7 @@ class Recorder(abc.ABC):
         # a node whose start this attempt's claim recorded already (interpreter.opening): its run writes none
         self.opened: str | None = None
         self.transient: Transient = never  # a body's exception the world caused (EngineConfig.transient)
+        self.tokens: Tokens | None = None  # the rate limits' takes (none declared: a node using one stops)
         self.resume_cause = status.cause if isinstance(status, spi.Compensating) else None
         self.listening = listens(flow)
         self.pending: list[spi.Event] = []

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from flowdeck.engine import bodies, compensation, nodes, tracing, traversal, values
+from flowdeck.engine import bodies, compensation, nodes, rate_limits, tracing, traversal, values
 from flowdeck.engine.context import Context
 from flowdeck.engine.errors import FlowDomainError, FlowLoopExhausted
 from flowdeck.engine.flow import LoopAgain, LoopDone
@@ -109,6 +109,8 @@ class Walker(traversal.Visitor[Awaitable[None]]):
                 path,
                 "an at-most-once node was started and never finished: nobody knows whether it acted",
             )
+        if knobs.rate_limit is not None:
+            await self.rate_limited(path, knobs.rate_limit, scope)
         notes: list[Any] = [] if undos is None else undos
         if path == rec.opened:  # its start went with the claim (interpreter.opening)
             announce, rec.opened = False, None
@@ -136,6 +138,22 @@ class Walker(traversal.Visitor[Awaitable[None]]):
             rec.pending.append(rec.failed_event(path, error))
             raise mistake(path, error) from error
         return result, notes
+
+    async def rate_limited(self, path: str, use: nodes.RateUse, scope: Scope) -> None:
+        """Hold a token of the node's rate limit before its start, or park until its slot
+        (`rate_limits.admit`); a key function's failure, or a limit no longer declared, is a mistake."""
+        key = use.key
+
+        async def key_of() -> Any:
+            assert key is not None
+            return await bodies.pure(key, self.context(scope, path))
+
+        try:
+            await rate_limits.admit(self.rec, path, use, key_of)
+        except PASS_THROUGH:
+            raise
+        except Exception as error:
+            raise mistake(path, error) from error
 
     def note_handlers(self, path: str, knobs: Knobs, compensate: Body | None, scope: Scope) -> None:
         """Note a completed (or replayed) node's undos, then its compensate= handler, which gets the ctx

@@ -376,6 +376,7 @@ class WorkerPool:
                 opened=opened,
                 transient=self._config.transient,
                 traces=self._traces,
+                rate_limits=self._config.rate_limits,
             ),
             name=f"flowdeck:run:{eid}",
         )

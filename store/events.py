@@ -42,6 +42,7 @@ class EventKind(enum.StrEnum):
     ANSWERED = "Answered"
     ENDED = "Ended"
     UNDO_NOTED = "UndoNoted"
+    RATE_LIMITED = "RateLimited"  # a node's rate limit was spent: it waits for its token (`until`)
 
 
 # The payload key whose value is an event's `detail`, for kinds whose detail is one field.
@@ -98,6 +99,8 @@ class Event:
                 return f"{d.get('dispatch_name', '')} ({d.get('branch_name', '')})"
             case EventKind.STOPPED:
                 return f"{d.get('code', '')} at {d.get('node', '')}: {d.get('reason', '')}"
+            case EventKind.RATE_LIMITED:
+                return f"{d.get('step_name', '')} ({d.get('limit', '')} until {d.get('until', '')})"
             case EventKind.RESUMED:
                 return f"{d.get('from_hash', '')} -> {d.get('to_hash', '')}"
         key = _DETAIL_KEY.get(self.kind)
