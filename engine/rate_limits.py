@@ -10,7 +10,7 @@ RATE_LIMITS = {"carrier-api": RateLimit(50, per="minute")}
 
 Tokens are the store's (`FlowStore.take_token`, store/rate_limits.py): shared by every worker process
 and host. A node that finds its limit spent does not wait in a thread or hold its claim: its take reserved
-the slot its token is due at, the attempt records a durable wait row (`<path>#rate`, due then, with a
+the slot its token is due at, the attempt records a durable wait row (`<path>#rate:<limit>`, due then, with a
 RateLimited event saying until when) and parks; the execution is woken at that slot and the node runs on
 the token it reserved, asking nothing again. A node already recorded is skipped by the replay before this
 gate, so a replay never takes a token. One token per run of the node: its first try, and each try after
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from flowdeck.engine.flow import Flow
     from flowdeck.engine.recorder import Recorder
 
-__all__ = ["RATE_MARK", "Per", "RateLimit", "RateUse", "Tokens", "admit", "check", "row_of", "use_of"]
+__all__ = ["RATE_MARK", "Per", "RateLimit", "RateUse", "Tokens", "admit", "check", "use_of"]
 
 Per = Literal["second", "minute", "hour", "day"]
 PERIODS: Mapping[str, timedelta] = {
@@ -133,11 +133,6 @@ def check(flow: Flow, limits: Mapping[str, RateLimit]) -> None:
             raise FlowRateLimitUnknown(path, use.name, "is not per key: give its name alone")
 
 
-def row_of(path: str) -> str:
-    """The wait row of a node waiting for its limit's token."""
-    return f"{path}{RATE_MARK}"
-
-
 @dataclass(frozen=True)
 class Tokens:
     """What an attempt takes tokens with: the declared limits and the store's take."""
@@ -153,7 +148,7 @@ async def admit(rec: Recorder, path: str, use: RateUse, key_of: Callable[[], Awa
     token, spent here (dropped from what this attempt knows, so a loop's next iteration takes its own);
     not due yet, the attempt parks on it again. `key_of` computes a per-key limit's key (a failure in it
     is the program's mistake at `path`)."""
-    row = row_of(path)
+    row = store_rates.rate_row(path, use.name)
     wake = rec.waits.get(row)
     if wake is not None:
         due = isinstance(wake, spi.WakeAt) and rec.clock.now() >= wake.at

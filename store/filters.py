@@ -7,6 +7,7 @@ from typing import ClassVar, TypeAlias
 
 from flowdeck.store.counts import RETRY_MARK
 from flowdeck.store.executions import ExecutionState
+from flowdeck.store.rate_limits import rate_row_matches
 from flowdeck.store.status import Cancelled, Compensating, Completed, Failed, Running, Stopped
 from flowdeck.store.wakes import WakeAt, WakeOnField
 
@@ -88,6 +89,13 @@ class ExecutionFilter:
         """A node's last attempt failed and another is scheduled: a `WakeAt` row whose path holds
         `counts.RETRY_MARK` (the population of the overview's "retrying now")."""
 
+    @dataclass(frozen=True)
+    class RateLimited:
+        """A node waits for its rate limit's token (of `limit`, when given): a `WakeAt` row at
+        `<path>#rate:<limit>` (store/rate_limits.py)."""
+
+        limit: str | None = None
+
     Any: ClassVar[TypeAlias] = (
         Running
         | Completed
@@ -102,6 +110,7 @@ class ExecutionFilter:
         | Both
         | Stopped
         | Retrying
+        | RateLimited
     )
 
     WIRE_WORDS: ClassVar[tuple[str, ...]] = (
@@ -118,6 +127,8 @@ class ExecutionFilter:
         "stopped",
         "stopped:<code>",
         "retrying",
+        "rate-limited",
+        "rate-limited:<limit>",
     )
 
     @classmethod
@@ -138,6 +149,7 @@ class ExecutionFilter:
             "waiting": cls.WaitingForInput(),
             "stopped": cls.Stopped(),
             "retrying": cls.Retrying(),
+            "rate-limited": cls.RateLimited(),
         }
         if wire in simple:
             return simple[wire]
@@ -145,6 +157,7 @@ class ExecutionFilter:
             ("failed:", cls.Failed),
             ("waiting:", cls.WaitingForInput),
             ("stopped:", cls.Stopped),
+            ("rate-limited:", cls.RateLimited),
         ):
             if wire.startswith(prefix):
                 rest = wire[len(prefix) :]
@@ -188,4 +201,6 @@ def filter_matches(filt: ExecutionFilter.Any, state: ExecutionState) -> bool:
             return isinstance(status, Stopped) and (code is None or status.code == code)
         case ExecutionFilter.Retrying():
             return any(isinstance(w, WakeAt) and RETRY_MARK in path for path, w in state.waits.items())
+        case ExecutionFilter.RateLimited(limit):
+            return any(isinstance(w, WakeAt) and rate_row_matches(p, limit) for p, w in state.waits.items())
     raise TypeError(f"not a filter: {filt!r}")

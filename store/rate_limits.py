@@ -26,15 +26,36 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["RATE_MARK", "WINDOW", "Bucket", "Rate", "Take", "observed_per_second", "step"]
+__all__ = [
+    "RATE_MARK",
+    "WINDOW",
+    "Bucket",
+    "Rate",
+    "Take",
+    "observed_per_second",
+    "rate_row",
+    "rate_row_matches",
+    "step",
+]
 
-RATE_MARK = "#rate"
-"""A rate-limited node's wait row is at `<path>#rate` (`#` is in no node's name)."""
+RATE_MARK = "#rate:"
+"""A rate-limited node's wait row is at `<path>#rate:<limit>` (`#` is in no node's name nor limit's)."""
 
 WINDOW = timedelta(minutes=1)
 """The span the observed rate is counted over."""
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def rate_row(path: str, limit: str) -> str:
+    """The wait row of the node at `path` waiting for a token of `limit`."""
+    return f"{path}{RATE_MARK}{limit}"
+
+
+def rate_row_matches(row: str, limit: str | None = None) -> bool:
+    """Is `row` a rate limit's wait row (of `limit`, when given)?"""
+    _, mark, name = row.rpartition(RATE_MARK)
+    return bool(mark) and (limit is None or name == limit)
 
 
 def micros(at: datetime) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from flowdeck.store import rate_limits
+from flowdeck.store import rate_limits, spi
 from flowdeck.store.conformance.case import StoreCase
 from flowdeck.store.conformance.support import StoreFixture
 
@@ -78,3 +78,23 @@ class RateLimitCases(StoreCase):
         assert rate_limits.observed_per_second(bucket, fx.clock.now()) == 30 / 60
         await fx.clock.advance(rate_limits.WINDOW.total_seconds())
         assert rate_limits.observed_per_second(bucket, fx.clock.now()) == 0.0
+
+    async def test_flowdeck_rate_limited_filter_is_a_rate_row_of_the_limit(self, fx: StoreFixture) -> None:
+        F = spi.ExecutionFilter
+        for eid in ("e1", "e2", "e3"):
+            await fx.mk_execution(eid)
+        due = fx.clock.now() + timedelta(seconds=30)
+        await fx.mk_waits("e1", {rate_limits.rate_row("ship", "carrier-api"): spi.WakeAt(due)})
+        await fx.mk_waits("e2", {rate_limits.rate_row("mail", "mailer"): spi.WakeAt(due)})
+        await fx.mk_waits("e3", {"nap": spi.WakeAt(due)})
+
+        async def listed(filt: spi.ExecutionFilter.Any) -> set[str]:
+            page = await fx.store.list_executions(None, filt)
+            counted = await fx.store.list_executions(None, filt, limit=0)
+            assert counted.total == len(page.items)
+            return {s.execution_id for s in page.items}
+
+        assert await listed(F.parse("rate-limited")) == {"e1", "e2"}
+        assert await listed(F.parse("rate-limited:carrier-api")) == {"e1"}
+        assert await listed(F.RateLimited("nobody")) == set()
+        assert await listed(F.Sleeping()) == {"e1", "e2", "e3"}

@@ -17,6 +17,7 @@ from django.db import models
 from django.db.models import Q
 
 from flowdeck.store.counts import RETRY_MARK
+from flowdeck.store.rate_limits import RATE_MARK
 
 # The status kinds a row can carry (the `type` of `spi.status_to_json`).
 RUNNING = "running"
@@ -32,6 +33,12 @@ _ACTIVE = ~Q(status_kind__in=TERMINAL_KINDS)
 # A wait row that is a retry's back-off (a sleep at a path holding `counts.RETRY_MARK`): one spelling for
 # the index and the queries, so that the planner can prove the partial index applies.
 RETRYING = Q(kind="at", path__contains=RETRY_MARK)
+# A wait row that is a node's wait for its rate limit's token (store/rate_limits.py), of one limit or any.
+RATE_LIMITED = Q(kind="at", path__contains=RATE_MARK)
+
+
+def rate_limited(limit: str | None) -> Q:
+    return RATE_LIMITED if limit is None else Q(kind="at", path__endswith=f"{RATE_MARK}{limit}")
 
 
 class Execution(models.Model):

@@ -166,11 +166,13 @@ def counted(
     executions among the wait rows (an index-only scan of the rows that wait) instead of probing every
     execution for a row."""
     Arm = spi.ExecutionFilter
-    if not isinstance(filt, Arm.Sleeping | Arm.WaitingForInput | Arm.Retrying):
+    if not isinstance(filt, Arm.Sleeping | Arm.WaitingForInput | Arm.Retrying | Arm.RateLimited):
         return matching
     waits = models.Wait.objects.using(using)
     if isinstance(filt, Arm.Retrying):
         waits = waits.filter(models.RETRYING)
+    elif isinstance(filt, Arm.RateLimited):
+        waits = waits.filter(models.rate_limited(filt.limit))
     elif isinstance(filt, Arm.Sleeping):
         waits = waits.filter(kind=models.Wait.AT)
     else:
@@ -251,6 +253,8 @@ def _narrowed(queryset: Any, using: str, filt: spi.ExecutionFilter.Any) -> Any:
             return queryset.filter(Exists(waits.filter(kind=models.Wait.AT)))
         case Arm.Retrying():
             return queryset.filter(Exists(waits.filter(models.RETRYING)))
+        case Arm.RateLimited(limit):
+            return queryset.filter(Exists(waits.filter(models.rate_limited(limit))))
         case Arm.WaitingForInput(name):
             on_field = waits.filter(kind=models.Wait.ON_FIELD)
             return queryset.filter(Exists(on_field if name is None else on_field.filter(field_name=name)))

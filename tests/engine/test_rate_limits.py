@@ -30,20 +30,28 @@ def shipping(calls: list[str]) -> Flow:
     )
 
 
-async def test_a_node_past_its_limit_waits_durably_for_its_slot(store: spi.FlowStore, clock: ManualClock) -> None:
+async def test_a_node_past_its_limit_waits_durably_for_its_slot(
+    store: spi.FlowStore, clock: ManualClock
+) -> None:
     calls: list[str] = []
     async with make_engine(store, clock, [shipping(calls)], rate_limits=CARRIER) as engine:
         first = await engine.workflows.start("shipping", inputs={"carrier": "dhl"})
         assert (await until(store, first)).status == spi.Completed()
         slot2 = clock.now() + timedelta(seconds=30)
         second = await engine.workflows.start("shipping", inputs={"carrier": "dhl"})
-        state = await until(store, second, waiting_for("ship#rate"))  # unclaimed: no thread, no claim
-        assert state.waits == {"ship#rate": spi.WakeAt(slot2)}
+        state = await until(
+            store, second, waiting_for("ship#rate:carrier-api")
+        )  # unclaimed: no thread, no claim
+        assert state.waits == {"ship#rate:carrier-api": spi.WakeAt(slot2)}
         third = await engine.workflows.start("shipping", inputs={"carrier": "dhl"})
-        state = await until(store, third, waiting_for("ship#rate"))
-        assert state.waits == {"ship#rate": spi.WakeAt(slot2 + timedelta(seconds=30))}  # the next slot
+        state = await until(store, third, waiting_for("ship#rate:carrier-api"))
+        assert state.waits == {
+            "ship#rate:carrier-api": spi.WakeAt(slot2 + timedelta(seconds=30))
+        }  # the next slot
         assert calls == [first]
-        [limited] = [e for e in (await store.get_history(second)).events if e.kind is spi.EventKind.RATE_LIMITED]
+        [limited] = [
+            e for e in (await store.get_history(second)).events if e.kind is spi.EventKind.RATE_LIMITED
+        ]
         assert dict(limited.data) == {
             "step_name": "ship",
             "limit": "carrier-api",
@@ -65,15 +73,21 @@ async def test_a_node_past_its_limit_waits_durably_for_its_slot(store: spi.FlowS
 
 async def test_per_key_limits_are_independent(store: spi.FlowStore, clock: ManualClock) -> None:
     calls: list[str] = []
-    flow = Flow.init("tracking").input("carrier", str).step(
-        "track", lambda ctx: calls.append(ctx.carrier), rate_limit=("carrier-quota", lambda ctx: ctx.carrier)
+    flow = (
+        Flow.init("tracking")
+        .input("carrier", str)
+        .step(
+            "track",
+            lambda ctx: calls.append(ctx.carrier),
+            rate_limit=("carrier-quota", lambda ctx: ctx.carrier),
+        )
     )
     async with make_engine(store, clock, [flow], rate_limits=PER_CARRIER) as engine:
         ids = [await engine.workflows.start("tracking", inputs={"carrier": c}) for c in ("dhl", "ups")]
         for eid in ids:  # one key's limit spent does not hold the other's
             assert (await until(store, eid)).status == spi.Completed()
         ids.append(await engine.workflows.start("tracking", inputs={"carrier": "dhl"}))
-        await until(store, ids[2], waiting_for("track#rate"))
+        await until(store, ids[2], waiting_for("track#rate:carrier-quota"))
         assert sorted(calls) == ["dhl", "ups"]
         await advance(clock, 60)
         assert (await until(store, ids[2])).status == spi.Completed()
@@ -101,8 +115,12 @@ async def test_a_replay_asks_no_token_for_a_recorded_node(store: spi.FlowStore, 
     assert (bucket.taken, bucket.reserved) == (1, 0)
 
 
-async def test_a_key_function_that_fails_stops_the_execution(store: spi.FlowStore, clock: ManualClock) -> None:
-    flow = Flow.init("keyless").step("track", lambda ctx: None, rate_limit=("carrier-quota", lambda ctx: 1 / 0))
+async def test_a_key_function_that_fails_stops_the_execution(
+    store: spi.FlowStore, clock: ManualClock
+) -> None:
+    flow = Flow.init("keyless").step(
+        "track", lambda ctx: None, rate_limit=("carrier-quota", lambda ctx: 1 / 0)
+    )
     async with make_engine(store, clock, [flow], rate_limits=PER_CARRIER) as engine:
         eid = await engine.workflows.start("keyless")
         state = await until(store, eid, lambda s: isinstance(s.status, spi.Stopped))
