@@ -29,6 +29,7 @@ from django.dispatch import receiver
 from flowdeck.console import csp, deploy, setting_errors
 from flowdeck.console import retention as retention_policy
 from flowdeck.engine.config import EngineConfig
+from flowdeck.engine.rate_limits import RateLimit, limits_of
 
 __all__ = ["FlowdeckSettings", "flowdeck_settings"]
 
@@ -52,6 +53,10 @@ def _module_name(value: str) -> str:
 
 def _module_or_none(value: str) -> str:
     return value and _module_name(value)
+
+
+def _rate_limits(value: dict[str, Any]) -> dict[str, Any]:
+    return limits_of("FLOWDECK_RATE_LIMITS", value)
 
 
 def _directive(value: str) -> str:
@@ -96,6 +101,9 @@ class _Declared(pydantic.BaseModel):
     FLOWDECK_DEMO_PREVIOUS_FLOWS: Annotated[str, pydantic.AfterValidator(_module_or_none)] = ""
     FLOWDECK_RETENTION: retention_policy.Setting | None = None
     FLOWDECK_CSP: dict[Directive, tuple[Source, ...]] = pydantic.Field(default_factory=_console_policy)
+    FLOWDECK_RATE_LIMITS: Annotated[dict[str, Any], pydantic.AfterValidator(_rate_limits)] = pydantic.Field(
+        default_factory=dict
+    )
 
     @pydantic.field_validator("FLOWDECK_DATABASE_ALIAS")
     @classmethod
@@ -163,6 +171,8 @@ class FlowdeckSettings:
       discovery reads it) of the versions no process serves any more, that the demo parks an execution on.
     - `retention` (`FLOWDECK_RETENTION`): what worker processes purge, and how often (`console.retention`);
       None (unset): they purge nothing.
+    - `rate_limits` (`FLOWDECK_RATE_LIMITS`): named rate limits, name to `RateLimit` or to its fields
+      (`{"carrier-api": {"count": 50, "per": "minute"}}`), beside (and over) the flows modules' own.
     - `csp` (`FLOWDECK_CSP`): the Content-Security-Policy of the console's answers (`console.csp`'s by
       default), directive name to sources.
     """
@@ -180,6 +190,7 @@ class FlowdeckSettings:
     demo_previous_flows: str = ""
     retention: retention_policy.RetentionPolicy | None = None
     csp: Mapping[str, tuple[str, ...]] = field(default_factory=_console_policy)
+    rate_limits: Mapping[str, RateLimit] = field(default_factory=dict)
 
     @classmethod
     def load(cls) -> FlowdeckSettings:
@@ -198,6 +209,7 @@ class FlowdeckSettings:
             demo_previous_flows=d.FLOWDECK_DEMO_PREVIOUS_FLOWS,
             retention=None if d.FLOWDECK_RETENTION is None else retention_policy.policy(d.FLOWDECK_RETENTION),
             csp=d.FLOWDECK_CSP,
+            rate_limits=d.FLOWDECK_RATE_LIMITS,
         )
 
 

@@ -10,6 +10,9 @@ A flows module declares its workflows in `FLOWS`, in one of two shapes:
 
 Every workflow id keeps the id rule (`engine.ids`); a declaration that is not a flow, an empty list of
 versions, or two versions of one id with the same structure is refused here, naming the module and the id.
+A flows module may also declare `RATE_LIMITS`: a mapping of name to `flowdeck.RateLimit`
+(engine/rate_limits.py), the limits its nodes' `rate_limit=` name; two modules declaring one name
+differently are refused.
 A flows module may also declare `SCHEDULES`: an iterable of schedules (`flowdeck.scheduled(...)`, values
 of `store.schedules.ScheduleSpec`), each checked here (name, cron or interval, zone: anything else is
 refused naming the module and the position); two modules declaring one schedule name are refused too.
@@ -30,12 +33,13 @@ from django.utils.module_loading import autodiscover_modules
 
 from flowdeck.console import task_flows
 from flowdeck.console.conf import flowdeck_settings
-from flowdeck.engine import errors, ids, schedule_ticks, schema
+from flowdeck.engine import errors, ids, rate_limits, schedule_ticks, schema
 from flowdeck.engine.flow import Flow
 from flowdeck.store import schedules
 
 __all__ = [
     "FlowDiscoveryError",
+    "declared_rate_limits",
     "declared_schedules",
     "discover",
     "flow_versions",
@@ -47,6 +51,7 @@ __all__ = [
 
 _flows: dict[str, tuple[Flow, ...]] = {}
 _schedules: dict[str, tuple[str, schedules.ScheduleSpec]] = {}  # by name: the module, the definition
+_rate_limits: dict[str, tuple[str, rate_limits.RateLimit]] = {}  # by name: the module, the definition
 
 
 class FlowDiscoveryError(Exception):
@@ -142,6 +147,26 @@ def declared_schedules(only: Iterable[str] | None = None) -> list[schedules.Sche
     return [spec for _, spec in _schedules.values() if kept is None or spec.workflow_id in kept]
 
 
+def _add_rate_limits(source: str) -> None:
+    declared = getattr(importlib.import_module(source), "RATE_LIMITS", None)
+    if declared is None:
+        return
+    try:
+        found = rate_limits.limits_of(f"{source}.RATE_LIMITS", declared)
+    except ValueError as error:
+        raise FlowDiscoveryError(str(error)) from None
+    for name, limit in found.items():
+        existing = _rate_limits.get(name)
+        if existing is not None and existing[0] != source and existing[1] != limit:
+            raise FlowDiscoveryError(f"rate limit {name!r} is declared twice (in {existing[0]} and {source})")
+        _rate_limits[name] = (source, limit)
+
+
+def declared_rate_limits() -> dict[str, rate_limits.RateLimit]:
+    """Every rate limit the discovered flows modules declare, by name."""
+    return {name: limit for name, (_, limit) in sorted(_rate_limits.items())}
+
+
 def _add(source: str, flows: Mapping[str, tuple[Flow, ...]]) -> None:
     for workflow_id, versions in flows.items():
         existing = _flows.get(workflow_id)
@@ -161,10 +186,12 @@ def discover(extra_modules: Iterable[str] = ()) -> dict[str, Flow]:
     for module in autodiscover_modules_named("flows"):
         _add(module, flows_of(module))
         _add_schedules(module)
+        _add_rate_limits(module)
     configured = (*flowdeck_settings().flow_modules, *extra_modules)
     for module in configured:
         _add(module, flows_of(module))
         _add_schedules(module)
+        _add_rate_limits(module)
     if _tasks_backend_configured():
         for module in (*autodiscover_modules_named("tasks"), *configured):
             _add(module, task_flows.flows_in(module))

@@ -26,6 +26,7 @@ from flowdeck.console import discovery
 from flowdeck.console.conf import flowdeck_settings
 from flowdeck.engine import body_threads, scheduler
 from flowdeck.engine.engine import FlowEngine
+from flowdeck.engine.rate_limits import RateLimit
 from flowdeck.store import spi
 from flowdeck.store.django import errors as store_errors
 from flowdeck.store.django import joined, sqlite_connection
@@ -86,11 +87,18 @@ def close_store(store: spi.FlowStore) -> None:
         store.close()
 
 
+def declared_rate_limits() -> dict[str, RateLimit]:
+    """The rate limits of this process: the flows modules' `RATE_LIMITS`, then `FLOWDECK_RATE_LIMITS`
+    (the setting wins, so a deployment may tune a limit its code declares)."""
+    return {**discovery.declared_rate_limits(), **flowdeck_settings().rate_limits}
+
+
 async def serve(engine: FlowEngine, only: Iterable[str] | None = None) -> list[str]:
     """Register on `engine` every discovered version (of the workflow ids in `only`, when given), oldest
     first per id: the set every process serves; then upsert the schedules declared for them (the
     declaration wins, a paused one stays paused). Answers the workflow ids served, in order."""
     served: list[str] = []
+    engine.declare_rate_limits(declared_rate_limits())
     for workflow_id, flow in discovery.served(only):
         await engine.register(workflow_id, flow)
         if workflow_id not in served:
@@ -148,6 +156,7 @@ def served_engine() -> FlowEngine:
         if _engine is None:
             _engine = FlowEngine(store(), (), transient=TRANSIENT)
         if not (_served or _registered):
+            _engine.declare_rate_limits(declared_rate_limits())
             for workflow_id, flow in discovery.served(None):
                 _engine.serve(workflow_id, flow)
             _served = True

@@ -202,10 +202,12 @@ def workflow_info_of(info: spi.WorkflowInfo) -> WorkflowInfoDto:
 
 
 class WaitDto(Wire):
-    """One wait row: `sleeping` (detail = the deadline) or `waiting` (detail = the input name)."""
+    """One wait row: `sleeping` (detail = the deadline), `rate-limited` (detail = the deadline its rate
+    limit's token is due at; `limit` names the limit) or `waiting` (detail = the input name)."""
 
     path: str
-    kind: Literal["sleeping", "waiting"]
+    kind: Literal["sleeping", "waiting", "rate-limited"]
+    limit: str | None = None
     detail: str | None = None
 
 
@@ -274,7 +276,7 @@ class ExecutionDetailDto(ExecutionInfoDto):
 
 
 def waits_of(state: spi.ExecutionState) -> list[WaitDto]:
-    return [WaitDto(path=w.path, kind=w.kind, detail=w.detail) for w in waits.waits_of(state)]
+    return [WaitDto(path=w.path, kind=w.kind, detail=w.detail, limit=w.limit) for w in waits.waits_of(state)]
 
 
 def execution_info_of(state: spi.ExecutionState, served: frozenset[str]) -> ExecutionInfoDto:

@@ -13,7 +13,8 @@ will ever run. The states, first match wins:
   not hidden, but it is counted once, as parked;
 - `stopped` (with its code; `stopped·answered` once a person answered the node it stopped at: "answered,
   awaiting resume"), `compensating`, `cancelling`;
-- `waiting` (an input), `retrying` (a failed attempt's back-off), `sleeping` (a timer);
+- `waiting` (an input), `rate-limited` (a node waits for its rate limit's token: "rate-limited until …"),
+  `retrying` (a failed attempt's back-off), `sleeping` (a timer);
 - `running`.
 
 The counts, the list's filter words and the gauge keep one partition: each execution in exactly one
@@ -38,6 +39,7 @@ from flowdeck.engine import schema
 from flowdeck.engine.node_status import NodeStatus as NodeState
 from flowdeck.store import counts, spi
 from flowdeck.store.counts import RETRY_MARK
+from flowdeck.store.rate_limits import rate_row_matches
 
 if TYPE_CHECKING:
     from flowdeck.engine.engine import FlowEngine
@@ -71,6 +73,7 @@ class ExecState(enum.StrEnum):
     WAITING = "waiting"
     SLEEPING = "sleeping"
     RETRYING = "retrying"
+    RATE_LIMITED = "rate-limited"
     PARKED = "parked"
     STOPPED = "stopped"
     COMPENSATING = "compensating"
@@ -86,6 +89,7 @@ _LABELS = {
     "waiting": f"running{SEP}waiting",
     "sleeping": f"running{SEP}sleeping",
     "retrying": f"running{SEP}retrying",
+    "rate-limited": f"running{SEP}rate-limited",
 }
 
 
@@ -153,6 +157,8 @@ def _alive(state: spi.ExecutionState) -> ExecState:
         return ExecState.CANCELLING
     if any(isinstance(w, spi.WakeOnField) for w in state.waits.values()):
         return ExecState.WAITING
+    if any(rate_row_matches(path) for path in state.waits):
+        return ExecState.RATE_LIMITED
     if any(RETRY_MARK in path for path in state.waits):
         return ExecState.RETRYING
     return ExecState.SLEEPING if state.waits else ExecState.RUNNING

@@ -30,6 +30,7 @@ from flowdeck.engine.errors import (
     FlowNotResumable,
     FlowNotStopped,
     FlowOperatorError,
+    FlowRateLimitUnknown,
     FlowReservedName,
     FlowResumeConflict,
     FlowRetry,
@@ -49,6 +50,7 @@ from flowdeck.engine.errors import (
 from flowdeck.engine.flow import Flow, Loop, Meta
 from flowdeck.engine.lint import LintWarning, lint
 from flowdeck.engine.local import run_local
+from flowdeck.engine.rate_limits import RateLimit
 from flowdeck.engine.schedule import Schedule
 from flowdeck.engine.schedule_ticks import scheduled
 from flowdeck.engine.worker import Health
@@ -62,6 +64,8 @@ __all__ = [
     "SearchResult",
     "run_local",
     "scheduled",
+    "RateLimit",
+    "FlowRateLimitUnknown",
     "FlowScheduleError",
     "FlowScheduleExists",
     "FlowScheduleNotFound",

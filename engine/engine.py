@@ -157,6 +157,9 @@ class FlowEngine:
         self.tracing = tracing.Tracing(tracer_provider)
         self._flows = tuple(flows)
         self._registry = Registry()
+        # the limits its nodes may use: the config's, and what `declare_rate_limits` adds (shared with the
+        # pool by reference, so an attempt sees every declaration)
+        self.rate_limits: dict[str, RateLimit] = dict(self.config.rate_limits)
         self._pool = WorkerPool(
             store=store,
             registry=self._registry,
@@ -165,6 +168,7 @@ class FlowEngine:
             executor_id=self.executor_id,
             runner=runner,
             traces=self.tracing,
+            rate_limits=self.rate_limits,
         )
         self.workflows = Workflows(self)
         self.executions = Executions(self)
@@ -198,13 +202,27 @@ class FlowEngine:
         )
         return digest
 
+    def declare_rate_limits(self, limits: Mapping[str, RateLimit]) -> None:
+        """Add named rate limits its flows' nodes may use (a flows module's `RATE_LIMITS`), before serving
+        the flows that use them. Declaring a name again with another definition is refused."""
+        problems = [
+            f"rate limit {name!r} is declared twice, differently ({self.rate_limits[name].describe()}, then "
+            f"{limit.describe()})"
+            for name, limit in limits.items()
+            if name in self.rate_limits and self.rate_limits[name] != limit
+        ]
+        problems += EngineConfig(rate_limits=limits).problems()
+        if problems:
+            raise errors.FlowConfigError(problems)
+        self.rate_limits.update(limits)
+
     def serve(self, workflow_id: str, flow: Flow) -> spi.WorkflowInfo:
         """`register`'s checks and its in-memory half, with no store write: answers the info `register`
         puts in the store. For a caller that must not write yet (the client inside a caller's
         transaction); `register` the same version later to record it."""
         ids.check_id(workflow_id, what="workflow id")
         schema.validate(flow)
-        rate_limits.check(flow, self.config.rate_limits)
+        rate_limits.check(flow, self.rate_limits)
         self._registry.add(Version(workflow_id, schema.structural_hash(flow), flow))
         return schema.workflow_info(workflow_id, flow)
 

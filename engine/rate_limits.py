@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from flowdeck.engine.flow import Flow
     from flowdeck.engine.recorder import Recorder
 
-__all__ = ["RATE_MARK", "Per", "RateLimit", "RateUse", "Tokens", "admit", "check", "use_of"]
+__all__ = ["RATE_MARK", "Per", "RateLimit", "RateUse", "Tokens", "admit", "check", "limits_of", "use_of"]
 
 Per = Literal["second", "minute", "hour", "day"]
 PERIODS: Mapping[str, timedelta] = {
@@ -63,6 +63,8 @@ class RateLimit:
             raise ValueError(f"RateLimit: count must be a positive int, got {self.count!r}")
         if isinstance(self.burst, bool) or not isinstance(self.burst, int) or self.burst < 1:
             raise ValueError(f"RateLimit: burst must be a positive int, got {self.burst!r}")
+        if not isinstance(self.per_key, bool):
+            raise ValueError(f"RateLimit: per_key must be a bool, got {self.per_key!r}")
         if isinstance(self.per, timedelta):
             if self.per <= timedelta(0):
                 raise ValueError(f"RateLimit: per must be a positive duration, got {self.per}")
@@ -167,3 +169,24 @@ async def admit(rec: Recorder, path: str, use: RateUse, key_of: Callable[[], Awa
     event = rec.event(spi.EventKind.RATE_LIMITED, step_name=path, limit=use.name, key=key, until=until)
     await rec.wait(row, spi.WakeAt(take.slot), event)
     raise Parked({row})
+
+
+def limits_of(where: str, declared: Any) -> dict[str, RateLimit]:
+    """A declaration of named limits (a flows module's `RATE_LIMITS`, the `FLOWDECK_RATE_LIMITS` setting):
+    a mapping of name to `RateLimit`, or to the mapping of its fields (`{"count": 50, "per": "minute"}`).
+    Anything else raises ValueError naming `where` and the entry."""
+    if not isinstance(declared, Mapping):
+        raise ValueError(f"{where} is not a mapping of names to rate limits (RateLimit(...)): {declared!r}")
+    found: dict[str, RateLimit] = {}
+    for name, value in declared.items():
+        if not isinstance(name, str) or not name or "#" in name or len(name) > 200:
+            raise ValueError(f"{where}: {name!r} is not a limit's name (a non-empty str without '#')")
+        if isinstance(value, Mapping):
+            try:
+                value = RateLimit(**value)
+            except TypeError as error:
+                raise ValueError(f"{where}[{name!r}]: {error}") from None
+        if not isinstance(value, RateLimit):
+            raise ValueError(f"{where}[{name!r}] is not a rate limit (RateLimit(...)): {value!r}")
+        found[name] = value
+    return found

@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
 from flowdeck.engine import interpreter, tracing
 from flowdeck.engine.config import EngineConfig
+from flowdeck.engine.rate_limits import RateLimit
 from flowdeck.engine.registry import Registry, Version
 from flowdeck.store.clock import Clock
 from flowdeck.store.spi import Claimed, FlowStore, FlowStoreError
@@ -104,9 +105,11 @@ class WorkerPool:
         executor_id: str,
         runner: interpreter.Runner | None = None,
         traces: tracing.Tracing | None = None,
+        rate_limits: Mapping[str, RateLimit] | None = None,
     ) -> None:
         self._store = store
         self._traces = traces
+        self._rate_limits = config.rate_limits if rate_limits is None else rate_limits
         self._registry = registry
         self._config = config
         self._clock = clock
@@ -376,7 +379,7 @@ class WorkerPool:
                 opened=opened,
                 transient=self._config.transient,
                 traces=self._traces,
-                rate_limits=self._config.rate_limits,
+                rate_limits=self._rate_limits,
             ),
             name=f"flowdeck:run:{eid}",
         )

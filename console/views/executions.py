@@ -36,6 +36,7 @@ _BASE_WORDS = (
     "waiting",
     "sleeping",
     "retrying",
+    "rate-limited",
     "cancelling",
     "compensating",
     "stopped",

@@ -39,7 +39,11 @@ STATE = spi.ExecutionState(
     "h",
     AT,
     AT,
-    {"b.grace": spi.WakeAt(AT), "a.manual": spi.WakeOnField("approval")},
+    {
+        "b.grace": spi.WakeAt(AT),
+        "a.manual": spi.WakeOnField("approval"),
+        "c.ship#rate:carrier-api": spi.WakeAt(AT),
+    },
     False,
     None,
 )
@@ -49,10 +53,20 @@ def test_each_surface_words_the_waits_its_own_way_from_one_reading() -> None:
     assert waits.waits_of(STATE) == (
         waits.Wait("a.manual", "approval", None),
         waits.Wait("b.grace", None, AT),
+        waits.Wait("c.ship#rate:carrier-api", None, AT, "carrier-api"),
     )
+    at = "2026-12-01T12:03:04.123456+00:00"
     assert [w.model_dump() for w in schemas.waits_of(STATE)] == [
-        {"path": "a.manual", "kind": "waiting", "detail": "approval"},
-        {"path": "b.grace", "kind": "sleeping", "detail": "2026-12-01T12:03:04.123456+00:00"},
+        {"path": "a.manual", "kind": "waiting", "detail": "approval", "limit": None},
+        {"path": "b.grace", "kind": "sleeping", "detail": at, "limit": None},
+        {"path": "c.ship#rate:carrier-api", "kind": "rate-limited", "detail": at, "limit": "carrier-api"},
     ]
-    assert [w.words for w in common.row_of(STATE).waits] == ["input approval", "until 2026-12-01 12:03:04"]
-    assert waits.line(STATE) == "input approval, b.grace until 2026-12-01 12:03"
+    assert [w.words for w in common.row_of(STATE).waits] == [
+        "input approval",
+        "until 2026-12-01 12:03:04",
+        "rate-limited (carrier-api) until 2026-12-01 12:03:04",
+    ]
+    assert waits.line(STATE) == (
+        "input approval, b.grace until 2026-12-01 12:03,"
+        " c.ship rate-limited (carrier-api) until 2026-12-01 12:03"
+    )

@@ -79,6 +79,11 @@ BAD = [
         'FLOWDECK_CSP = {"img-src": ["\'self\'; script-src *"]}',
         "FLOWDECK_CSP: img-src: 0: \"'self'; script-src *\" is not one CSP source (one word, no ';' or ',')",
     ),
+    (
+        'FLOWDECK_RATE_LIMITS = {"carrier-api": {"count": 50, "per": "fortnight"}}',
+        "FLOWDECK_RATE_LIMITS: RateLimit: per must be one of second, minute, hour, day or a timedelta, got "
+        "'fortnight'",
+    ),
     ("FLOWDECK_WORKER = 4", "FLOWDECK_WORKER: not a Flowdeck setting (did you mean FLOWDECK_WORKERS?)"),
 ]
 
