@@ -43,6 +43,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from flowdeck.console import activity, runtime
+from flowdeck.console import rate_limits as console_rate_limits
 from flowdeck.console import schedules as console_schedules
 from flowdeck.engine import errors, interpreter, scheduler, tracing, values
 from flowdeck.engine.engine import ExecutionDetail, SearchResult
@@ -72,6 +73,8 @@ __all__ = [
     "start",
     "schedules",
     "aschedules",
+    "rate_limits",
+    "arate_limits",
     "create_schedule",
     "acreate_schedule",
     "pause_schedule",
@@ -507,6 +510,15 @@ def _run(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 # ---------------------------------------------------------------------------------------- schedules
+
+
+async def arate_limits() -> list[console_rate_limits.Shown]:
+    """Every rate limit: configured and observed rate, executions rate-limited now, busiest keys."""
+    return list(await console_rate_limits.shown_all())
+
+
+def rate_limits() -> list[console_rate_limits.Shown]:
+    return blocking_read("rate_limits", arate_limits)
 
 
 def _actor(actor: str | None) -> str:

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -35,7 +36,9 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from flowdeck.console import rate_limits as console_rate_limits
 from flowdeck.console import states
+from flowdeck.engine.rate_limits import RateLimit
 from flowdeck.store import counts, feed, heartbeats, spi
 from flowdeck.store.events import EventKind as K
 
@@ -213,6 +216,7 @@ class StoreState:
     beats: tuple[heartbeats.RecordedHeartbeat, ...] | None
     behind: int
     schedules: ScheduleState | None = None
+    rates: tuple[console_rate_limits.Shown, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -231,18 +235,23 @@ async def _schedule_state(store: spi.FlowStore) -> ScheduleState:
 
 
 async def read_state(
-    store: spi.FlowStore, fresh_within: timedelta, served: frozenset[str] | None = None
+    store: spi.FlowStore,
+    fresh_within: timedelta,
+    served: frozenset[str] | None = None,
+    rate_limits: Mapping[str, RateLimit] | None = None,
 ) -> StoreState:
     """With `served` (the version hashes some process serves), executions count by state: the parked apart
-    from running (`flowdeck.console.states.count_by_state`); without it by status kind."""
+    from running (`flowdeck.console.states.count_by_state`); without it by status kind. `rate_limits`: the
+    declared limits, shown with those the store has buckets of (`console.rate_limits`)."""
     try:
         counted = store.count_by_status() if served is None else states.count_by_state(store, served)
         statuses = tuple(await counted)
         beats = tuple(await store.list_heartbeats(fresh_within))
         scheduled = await _schedule_state(store)
+        rates = tuple(await console_rate_limits.shown(store, rate_limits or {}, busiest=0))
     except spi.FlowStoreError:
         return StoreState(None, None, 0)
-    return StoreState(statuses, beats, 0, scheduled)
+    return StoreState(statuses, beats, 0, scheduled, rates)
 
 
 class StateCollector(Collector):
@@ -267,6 +276,36 @@ class StateCollector(Collector):
             yield from _heartbeats(state.beats)
         if state.schedules is not None:
             yield from _schedules(state.schedules)
+        if state.rates is not None:
+            yield from _rates(state.rates)
+
+
+def _rates(shown: Iterable[console_rate_limits.Shown]) -> Iterator[Metric]:
+    tokens = CounterMetricFamily(
+        "flowdeck_rate_limit_tokens",
+        "Tokens of each rate limit since its buckets were made: taken at once, or reserved for a later slot "
+        "(the node waited for it, rate-limited).",
+        labels=["limit", "outcome"],
+    )
+    limited = GaugeMetricFamily(
+        "flowdeck_rate_limited_executions", "Executions rate-limited now, by limit.", labels=["limit"]
+    )
+    observed = GaugeMetricFamily(
+        "flowdeck_rate_limit_observed_per_second",
+        "Tokens per second over the last whole minute, by limit (every key).",
+        labels=["limit"],
+    )
+    configured = GaugeMetricFamily(
+        "flowdeck_rate_limit_configured_per_second", "Each declared limit's rate, per key.", labels=["limit"]
+    )
+    for s in shown:
+        tokens.add_metric([s.name, "taken"], s.taken)
+        tokens.add_metric([s.name, "reserved"], s.reserved)
+        limited.add_metric([s.name], s.limited_now)
+        observed.add_metric([s.name], s.observed_per_second)
+        if s.configured_per_second is not None:
+            configured.add_metric([s.name], s.configured_per_second)
+    yield from (tokens, limited, observed, configured)
 
 
 def _schedules(state: ScheduleState) -> Iterator[Metric]:
@@ -334,7 +373,10 @@ def reset() -> None:
 
 
 async def scrape(
-    store: spi.FlowStore, fresh_within: timedelta, served: frozenset[str] | None = None
+    store: spi.FlowStore,
+    fresh_within: timedelta,
+    served: frozenset[str] | None = None,
+    rate_limits: Mapping[str, RateLimit] | None = None,
 ) -> bytes:
     """The exposition text: the feed folded up to now, then the store's state."""
     global _FOLD, _LOCK
@@ -345,9 +387,7 @@ async def scrape(
         # a failure is said by flowdeck_store_up below; the next scrape folds what this one could not
         with contextlib.suppress(spi.FlowStoreError):
             await fold.catch_up(store)
-        state = await read_state(store, fresh_within, served)
+        state = await read_state(store, fresh_within, served, rate_limits)
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(
-            StateCollector(StoreState(state.statuses, state.beats, fold.behind, state.schedules))
-        )
+        registry.register(StateCollector(dataclasses.replace(state, behind=fold.behind)))
         return generate_latest(fold.registry) + generate_latest(registry)

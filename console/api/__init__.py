@@ -20,6 +20,7 @@ from flowdeck.console.api import (
     executions,
     openapi,
     operators,
+    rate_limits,
     schedules,
     system,
     workflows,
@@ -66,5 +67,5 @@ api = FlowdeckAPI(
 )
 errors.install(api)
 # bulk before executions: POST /executions/bulk is not an execution named bulk
-for module in (workflows, bulk, executions, operators, activity, schedules, system):
+for module in (workflows, bulk, executions, operators, activity, schedules, rate_limits, system):
     api.add_router("/v1", module.router)

@@ -26,7 +26,7 @@ async def metrics_page(request: HttpRequest) -> HttpResponse:
 async def _exposition(request: HttpRequest) -> HttpResponse:
     engine = await runtime.engine()
     fresh = heartbeat.heartbeat_interval() * heartbeat.STALE_AFTER_BEATS
-    body = await metrics.scrape(engine.store, fresh, await states.served_by(engine))
+    body = await metrics.scrape(engine.store, fresh, await states.served_by(engine), engine.rate_limits)
     response = HttpResponse(body, content_type=metrics.CONTENT_TYPE)
     response["Cache-Control"] = "no-store"
     return response

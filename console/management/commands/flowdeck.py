@@ -24,7 +24,15 @@ from pydantic import ValidationError
 
 from flowdeck.console import activity, answers, refusals, runtime, states, tokens, waits
 from flowdeck.console.cli import FLOW_VERBS
-from flowdeck.console.management.commands import _activity, _bulk, _output, _purge, _schedule, _show
+from flowdeck.console.management.commands import (
+    _activity,
+    _bulk,
+    _output,
+    _purge,
+    _rate_limits,
+    _schedule,
+    _show,
+)
 from flowdeck.console.management.commands._common import checked_settings, engine_logging
 from flowdeck.console.management.commands._schema import require_schema
 from flowdeck.console.views import list_query
@@ -263,6 +271,11 @@ _VERBS: tuple[tuple[str, str, Callable[[CommandParser], None]], ...] = (
         "schedule",
         "schedules: ls, show, create, pause, resume, trigger, delete, backfill",
         _schedule.add_arguments,
+    ),
+    (
+        "rate-limits",
+        "rate limits: configured and observed rate, executions rate-limited now, busiest keys",
+        _rate_limits.add_arguments,
     ),
     ("token", "API tokens: create, list, revoke", tokens.add_arguments),
 )
@@ -507,6 +520,9 @@ class Command(_output.SafeOutputCommand):
 
     async def do_schedule(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         await _schedule.run(o, self.actor, self.emit)
+
+    async def do_rate_limits(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        await _rate_limits.run(self.emit)
 
     async def do_parked(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         await engine.workflows.describe(o["workflow_id"])
