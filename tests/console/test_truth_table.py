@@ -61,6 +61,8 @@ TRUTH = {
     "demo-parked": "parked",
 }
 FOLLOW_UP = {"demo-sleeping": "sleeping"}
+# the states a Running row is refined into, whose badge reads `running·<state>`
+RUNNING_REFINED = ("waiting", "sleeping", "retrying", "rate-limited")
 STATUS_OF_COLOUR = {colour.lower(): str(status) for status, colour in COLOURS.items()}
 
 
@@ -172,7 +174,9 @@ def _tally(truth: dict[str, str]) -> dict[str, int]:
     """Counts by state as the overview's columns count them: a Running row's refinements are running."""
     out: dict[str, int] = {}
     for state in truth.values():
-        column = "running" if state in ("waiting", "sleeping", "retrying", "cancelling") else state
+        column = (
+            "running" if state in ("waiting", "sleeping", "retrying", "rate-limited", "cancelling") else state
+        )
         out[column] = out.get(column, 0) + 1
     return out
 
@@ -200,7 +204,7 @@ async def _execution_surfaces(client: AsyncClient, execution_id: str, state: str
     # the state line: `completed`, `failed:CardDeclined`, `running·waiting`, `parked` or `parked·stopped:…`
     shown = field.group(1).split(":")[0].split("·")
     assert (shown[0] if state == "parked" else shown[-1]) == state, (execution_id, field.group(1))
-    assert "running" not in field.group(1) or state in ("waiting", "sleeping", "retrying"), execution_id
+    assert "running" not in field.group(1) or state in RUNNING_REFINED, execution_id
     rest = json.loads((await client.get(f"/api/v1/executions/{execution_id}")).content)
     assert rest["state"] == state, execution_id
 
