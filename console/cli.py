@@ -38,6 +38,7 @@ FLOW_VERBS = (
     "purge",
     "activity",
     "schedule",
+    "rate-limits",
     "token",
 )
 
