@@ -438,7 +438,7 @@ class CancelAllResponse(Wire):
 # The wire filter vocabulary (store.spi.ExecutionFilter.parse): a word, or a word narrowed after a colon.
 STATUS_PATTERN = (
     r"^(?:running|completed|cancelled|cancelling|compensating|failed|sleeping|waiting|stopped|retrying"
-    r"|(?:failed|waiting|stopped):[^\u0000]+)$"
+    r"|rate-limited|(?:failed|waiting|stopped|rate-limited):[^\u0000]+)$"
 )
 
 

@@ -180,6 +180,7 @@ def test_operation_ids_are_verbs(live: Live) -> None:
         "trigger_schedule",
         "delete_schedule",
         "backfill_schedule",
+        "list_rate_limits",
     }
 
 
