@@ -8,7 +8,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from flowdeck.engine import Flow
+from flowdeck.engine import Flow, RateLimit
 
 # When set in a worker process's environment, `hold`'s step blocks for an hour: that worker holds its
 # claims until it is killed (W6). The rescuing worker runs without it and finishes the step at once.
@@ -43,5 +43,21 @@ HOLD = Flow.init("hold").step("hold", hold)
 NAP = Flow.init("nap").sleep("nap", timedelta(hours=1))
 
 
+# W15: a worker process given a rate (tokens per second) in its environment declares the limit `w15` and
+# serves `rated`, whose one step uses it; without it, neither (W1's workers are untouched).
+RATE_ENV = "FLOWDECK_BENCH_RATE"
+RATE_LIMIT = "w15"
+
+
+def rated() -> Flow:
+    return Flow.init("rated").step("call", trivial, rate_limit=RATE_LIMIT)
+
+
+def rate_limits() -> dict[str, RateLimit]:
+    rate = os.environ.get(RATE_ENV)
+    return {RATE_LIMIT: RateLimit(int(rate))} if rate else {}
+
+
 def all_flows(steps: tuple[int, ...] = (10, 3)) -> list[Flow]:
-    return [*(chain(n) for n in sorted(set(steps))), LISTENER, HOLD, NAP]
+    rate = [rated()] if os.environ.get(RATE_ENV) else []
+    return [*(chain(n) for n in sorted(set(steps))), LISTENER, HOLD, NAP, *rate]

@@ -47,6 +47,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w12_executions": 2000,  # a round of seconds: at 500, a fast machine ran W1 in about one
         "w12_clients": 100,
         "w12_rounds": 10,  # pairs: one round drifts ±15 % with the machine, the mean of 10 a third of that
+        "w15_executions": 3000,  # 30 s at 100 per second
+        "w15_procs": 4,
+        "w15_rate": 100,
         "w17_tasks": 5000,
         "w17_procs": 2,
         "w17_rounds": 3,
@@ -75,6 +78,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w12_executions": 200,
         "w12_clients": 100,
         "w12_rounds": 2,
+        "w15_executions": 1000,
+        "w15_procs": 4,
+        "w15_rate": 100,
         "w17_tasks": 1000,
         "w17_procs": 2,
         "w17_rounds": 2,
@@ -103,6 +109,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w12_executions": 6,
         "w12_clients": 3,
         "w12_rounds": 1,
+        "w15_executions": 20,
+        "w15_procs": 2,
+        "w15_rate": 20,
         "w17_tasks": 10,
         "w17_procs": 1,
         "w17_rounds": 1,
@@ -253,9 +262,16 @@ def plan(s: dict[str, Any]) -> list[Planned]:
         ),
         (frozenset({"W9"}), "W9/flowdeck", "W9 flowdeck", child(FLOWDECK, *w9_args)),
         *_console_plan(s),
+        _rate_run(s),
         _tasks_run(s),
         (frozenset({"W18"}), "W18/flowdeck", "W18 flowdeck", _w18_child(s)),
     ]
+
+
+def _rate_run(s: dict[str, Any]) -> Planned:
+    """W15: a rate limit shared by worker processes (bench/rate_load.py)."""
+    args = ("w15", "--executions", s["w15_executions"], "--procs", s["w15_procs"], "--rate", s["w15_rate"])
+    return (frozenset({"W15"}), "W15/flowdeck", "W15 flowdeck", child(FLOWDECK, *args, "--workers", 16))
 
 
 def _tasks_run(s: dict[str, Any]) -> Planned:

@@ -40,11 +40,12 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    from bench.flows import all_flows
+    from bench.flows import all_flows, rate_limits
     from flowdeck.engine.engine import FlowEngine
 
     store = flowdeck_env.make_store()
-    engine = FlowEngine(store, all_flows(), **engine_options(args))  # type: ignore[arg-type]
+    options = engine_options(args)
+    engine = FlowEngine(store, all_flows(), rate_limits=rate_limits(), **options)  # type: ignore[arg-type]
     ready = json.dumps({"executor_id": engine.executor_id, "pid": os.getpid()})
     if args.wait_go:
         # W1: everything imported and configured, the database not yet touched; the clock starts at "go".
