@@ -9,24 +9,26 @@ the history: the StepStarted events of `call` (written once the node holds its t
 span from the first to the last. Reported beside it: the worker processes' CPU (user + system) over the
 run, per execution and as a share of one core, and how many executions waited (RateLimited events).
 
-    python -m bench.workloads w15 --executions 1000 --procs 4 --rate 100
+    python -m bench.rate_load w15 --executions 1000 --procs 4 --rate 100
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import sys
 import time
 from typing import Any
 
-from bench import cpu, flowdeck_env, pg, protocol
+from bench import cpu, flowdeck_env, pg, protocol, workloads
+from bench.worker import add_engine_arguments
 
 WORKFLOW = "rated"
 
 
 async def _start(executions: int, rate: int) -> float:
     from bench.flows import RATE_LIMIT, rated
-    from bench.workloads import start_many
     from flowdeck.engine.engine import FlowEngine
     from flowdeck.engine.rate_limits import RateLimit
 
@@ -34,7 +36,7 @@ async def _start(executions: int, rate: int) -> float:
     starter = FlowEngine(store, (), workers=1, rate_limits={RATE_LIMIT: RateLimit(rate)})
     began = time.perf_counter()
     await starter.register(WORKFLOW, rated())
-    await start_many(starter, WORKFLOW, [f"rated-{i:06d}" for i in range(executions)])
+    await workloads.start_many(starter, WORKFLOW, [f"rated-{i:06d}" for i in range(executions)])
     seconds = time.perf_counter() - began
     await store.aclose()
     return seconds
@@ -70,7 +72,6 @@ def _span(instants: list[Any]) -> float:
 
 
 def run(ns: argparse.Namespace) -> dict[str, Any]:
-    from bench import workloads
     from bench.flows import RATE_ENV
 
     flowdeck_env.fresh_database("postgres", ns.database)
@@ -109,3 +110,21 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
         "database_cpu_seconds": spent["database"],
         **found,
     }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.rate_load")
+    parser.add_argument("command", choices=["w15"])
+    add_engine_arguments(parser)
+    parser.add_argument("--executions", type=int, default=1000)
+    parser.add_argument("--procs", type=int, default=4)
+    parser.add_argument("--rate", type=int, default=100, help="the rate limit, per second")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    ns = parser.parse_args(argv)
+    protocol.emit(run(ns))
+    sys.stdout.flush()
+    os._exit(0)  # the store's threads need no orderly end in a measuring child
+
+
+if __name__ == "__main__":
+    main()

@@ -126,6 +126,7 @@ LIVE_PAGE = "bench.live_page"
 CONSOLE_LOAD = "bench.console_load"
 LIVE_LIST = "bench.live_list"
 TASKS_LOAD = "bench.tasks_load"
+RATE_LOAD = "bench.rate_load"
 TRACED_W1 = "bench.traced_w1"
 W12_DEADLINE = 2400  # seconds for the whole W12 child, its daphne, workers and clients included
 
@@ -271,7 +272,7 @@ def plan(s: dict[str, Any]) -> list[Planned]:
 def _rate_run(s: dict[str, Any]) -> Planned:
     """W15: a rate limit shared by worker processes (bench/rate_load.py)."""
     args = ("w15", "--executions", s["w15_executions"], "--procs", s["w15_procs"], "--rate", s["w15_rate"])
-    return (frozenset({"W15"}), "W15/flowdeck", "W15 flowdeck", child(FLOWDECK, *args, "--workers", 16))
+    return (frozenset({"W15"}), "W15/flowdeck", "W15 flowdeck", child(RATE_LOAD, *args, "--workers", 16))
 
 
 def _tasks_run(s: dict[str, Any]) -> Planned:

@@ -32,7 +32,6 @@ from bench import (
     pg,
     protocol,
     purge_load,
-    rate_load,
     schedule_load,
     search_load,
     statement_loop,
@@ -522,10 +521,6 @@ def cmd_w13(ns: argparse.Namespace) -> dict[str, Any]:
     return purge_load.run(ns.rows, ns.reps, ns.purge_batch)
 
 
-def cmd_w15(ns: argparse.Namespace) -> dict[str, Any]:
-    return rate_load.run(ns)
-
-
 def cmd_w16(ns: argparse.Namespace) -> dict[str, Any]:
     return schedule_load.run(ns.schedules, ns.tickers)
 
@@ -539,7 +534,6 @@ COMMANDS = {
     "w6": cmd_w6,
     "w7": cmd_w7,
     "w13": cmd_w13,
-    "w15": cmd_w15,
     "w16": cmd_w16,
     "w9": cmd_w9,
 }
@@ -561,7 +555,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--purge-batch", type=int, default=500, help="W13: executions per purge transaction")
     parser.add_argument("--schedules", type=int, default=1000, help="W16: schedules due at once")
     parser.add_argument("--tickers", type=int, default=2, help="W16: tickers racing (each its own store)")
-    parser.add_argument("--rate", type=int, default=100, help="W15: the rate limit, per second")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--settle", type=float, default=1.0, help="W9: seconds before each RSS reading")
     parser.add_argument("--profile", help="W1: py-spy every worker process; collapsed stacks at PATH.<n>")
