@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import sys
 import time
@@ -42,7 +43,7 @@ async def _start(executions: int, rate: int) -> float:
     return seconds
 
 
-def _read_back(database: str) -> dict[str, Any]:
+def _read_back(database: str, interval: float) -> dict[str, Any]:
     with pg.connect(database) as conn:
         starts = [
             row[0]
@@ -57,6 +58,13 @@ def _read_back(database: str) -> dict[str, Any]:
                 "select timestamp from flowstore_event where kind = 'RateLimited' order by timestamp"
             ).fetchall()
         ]
+        slots = [
+            row[0]
+            for row in conn.execute(
+                "select (data::jsonb ->> 'until')::timestamptz from flowstore_event"
+                " where kind = 'RateLimited' order by 1"
+            ).fetchall()
+        ]
     return {
         "calls": len(starts),
         "span_seconds": _span(starts),
@@ -64,6 +72,11 @@ def _read_back(database: str) -> dict[str, Any]:
         # how fast the waiting executions asked for their slot: below the limit, the engine (not the limit)
         # set the pace, and the limit was not binding
         "asked_per_s": (len(asked) - 1) / _span(asked) if len(asked) > 1 and _span(asked) else 0.0,
+        # the slots the workers' takes reserved, from every process: never two closer than the limit's
+        # interval (a token over-spent would be); a microsecond's slack for the clock's rounding
+        "slots_too_close": sum(
+            1 for a, b in itertools.pairwise(slots) if (b - a).total_seconds() < interval - 1e-6
+        ),
     }
 
 
@@ -91,7 +104,7 @@ def run(ns: argparse.Namespace) -> dict[str, Any]:
     finally:
         probe.close()
         workloads.stop_all(children)
-    found = _read_back(ns.database)
+    found = _read_back(ns.database, 1 / ns.rate)
     observed = (found["calls"] - 1) / found["span_seconds"] if found["span_seconds"] else 0.0
     elapsed = ended - began
     return {

@@ -48,6 +48,7 @@ def test_w15_runs_at_a_tiny_size(tmp_path: Path) -> None:
     assert "error" not in w15, w15
     assert (w15["executions"], w15["calls"], w15["processes"], w15["rate"]) == (20, 20, 2, 20)
     assert w15["rate_limited_waits"] >= 1  # past the first token, the executions waited for their slots
+    assert w15["slots_too_close"] == 0  # two worker processes' takes never shared a token
     rows = [row for row in doc["rows"] if row["workload"] == "W15"]
     assert len(rows) == 2
     assert rows[0]["holds"] is not None
