@@ -44,10 +44,12 @@ from typing import Any, TypeVar
 
 from flowdeck.console import activity, runtime
 from flowdeck.console import schedules as console_schedules
+from flowdeck.console.limits import alimits as alimits
+from flowdeck.console.limits import aqueue_of as aqueue_of
 from flowdeck.engine import errors, interpreter, scheduler, tracing, values
 from flowdeck.engine.engine import ExecutionDetail, SearchResult
+from flowdeck.store import concurrency, spi
 from flowdeck.store import schedules as store_schedules
-from flowdeck.store import spi
 
 __all__ = [
     "FlowExecutionCancelled",
@@ -72,6 +74,10 @@ __all__ = [
     "start",
     "schedules",
     "aschedules",
+    "limits",
+    "alimits",
+    "queue_of",
+    "aqueue_of",
     "create_schedule",
     "acreate_schedule",
     "pause_schedule",
@@ -547,6 +553,14 @@ async def abackfill_schedule(
     return await console_schedules.backfill(
         name, start, end, dry_run=dry_run, actor=_actor(actor), source="client"
     )
+
+
+def limits(workflow_id: str | None = None, busiest: int = 10) -> list[concurrency.GroupCount]:
+    return blocking_read("limits", lambda: alimits(workflow_id, busiest))
+
+
+def queue_of(execution_id: str) -> concurrency.Queued | None:
+    return blocking_read("queue_of", lambda: aqueue_of(execution_id))
 
 
 def schedules() -> list[console_schedules.Shown]:

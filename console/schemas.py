@@ -14,12 +14,12 @@ from ninja import Schema
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
-from flowdeck.console import states, waits
+from flowdeck.console import limits, states, waits
 from flowdeck.engine import dry_run, ids
 from flowdeck.engine.engine import ExecutionDetail, InputStatus
 from flowdeck.engine.errors import FlowInvalidId
 from flowdeck.engine.progress import NodeProgress, NodeStatus
-from flowdeck.store import claim_order, field_terms, filter_limits, spi
+from flowdeck.store import claim_order, concurrency, field_terms, filter_limits, spi
 
 __all__ = [
     "AnswerRequest",
@@ -222,7 +222,8 @@ class StopDto(Wire):
 
 class ExecutionInfoDto(Wire):
     """`status` is the recorded status (`running`, `failed:<message>` …); `state` the state an operator
-    sees (`flowdeck.console.states`: `running`, `waiting`, `sleeping`, `retrying`, `cancelling`, `parked`,
+    sees (`flowdeck.console.states`: `running`, `waiting`, `sleeping`, `retrying`, `queued`, `cancelling`,
+    `parked`,
     `stopped`, `compensating`, `completed`, `failed`, `cancelled`): a Running row nobody will run is
     `parked`. `stateText` is that state's line with its qualifier and code, as the console and the CLI
     show it (`running·waiting`, `parked·stopped:F0001`, `stopped·answered:F0001`: answered, awaiting
@@ -238,6 +239,28 @@ class ExecutionInfoDto(Wire):
     created: datetime
     updated: datetime
     priority: int
+    concurrency: ConcurrencyDto | None = None
+
+
+class ConcurrencyDto(Wire):
+    """The concurrency limits an execution runs under (`store.concurrency`): `limit` running of its
+    workflow (0: none), `perKey` running of its `key` (0: none)."""
+
+    limit: int
+    key: str | None
+    per_key: int
+
+
+class QueueDto(Wire):
+    """Where a queued execution stands: the limit it waits on (`workflowId`, and `key` for a key's), its
+    `position` in that line (1: next), the limit's `capacity` and how many hold a slot now (`running`)."""
+
+    workflow_id: str
+    key: str | None
+    position: int
+    capacity: int
+    running: int
+    text: str
 
 
 class InputInfoDto(Wire):
@@ -266,6 +289,7 @@ class NodeProgressDto(Wire):
 
 
 class ExecutionDetailDto(ExecutionInfoDto):
+    queue: QueueDto | None = None
     hash: str
     cancel_reason: str
     stop: StopDto | None
@@ -294,6 +318,11 @@ def _info_fields(state: spi.ExecutionState, served: frozenset[str]) -> dict[str,
         "created": state.created,
         "updated": state.updated,
         "priority": state.priority,
+        "concurrency": ConcurrencyDto(
+            limit=state.concurrency.limit, key=state.concurrency.key, per_key=state.concurrency.per_key
+        )
+        if state.concurrency is not None
+        else None,
     }
 
 
@@ -338,11 +367,28 @@ def node_progress_of(node: NodeProgress) -> NodeProgressDto:
     )
 
 
-def execution_detail_of(detail: ExecutionDetail, served: frozenset[str]) -> ExecutionDetailDto:
+def queue_of(queued: concurrency.Queued | None) -> QueueDto | None:
+    if queued is None:
+        return None
+    group = queued.group
+    return QueueDto(
+        workflow_id=group.flow_id,
+        key=group.key,
+        position=queued.position,
+        capacity=queued.capacity,
+        running=queued.running,
+        text=limits.queue_line(queued),
+    )
+
+
+def execution_detail_of(
+    detail: ExecutionDetail, served: frozenset[str], queued: concurrency.Queued | None = None
+) -> ExecutionDetailDto:
     state = detail.state
     stop = detail.stop
     return ExecutionDetailDto(
         **_info_fields(state, served),
+        queue=queue_of(queued),
         hash=state.hash,
         cancel_reason=state.cancel_reason,
         stop=StopDto(
@@ -435,7 +481,7 @@ class CancelAllResponse(Wire):
 
 # The wire filter vocabulary (store.spi.ExecutionFilter.parse): a word, or a word narrowed after a colon.
 STATUS_PATTERN = (
-    r"^(?:running|completed|cancelled|cancelling|compensating|failed|sleeping|waiting|stopped|retrying"
+    r"^(?:running|completed|cancelled|cancelling|compensating|failed|sleeping|waiting|stopped|retrying|queued"
     r"|(?:failed|waiting|stopped):[^\u0000]+)$"
 )
 

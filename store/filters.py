@@ -88,6 +88,14 @@ class ExecutionFilter:
         """A node's last attempt failed and another is scheduled: a `WakeAt` row whose path holds
         `counts.RETRY_MARK` (the population of the overview's "retrying now")."""
 
+    @dataclass(frozen=True)
+    class Queued:
+        """Over its concurrency limit (`store.concurrency`): started under a limit, running with no wait row,
+        no cancel request and no claim (never claimed, or handed back), so only a slot keeps it from running.
+        `queued=False` selects everything else (the console's `running` word leaves the queued out)."""
+
+        queued: bool = True
+
     Any: ClassVar[TypeAlias] = (
         Running
         | Completed
@@ -102,6 +110,7 @@ class ExecutionFilter:
         | Both
         | Stopped
         | Retrying
+        | Queued
     )
 
     WIRE_WORDS: ClassVar[tuple[str, ...]] = (
@@ -118,6 +127,7 @@ class ExecutionFilter:
         "stopped",
         "stopped:<code>",
         "retrying",
+        "queued",
     )
 
     @classmethod
@@ -138,6 +148,7 @@ class ExecutionFilter:
             "waiting": cls.WaitingForInput(),
             "stopped": cls.Stopped(),
             "retrying": cls.Retrying(),
+            "queued": cls.Queued(),
         }
         if wire in simple:
             return simple[wire]
@@ -188,4 +199,17 @@ def filter_matches(filt: ExecutionFilter.Any, state: ExecutionState) -> bool:
             return isinstance(status, Stopped) and (code is None or status.code == code)
         case ExecutionFilter.Retrying():
             return any(isinstance(w, WakeAt) and RETRY_MARK in path for path, w in state.waits.items())
+        case ExecutionFilter.Queued(queued):
+            return is_queued(state) == queued
     raise TypeError(f"not a filter: {filt!r}")
+
+
+def is_queued(state: ExecutionState) -> bool:
+    """`ExecutionFilter.Queued`'s meaning on one row."""
+    return (
+        state.concurrency is not None
+        and isinstance(state.status, Running)
+        and not state.cancel_requested
+        and not state.waits
+        and state.claim_expiry is None
+    )

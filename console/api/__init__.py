@@ -18,6 +18,7 @@ from flowdeck.console.api import (
     bulk,
     errors,
     executions,
+    limits,
     openapi,
     operators,
     schedules,
@@ -66,5 +67,5 @@ api = FlowdeckAPI(
 )
 errors.install(api)
 # bulk before executions: POST /executions/bulk is not an execution named bulk
-for module in (workflows, bulk, executions, operators, activity, schedules, system):
+for module in (workflows, bulk, executions, operators, activity, schedules, limits, system):
     api.add_router("/v1", module.router)

@@ -36,6 +36,7 @@ _BASE_WORDS = (
     "waiting",
     "sleeping",
     "retrying",
+    "queued",
     "cancelling",
     "compensating",
     "stopped",

@@ -21,7 +21,7 @@ from flowdeck.store.django import models, queries, rows, search
 from flowdeck.store.django.claimed import Answered, DjangoClaimed
 from flowdeck.store.django.errors import translated
 from flowdeck.store.django.tx import Tx
-from flowdeck.store.django.writes import Ask, Claim, claim_order_key
+from flowdeck.store.django.writes import Ask, Claim, claim_order_key, claimed_waits
 
 if TYPE_CHECKING:
     from flowdeck.store.django.store import DjangoStore
@@ -104,7 +104,7 @@ class SqliteWrites:
         """What a claim hands over for each claimed row: its waits (and which are satisfied at `now`), its
         fields and its history, read in the claim's transaction."""
         ids = [r[0] for r in claimed]
-        waits, satisfied = self._waits_in(tx, ids, now)
+        waits, satisfied = claimed_waits(tx, ids, now)
         fields, histories = self._ledgers_in(ids)
         return [
             Claim(
@@ -135,19 +135,6 @@ class SqliteWrites:
         ):
             histories.setdefault(eid, []).append(rows.event_of(flow_id, eid, seq, kind, timestamp, data))
         return fields, histories
-
-    def _waits_in(
-        self, tx: Tx, ids: Sequence[str], now: datetime
-    ) -> tuple[dict[str, dict[str, spi.Wake]], dict[str, set[str]]]:
-        params: dict[str, Any] = {"now": now}
-        found = tx.all(queries.WAITS_OF, params, ids=queries.in_list("id", ids, params))
-        waits: dict[str, dict[str, spi.Wake]] = {}
-        satisfied: dict[str, set[str]] = {}
-        for eid, path, kind, at, field_name, ok in found:
-            waits.setdefault(eid, {})[path] = rows.wake_of(kind, at, field_name)
-            if ok:
-                satisfied.setdefault(eid, set()).add(path)
-        return waits, satisfied
 
     async def start_listening(self) -> None:
         """Nothing to start: a blocked caller watches the data version itself (`commits_elsewhere`)."""

@@ -33,6 +33,7 @@ from django.db.models import F
 
 from flowdeck.store import claim_order, counts, feed, field_terms, heartbeats, retention, rules, spi
 from flowdeck.store.clock import SYSTEM_CLOCK, Clock
+from flowdeck.store.django import concurrency as django_concurrency
 from flowdeck.store.django import feed as django_feed
 from flowdeck.store.django import heartbeats as django_heartbeats
 from flowdeck.store.django import models, operator_writes, queries, rows, search, sqlite_connection
@@ -60,7 +61,7 @@ T = TypeVar("T")
 LOCKED_PATIENCE = 5.0
 
 
-class DjangoStore(ConsoleReads, ScheduleStore, spi.FlowStore):
+class DjangoStore(ConsoleReads, ScheduleStore, django_concurrency.ConcurrencyReads, spi.FlowStore):
     """A `FlowStore` on the Django database alias `using`.
 
     `pool_size` is the number of threads (hence connections) serving it on PostgreSQL (default 8); SQLite
@@ -88,6 +89,8 @@ class DjangoStore(ConsoleReads, ScheduleStore, spi.FlowStore):
         self.origin = uuid.uuid4().hex
         self._closed = False
         self._fair_share = claim_order.FairShare()
+        # which served versions declare concurrency limits (store/django/concurrency.py), judged once each
+        self._limited: dict[tuple[str, str], bool] = {}
         # The one choice of database: every hot operation goes through `_writes` from here on.
         self._writes: Writes
         if self.vendor == "postgresql":
@@ -152,6 +155,11 @@ class DjangoStore(ConsoleReads, ScheduleStore, spi.FlowStore):
         if row is not None:
             self._wake_after_commit(tx)
         return row
+
+    async def slot_freed(self) -> None:
+        """A limited execution's attempt ended and gave its slots back: wake the pollers here and in the
+        other processes, for its queued executions (a finish wakes nobody otherwise, store.concurrency)."""
+        await self._run("slot freed", self._wake_after_commit)
 
     def _wake_after_commit(self, tx: Tx, *, registration: bool = False) -> None:
         """This write can make a row ready: wake local callers at commit, tell the other processes."""
@@ -220,7 +228,11 @@ class DjangoStore(ConsoleReads, ScheduleStore, spi.FlowStore):
             raise spi.FlowStoreError("claim_ready: the store is closed")
         try:
             order = queries.CLAIM_ORDER[self._fair_share.oldest_first()]
-            work = self._writes.claim(served, executor_id, now + lease, limit, now, order)
+            if any(self._limited.get(pair, True) for pair in served):  # some limited, or not judged yet
+                asking = django_concurrency.ask(self, served, executor_id, now + lease, limit, now, order)
+                work = asyncio.ensure_future(asking)
+            else:
+                work = self._writes.claim(served, executor_id, now + lease, limit, now, order)
         except RuntimeError as error:
             raise spi.FlowStoreError("claim_ready: the store is closed") from error
         try:
@@ -382,6 +394,7 @@ class DjangoStore(ConsoleReads, ScheduleStore, spi.FlowStore):
             self._wake_after_commit(tx, registration=True)
 
         await self._run("put_workflow", work)
+        self._limited[(info.id, info.structural_hash)] = bool(django_concurrency.limited_versions(info))
 
     # ---- operator writes
 
