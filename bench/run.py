@@ -52,6 +52,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_rounds": 3,
         "w18_executions": 2000,  # W1 with tracing off and on, alternated (bench/traced_w1.py)
         "w18_rounds": 10,
+        "w14_executions": 10_000,  # one running per key against unlimited W1, alternated (bench/keyed_w14.py)
+        "w14_keys": 1000,
+        "w14_rounds": 3,
     },
     "quick": {
         "clients": 8,
@@ -80,6 +83,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_rounds": 2,
         "w18_executions": 500,
         "w18_rounds": 3,
+        "w14_executions": 2000,
+        "w14_keys": 200,
+        "w14_rounds": 1,
     },
     "tiny": {
         "clients": 2,
@@ -108,6 +114,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_rounds": 1,
         "w18_executions": 6,
         "w18_rounds": 1,
+        "w14_executions": 6,
+        "w14_keys": 2,
+        "w14_rounds": 1,
     },
 }
 
@@ -118,6 +127,7 @@ CONSOLE_LOAD = "bench.console_load"
 LIVE_LIST = "bench.live_list"
 TASKS_LOAD = "bench.tasks_load"
 TRACED_W1 = "bench.traced_w1"
+KEYED_W14 = "bench.keyed_w14"
 W12_DEADLINE = 2400  # seconds for the whole W12 child, its daphne, workers and clients included
 
 
@@ -255,6 +265,7 @@ def plan(s: dict[str, Any]) -> list[Planned]:
         *_console_plan(s),
         _tasks_run(s),
         (frozenset({"W18"}), "W18/flowdeck", "W18 flowdeck", _w18_child(s)),
+        (frozenset({"W14"}), "W14/flowdeck", "W14 flowdeck", _w14_child(s)),
     ]
 
 
@@ -273,6 +284,12 @@ def _w18_child(s: dict[str, Any]) -> Callable[[], dict[str, Any]]:
     """W1 with OpenTelemetry tracing on against off, alternated in pairs (issue 30, 3(b))."""
     args = ["w18", "--executions", s["w18_executions"], "--steps", s["w1_steps"]]
     return child(TRACED_W1, *args, "--workers", s["clients"], "--rounds", s["w18_rounds"])
+
+
+def _w14_child(s: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """W14: one running per key (`Concurrency(key=..., per_key=1)`) against unlimited W1, alternated."""
+    args = ["w14", "--executions", s["w14_executions"], "--keys", s["w14_keys"], "--steps", s["w1_steps"]]
+    return child(KEYED_W14, *args, "--workers", s["clients"], "--rounds", s["w14_rounds"])
 
 
 def _console_plan(s: dict[str, Any]) -> list[Planned]:
