@@ -96,3 +96,22 @@ async def test_the_workers_never_run_two_of_a_customer(store: spi.FlowStore, clo
             await until(store, eid)
     assert max(seen_most.values()) == 1, seen_most
     assert total[1] <= 3
+
+
+async def test_the_docs_example_queues_a_customers_second_order(clock: ManualClock) -> None:
+    """docs/concurrency.md's fulfilment, one order at a time per customer: started with no worker running,
+    a customer's second order is second in that customer's line."""
+    from examples.fulfilment.per_customer import fulfilment_per_customer
+    from examples.fulfilment.services import Item, Order
+    from flowdeck.store.memory import MemoryStore
+
+    store = MemoryStore(clock)
+    engine = make_engine(store, clock, [fulfilment_per_customer])
+    await engine.register("fulfilment-per-customer", fulfilment_per_customer)
+    for eid, customer in (("first", "ada"), ("second", "ada"), ("other", "bo")):
+        order = Order(id=eid, customer=customer, items=[Item(sku="mug", qty=1, price=900)])
+        await engine.workflows.start("fulfilment-per-customer", execution_id=eid, inputs={"order": order})
+        await clock.advance(1)
+    queued = await store.queue_of("second")
+    assert queued == concurrency.Queued(concurrency.Group("fulfilment-per-customer", "ada"), 2, 1, 0)
+    assert (await store.get_execution("other")).concurrency == concurrency.Limits(50, "bo", 1)
