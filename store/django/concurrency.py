@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from flowdeck.store import concurrency, spi
 from flowdeck.store.django import concurrency_queries, queries, rows
 from flowdeck.store.django.tx import Tx
-from flowdeck.store.django.writes import Ask, Claim, claim_order_key, claimed_waits
+from flowdeck.store.django.writes import Ask, Claim, claim_order_key, claimed_ledgers, claimed_waits
 
 if TYPE_CHECKING:
     from flowdeck.store.django.store import DjangoStore
@@ -161,10 +161,18 @@ def _stamp(
 
 
 def _handed_over(tx: Tx, claimed: Sequence[Sequence[Any]], now: datetime) -> list[Claim]:
-    """Each claimed row with its waits (and which are satisfied at `now`); the attempt reads its ledger."""
-    waits, satisfied = claimed_waits(tx, [r[0] for r in claimed], now)
+    """Each claimed row with its waits (and which are satisfied at `now`) and its ledger (fields, history),
+    read in the claim's transaction, so the attempt starts with no read of its own."""
+    ids = [r[0] for r in claimed]
+    waits, satisfied = claimed_waits(tx, ids, now)
+    fields, histories = claimed_ledgers(tx.connection.alias, ids)
     return [
-        Claim(rows.execution_state(r, waits.get(r[0], {})), frozenset(satisfied.get(r[0], ())), int(r[6]))
+        Claim(
+            rows.execution_state(r, waits.get(r[0], {})),
+            frozenset(satisfied.get(r[0], ())),
+            int(r[6]),
+            (fields.get(r[0], {}), histories.get(r[0], [])),
+        )
         for r in claimed
     ]
 

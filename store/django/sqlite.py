@@ -21,7 +21,7 @@ from flowdeck.store.django import models, queries, rows, search
 from flowdeck.store.django.claimed import Answered, DjangoClaimed
 from flowdeck.store.django.errors import translated
 from flowdeck.store.django.tx import Tx
-from flowdeck.store.django.writes import Ask, Claim, claim_order_key, claimed_waits
+from flowdeck.store.django.writes import Ask, Claim, claim_order_key, claimed_ledgers, claimed_waits
 
 if TYPE_CHECKING:
     from flowdeck.store.django.store import DjangoStore
@@ -105,7 +105,7 @@ class SqliteWrites:
         fields and its history, read in the claim's transaction."""
         ids = [r[0] for r in claimed]
         waits, satisfied = claimed_waits(tx, ids, now)
-        fields, histories = self._ledgers_in(ids)
+        fields, histories = claimed_ledgers(self._store.using, ids)
         return [
             Claim(
                 rows.execution_state(r, waits.get(r[0], {})),
@@ -115,26 +115,6 @@ class SqliteWrites:
             )
             for r in claimed
         ]
-
-    def _ledgers_in(
-        self, ids: Sequence[str]
-    ) -> tuple[dict[str, dict[str, spi.FieldData]], dict[str, list[spi.Event]]]:
-        """The fields and histories of the claimed rows, read in the claim's transaction (the engine's
-        attempt then starts with no read of its own: `Claimed.prefetched_ledger`)."""
-        using = self._store.using
-        fields: dict[str, dict[str, spi.FieldData]] = {}
-        found = models.Field.objects.using(using).filter(execution_id__in=ids)
-        for eid, name, value, tag in found.values_list("execution_id", "name", "value", "tag"):
-            fields.setdefault(eid, {})[name] = spi.FieldData(value, tag)
-        histories: dict[str, list[spi.Event]] = {}
-        events = (
-            models.Event.objects.using(using).filter(execution_id__in=ids).order_by("execution_id", "seq")
-        )
-        for eid, flow_id, seq, kind, timestamp, data in events.values_list(
-            "execution_id", "flow_id", "seq", "kind", "timestamp", "data"
-        ):
-            histories.setdefault(eid, []).append(rows.event_of(flow_id, eid, seq, kind, timestamp, data))
-        return fields, histories
 
     async def start_listening(self) -> None:
         """Nothing to start: a blocked caller watches the data version itself (`commits_elsewhere`)."""

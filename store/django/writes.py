@@ -17,13 +17,13 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flowdeck.store import claim_order, spi
-from flowdeck.store.django import queries, rows
+from flowdeck.store.django import models, queries, rows
 
 if TYPE_CHECKING:
     from flowdeck.store.django.claimed import DjangoClaimed
     from flowdeck.store.django.tx import Tx
 
-__all__ = ["Ask", "Claim", "Writes", "claim_order_key", "claimed_waits", "creation_params"]
+__all__ = ["Ask", "Claim", "Writes", "claim_order_key", "claimed_ledgers", "claimed_waits", "creation_params"]
 
 Ledger = tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]]
 
@@ -52,6 +52,24 @@ def claimed_waits(
         if ok:
             satisfied.setdefault(eid, set()).add(path)
     return waits, satisfied
+
+
+def claimed_ledgers(
+    using: str, ids: Sequence[str]
+) -> tuple[dict[str, dict[str, spi.FieldData]], dict[str, list[spi.Event]]]:
+    """The fields and histories of claimed rows, read in the claim's transaction (the engine's attempt then
+    starts with no read of its own: `Claimed.prefetched_ledger`)."""
+    fields: dict[str, dict[str, spi.FieldData]] = {}
+    found = models.Field.objects.using(using).filter(execution_id__in=ids)
+    for eid, name, value, tag in found.values_list("execution_id", "name", "value", "tag"):
+        fields.setdefault(eid, {})[name] = spi.FieldData(value, tag)
+    histories: dict[str, list[spi.Event]] = {}
+    events = models.Event.objects.using(using).filter(execution_id__in=ids).order_by("execution_id", "seq")
+    for eid, flow_id, seq, kind, timestamp, data in events.values_list(
+        "execution_id", "flow_id", "seq", "kind", "timestamp", "data"
+    ):
+        histories.setdefault(eid, []).append(rows.event_of(flow_id, eid, seq, kind, timestamp, data))
+    return fields, histories
 
 
 def claim_order_key(claim: Claim) -> tuple[int, datetime, int]:
