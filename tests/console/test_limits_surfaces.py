@@ -1,10 +1,12 @@
-"""Concurrency limits on every surface: an execution over its limit reads `queued` with its key and its
-position on the execution page, the list (and its `queued` filter), REST, `flowdeck show`/`ls`/`limits`,
-the Limits page and the metrics. No worker runs here, so every execution started stays queued, in line."""
+"""Concurrency limits on every surface (the truth table's surfaces, for the `queued` state): an execution
+over its limit reads `queued` with its key and its position on the execution page, the list (and its
+`queued` filter), the overview's and the workflow page's counts, REST, `flowdeck show`/`ls`/`limits`, the
+Limits page and the metrics. No worker runs here, so every execution started stays queued, in line."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
@@ -107,6 +109,13 @@ async def test_the_pages_show_queued_and_the_limits(engine: FlowEngine) -> None:
     listed = (await client.get("/executions/?status=queued")).content.decode()
     assert "q0" in listed
     assert "q2" in listed
+    overview = (await client.get("/")).content.decode()
+    cells = re.findall(
+        r'href="/executions/\?status=([a-z]+)&amp;workflow=per_customer" data-status="[^"]*">(\d+)<', overview
+    )
+    assert dict(cells) == {"queued": "3"}
+    workflow = (await client.get("/workflows/per_customer/")).content.decode()
+    assert re.findall(r'status=([a-z]+)">\1 (\d+)</a>', workflow) == [("queued", "3")]
     limits = await client.get("/limits/")
     assert limits.status_code == 200
     text = limits.content.decode()
