@@ -162,6 +162,9 @@ class MetaDto(Wire):
     timeout: float | None = None
     retry: str | None = None
     version: str = ""
+    concurrency: str | None = Field(
+        None, description="a workflow's concurrency limits in words (`50 running; 1 per order.customer`)"
+    )
 
 
 class NodeInfoDto(Wire):
