@@ -162,9 +162,7 @@ class MetaDto(Wire):
     timeout: float | None = None
     retry: str | None = None
     version: str = ""
-    concurrency: str | None = Field(
-        None, description="a workflow's concurrency limits in words (`50 running; 1 per order.customer`)"
-    )
+    concurrency: str | None = None  # a workflow's concurrency limits in words: `50 running; 1 per key`
 
 
 class NodeInfoDto(Wire):
