@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+
+from tests.acceptance.warm_manage import WarmManage
 
 ROOT = Path(__file__).resolve().parents[2]
 MANAGE = str(ROOT / "manage.py")
@@ -57,8 +60,15 @@ def environment(database_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def manage(database_url: str, *args: str, env: dict[str, str] | None = None) -> Result:
-    """Run `manage.py ARGS` to its end."""
+_warm = WarmManage(ROOT, Path(tempfile.mkdtemp(prefix="flowdeck-warm-manage-")))
+
+
+def manage(database_url: str, *args: str, env: dict[str, str] | None = None, cold: bool = False) -> Result:
+    """Run `manage.py ARGS` to its end: forked from a warm parent of the same environment
+    (tests/acceptance/warm_manage.py), or as a plain subprocess when `cold` (a test of start-up itself)."""
+    if not cold:
+        code, out, err = _warm.call(env or environment(database_url), args, CALL_TIMEOUT)
+        return Result(tuple(args), code, out, err)
     done = subprocess.run(
         [PYTHON, MANAGE, *args],
         cwd=ROOT,
