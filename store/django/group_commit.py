@@ -65,13 +65,21 @@ class _Write:
 class GroupCommit:
     """Sends statements for one event loop over `connections` async connections (see the module doc)."""
 
-    def __init__(self, connect_params: Mapping[str, Any], connections: int = 2) -> None:
+    def __init__(
+        self, connect_params: Mapping[str, Any], connections: int = 2, *, prepared: bool = True
+    ) -> None:
         self._params = dict(connect_params)
         # The writes find their rows by primary key, and psycopg prepares them (at their first run, see
         # _acquire): a generic plan then skips planning, which costs more than executing them (0.6 of a
         # 1 ms write). PostgreSQL's "auto" mode kept re-planning them as custom plans. A statement that
         # scans (a claim) is sent with prepare=False, so it is planned for its values every time.
-        self._params["options"] = f"{self._params.get('options', '')} -c plan_cache_mode=force_generic_plan"
+        # `prepared=False` (behind a transaction pooler, store/django/pooling.py): a prepared statement
+        # lives in one server session and the next transaction may run in another, and a pooler refuses
+        # the startup `options`; every statement then goes unnamed and is planned for its values.
+        self._prepare_threshold: int | None = 0 if prepared else None
+        if prepared:
+            options = f"{self._params.get('options', '')} -c plan_cache_mode=force_generic_plan"
+            self._params["options"] = options.strip()
         # Not an asyncio.Queue: a task blocked in Queue.get that is collected with its loop closed raises
         # from Queue's own cleanup. Here an idle sender waits on a bare future nobody touches afterwards.
         self._pending: deque[_Write] = deque()
@@ -157,7 +165,7 @@ class GroupCommit:
                     # prepare_threshold 0: the statements here are a fixed set of shapes, run over and
                     # over; preparing each at its first run spares a fresh process five plannings each
                     conn = await psycopg.AsyncConnection.connect(
-                        **self._params, autocommit=True, prepare_threshold=0
+                        **self._params, autocommit=True, prepare_threshold=self._prepare_threshold
                     )
                 except BaseException:
                     self._release(None)
