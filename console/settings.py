@@ -107,6 +107,20 @@ def _default_sqlite() -> Path:
 DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{_default_sqlite()}")
 DATABASES = {"default": _database(DATABASE_URL)}
 
+# Behind a transaction-mode pooler (PgBouncer, docs/pooling.md): FLOWDECK_TRANSACTION_POOLER=1 with
+# DATABASE_URL on the pooler, and FLOWDECK_LISTEN_DATABASE_URL where the LISTEN connection keeps a session
+# (PostgreSQL itself, or a session-mode pool entry). Django's named cursors are declared WITH HOLD outside a
+# transaction, which such a pool cannot keep: they are turned off, as Django's docs ask.
+FLOWDECK_TRANSACTION_POOLER = env.FLOWDECK_TRANSACTION_POOLER
+FLOWDECK_LISTEN_DATABASE_ALIAS = None
+if FLOWDECK_TRANSACTION_POOLER:
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+if env.FLOWDECK_LISTEN_DATABASE_URL:
+    # the same database by another road: a test run makes no database of its own for it
+    listen = _database(env.FLOWDECK_LISTEN_DATABASE_URL)
+    DATABASES["flowdeck_listen"] = listen | {"TEST": {"MIRROR": "default"}}
+    FLOWDECK_LISTEN_DATABASE_ALIAS = "flowdeck_listen"
+
 # ---- Security (issue 11, hardening): the secret key, deployment switches, login throttling, CSP ----------
 # No published fallback key: FLOWDECK_SECRET_KEY, else the demo's kept key, else refuse (console.deploy).
 SECRET_KEY = deploy.secret_key(os.environ, debug=DEBUG, database_url=DATABASE_URL, argv=sys.argv)
