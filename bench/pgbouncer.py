@@ -27,6 +27,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
+
 __all__ = ["SESSION_SUFFIX", "PgBouncer", "PgBouncerMissing", "binary", "running"]
 
 SESSION_SUFFIX = "_session"
@@ -72,6 +74,16 @@ class PgBouncer:
         name = database + SESSION_SUFFIX if session else database
         return f"postgresql://{user}@{self.host}:{self.port}/{name}"
 
+    def transactions(self, user: str = "postgres") -> dict[str, int]:
+        """Transactions served so far per pool entry (`SHOW STATS` on the admin console, which speaks only
+        the simple query protocol: a client-side cursor)."""
+        admin = f"postgresql://{user}@{self.host}:{self.port}/pgbouncer"
+        with psycopg.connect(admin, autocommit=True, cursor_factory=psycopg.ClientCursor) as conn:
+            cursor = conn.execute("SHOW STATS")
+            names = [column.name for column in cursor.description or ()]
+            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return {str(row["database"]): int(row["total_xact_count"]) for row in rows}
+
     def log(self) -> str:
         path = self.folder / "pgbouncer.log"
         return path.read_text(errors="replace") if path.exists() else ""
@@ -86,6 +98,7 @@ def ini(
     databases: Sequence[str],
     pool_size: int,
     run_as: str | None,
+    users: Sequence[str] = ("postgres",),
 ) -> str:
     """The configuration: `*` in transaction mode, each of `databases` also as `<name>_session`."""
     server = f"host={server_host} port={server_port}"
@@ -101,6 +114,8 @@ def ini(
         "auth_type = trust",
         f"auth_file = {folder / 'users.txt'}",
         "pool_mode = transaction",
+        # the admin console (`SHOW STATS`), for the users given: what went through which pool
+        f"admin_users = {', '.join(users)}",
         f"default_pool_size = {pool_size}",
         "max_client_conn = 1000",
         f"logfile = {folder / 'pgbouncer.log'}",
@@ -139,13 +154,15 @@ def running(
         databases=databases,
         pool_size=pool_size,
         run_as=run_as,
+        users=users,
     )
     (folder / "pgbouncer.ini").write_text(config)
     if run_as:  # it writes its log and pid file as that user
         owner = pwd.getpwnam(run_as)
         for path in (folder, *folder.iterdir()):
             os.chown(path, owner.pw_uid, owner.pw_gid)
-    process = subprocess.Popen([executable, str(folder / "pgbouncer.ini")], stdout=subprocess.DEVNULL)
+    # -q: its log goes to the file only (the log() of the answer), not to the caller's terminal
+    process = subprocess.Popen([executable, "-q", str(folder / "pgbouncer.ini")], stdout=subprocess.DEVNULL)
     bouncer = PgBouncer("127.0.0.1", port, folder, process)
     try:
         _wait_listening(bouncer, wait)
