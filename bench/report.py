@@ -17,7 +17,7 @@ CPU_US_PER_NODE = 150
 W4_OF_LOOP = 100  # %
 W1_OF_L3 = 60  # %
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W17", "W18")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W17", "W18", "W19")
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,7 @@ def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
         *_w12_rows(get(runs, "W12/flowdeck")),
         _w17_row(get(runs, "W17/flowdeck")),
         _w18_row(get(runs, "W18/flowdeck")),
+        _w19_row(get(runs, "W19/flowdeck")),
     ]
 
 
@@ -405,6 +406,27 @@ def _w18_row(f18: Any) -> Row:
         f"{f18['ratio']:.2f}×",
         target,
         f18["ratio"] >= W18_MIN_RATIO,
+    )
+
+
+W19_MIN_RATIO = 0.9  # W1's nodes/s through PgBouncer (transaction mode) ÷ straight to PostgreSQL
+
+
+def _w19_row(f19: Any) -> Row:
+    """W1 through PgBouncer against W1 direct (issue 32, point 1): the mean ratio and its pairs' spread."""
+    target = f"pooled ≥ {W19_MIN_RATIO:g}× direct"
+    if failed(f19):
+        return Row("W19", "W1 nodes/s, direct → via PgBouncer", failed(f19) or "", target=target)
+    shape, pairs = f"{f19['executions']}×{f19['steps']}", len(f19["rounds"]) // 2
+    return Row(
+        "W19",
+        f"W1 {shape} nodes/s, {f19['workers']} workers in 1 process: direct → via PgBouncer, transaction "
+        f"mode ({pairs} pairs, alternated; pairs {f19['pair_ratio_min']:.2f}–{f19['pair_ratio_max']:.2f}×)",
+        f"{num(f19['nodes_per_s_direct'])} → {num(f19['nodes_per_s_pooled'])}",
+        "n/a",
+        f"{f19['ratio']:.2f}×",
+        target,
+        f19["ratio"] >= W19_MIN_RATIO,
     )
 
 
