@@ -105,5 +105,9 @@ def make_store() -> Any:
         return store_class()(using="default")
     from flowdeck.store.django.pooling import Pooling
 
-    pooling = Pooling(transaction=True, listen_using=settings.FLOWDECK_LISTEN_DATABASE_ALIAS)
+    pooling = Pooling(
+        transaction=True,
+        listen_using=settings.FLOWDECK_LISTEN_DATABASE_ALIAS,
+        writes_using=settings.FLOWDECK_WRITES_DATABASE_ALIAS,
+    )
     return store_class()(using="default", pooling=pooling)

@@ -109,7 +109,7 @@ def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
         *_w12_rows(get(runs, "W12/flowdeck")),
         _w17_row(get(runs, "W17/flowdeck")),
         _w18_row(get(runs, "W18/flowdeck")),
-        _w19_row(get(runs, "W19/flowdeck")),
+        *_w19_rows(get(runs, "W19/flowdeck")),
     ]
 
 
@@ -409,25 +409,37 @@ def _w18_row(f18: Any) -> Row:
     )
 
 
-W19_MIN_RATIO = 0.9  # W1's nodes/s through PgBouncer (transaction mode) ÷ straight to PostgreSQL
+W19_MIN_RATIO = 0.9  # W1's nodes/s through PgBouncer ÷ straight to PostgreSQL
+# W19's pooled arms (bench/pooled_w1.py): what goes through the transaction pool, and what keeps a session
+W19_ARMS = {
+    "pooled": "every connection in transaction mode but LISTEN (no prepared statements)",
+    "session_writes": "transaction mode but LISTEN and the 2 group-commit writers (session mode, prepared)",
+}
 
 
-def _w19_row(f19: Any) -> Row:
-    """W1 through PgBouncer against W1 direct (issue 32, point 1): the mean ratio and its pairs' spread."""
+def _w19_rows(f19: Any) -> list[Row]:
+    """W1 through PgBouncer against W1 direct (issue 32, point 1), one row per pooled arm: the mean ratio
+    and its turns' spread."""
     target = f"pooled ≥ {W19_MIN_RATIO:g}× direct"
     if failed(f19):
-        return Row("W19", "W1 nodes/s, direct → via PgBouncer", failed(f19) or "", target=target)
-    shape, pairs = f"{f19['executions']}×{f19['steps']}", len(f19["rounds"]) // 2
-    return Row(
-        "W19",
-        f"W1 {shape} nodes/s, {f19['workers']} workers in 1 process: direct → via PgBouncer, transaction "
-        f"mode ({pairs} pairs, alternated; pairs {f19['pair_ratio_min']:.2f}–{f19['pair_ratio_max']:.2f}×)",
-        f"{num(f19['nodes_per_s_direct'])} → {num(f19['nodes_per_s_pooled'])}",
-        "n/a",
-        f"{f19['ratio']:.2f}×",
-        target,
-        f19["ratio"] >= W19_MIN_RATIO,
-    )
+        return [Row("W19", "W1 nodes/s, direct → via PgBouncer", failed(f19) or "", target=target)]
+    shape, turns = f"{f19['executions']}×{f19['steps']}", len(f19["rounds"]) // 3
+    rows = []
+    for arm, what in W19_ARMS.items():
+        low, high = f19[f"turn_ratio_min_{arm}"], f19[f"turn_ratio_max_{arm}"]
+        rows.append(
+            Row(
+                "W19",
+                f"W1 {shape} nodes/s, {f19['workers']} workers in 1 process: direct → via PgBouncer, {what}"
+                f" ({turns} turns, alternated; turns {low:.2f}–{high:.2f}×)",
+                f"{num(f19['nodes_per_s_direct'])} → {num(f19[f'nodes_per_s_{arm}'])}",
+                "n/a",
+                f"{f19[f'ratio_{arm}']:.2f}×",
+                target,
+                f19[f"ratio_{arm}"] >= W19_MIN_RATIO,
+            )
+        )
+    return rows
 
 
 def rounds_table(runs: Mapping[str, Any]) -> str:

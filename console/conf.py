@@ -93,13 +93,16 @@ class _Declared(pydantic.BaseModel):
     FLOWDECK_DATABASE_ALIAS: str = "default"
     FLOWDECK_TRANSACTION_POOLER: pydantic.StrictBool = False
     FLOWDECK_LISTEN_DATABASE_ALIAS: str | None = None
+    FLOWDECK_WRITES_DATABASE_ALIAS: str | None = None
     FLOWDECK_HEARTBEAT_SECONDS: Seconds = 5
     FLOWDECK_DEMO_STOP_SECONDS: Seconds = 30
     FLOWDECK_DEMO_PREVIOUS_FLOWS: Annotated[str, pydantic.AfterValidator(_module_or_none)] = ""
     FLOWDECK_RETENTION: retention_policy.Setting | None = None
     FLOWDECK_CSP: dict[Directive, tuple[Source, ...]] = pydantic.Field(default_factory=_console_policy)
 
-    @pydantic.field_validator("FLOWDECK_DATABASE_ALIAS", "FLOWDECK_LISTEN_DATABASE_ALIAS")
+    @pydantic.field_validator(
+        "FLOWDECK_DATABASE_ALIAS", "FLOWDECK_LISTEN_DATABASE_ALIAS", "FLOWDECK_WRITES_DATABASE_ALIAS"
+    )
     @classmethod
     def _defined(cls, alias: str | None, info: pydantic.ValidationInfo) -> str | None:
         databases = (info.context or {}).get("databases", ())
@@ -174,6 +177,9 @@ class FlowdeckSettings:
       pooler (PgBouncer): the store prepares no statement and sends no session options.
     - `listen_database_alias` (`FLOWDECK_LISTEN_DATABASE_ALIAS`): the alias the LISTEN connection uses
       (None: `database_alias`); required with `transaction_pooler` (docs/pooling.md).
+    - `writes_database_alias` (`FLOWDECK_WRITES_DATABASE_ALIAS`): the alias group commit's connections
+      (claims, the writes under a claim) use (None: `database_alias`); one that keeps a session lets them
+      prepare their statements behind a transaction pooler.
     - `heartbeat` (`FLOWDECK_HEARTBEAT_SECONDS`): how often a worker process publishes its health.
     - `demo_stop` (`FLOWDECK_DEMO_STOP_SECONDS`): how long the demo waits for its workers to stop.
     - `demo_previous_flows` (`FLOWDECK_DEMO_PREVIOUS_FLOWS`): the flows module (declaring `FLOWS`, as
@@ -194,6 +200,7 @@ class FlowdeckSettings:
     database_alias: str = "default"
     transaction_pooler: bool = False
     listen_database_alias: str | None = None
+    writes_database_alias: str | None = None
     heartbeat: timedelta = timedelta(seconds=5)
     demo_stop: timedelta = timedelta(seconds=30)
     demo_previous_flows: str = ""
@@ -214,6 +221,7 @@ class FlowdeckSettings:
             database_alias=d.FLOWDECK_DATABASE_ALIAS,
             transaction_pooler=d.FLOWDECK_TRANSACTION_POOLER,
             listen_database_alias=d.FLOWDECK_LISTEN_DATABASE_ALIAS,
+            writes_database_alias=d.FLOWDECK_WRITES_DATABASE_ALIAS,
             heartbeat=timedelta(seconds=d.FLOWDECK_HEARTBEAT_SECONDS),
             demo_stop=timedelta(seconds=d.FLOWDECK_DEMO_STOP_SECONDS),
             demo_previous_flows=d.FLOWDECK_DEMO_PREVIOUS_FLOWS,

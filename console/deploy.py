@@ -155,6 +155,7 @@ class Environment(pydantic.BaseModel):
     FLOWDECK_EVENT_LOOP: Annotated[str | None, pydantic.BeforeValidator(_loop)] = None
     FLOWDECK_TRANSACTION_POOLER: Flag = False
     FLOWDECK_LISTEN_DATABASE_URL: str | None = None
+    FLOWDECK_WRITES_DATABASE_URL: str | None = None
 
 
 def environment(environ: Mapping[str, str]) -> Environment:

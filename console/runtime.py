@@ -71,7 +71,11 @@ def store() -> DjangoStore:
 def _pooling() -> Pooling:
     """Whether the store's alias goes through a transaction-mode pooler, and where LISTEN goes then."""
     conf = flowdeck_settings()
-    return Pooling(transaction=conf.transaction_pooler, listen_using=conf.listen_database_alias)
+    return Pooling(
+        transaction=conf.transaction_pooler,
+        listen_using=conf.listen_database_alias,
+        writes_using=conf.writes_database_alias,
+    )
 
 
 def _steps_made_safe(alias: str) -> str:

@@ -108,18 +108,25 @@ DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{_default_sqlite()}")
 DATABASES = {"default": _database(DATABASE_URL)}
 
 # Behind a transaction-mode pooler (PgBouncer, docs/pooling.md): FLOWDECK_TRANSACTION_POOLER=1 with
-# DATABASE_URL on the pooler, and FLOWDECK_LISTEN_DATABASE_URL where the LISTEN connection keeps a session
-# (PostgreSQL itself, or a session-mode pool entry). Django's named cursors are declared WITH HOLD outside a
-# transaction, which such a pool cannot keep: they are turned off, as Django's docs ask.
+# DATABASE_URL on the pooler, FLOWDECK_LISTEN_DATABASE_URL where the LISTEN connection keeps a session
+# (PostgreSQL itself, or a session-mode pool entry), and optionally FLOWDECK_WRITES_DATABASE_URL for group
+# commit's connections (a session there lets them prepare). Django's named cursors are declared WITH HOLD
+# outside a transaction, which such a pool cannot keep: they are turned off, as Django's docs ask.
 FLOWDECK_TRANSACTION_POOLER = env.FLOWDECK_TRANSACTION_POOLER
-FLOWDECK_LISTEN_DATABASE_ALIAS = None
 if FLOWDECK_TRANSACTION_POOLER:
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
-if env.FLOWDECK_LISTEN_DATABASE_URL:
-    # the same database by another road: a test run makes no database of its own for it
-    listen = _database(env.FLOWDECK_LISTEN_DATABASE_URL)
-    DATABASES["flowdeck_listen"] = listen | {"TEST": {"MIRROR": "default"}}
-    FLOWDECK_LISTEN_DATABASE_ALIAS = "flowdeck_listen"
+
+
+def _another_road(url: str | None, alias: str) -> str | None:
+    """The same database by another URL, as `alias` (a test run makes no database of its own for it)."""
+    if not url:
+        return None
+    DATABASES[alias] = _database(url) | {"TEST": {"MIRROR": "default"}}
+    return alias
+
+
+FLOWDECK_LISTEN_DATABASE_ALIAS = _another_road(env.FLOWDECK_LISTEN_DATABASE_URL, "flowdeck_listen")
+FLOWDECK_WRITES_DATABASE_ALIAS = _another_road(env.FLOWDECK_WRITES_DATABASE_URL, "flowdeck_writes")
 
 # ---- Security (issue 11, hardening): the secret key, deployment switches, login throttling, CSP ----------
 # No published fallback key: FLOWDECK_SECRET_KEY, else the demo's kept key, else refuse (console.deploy).

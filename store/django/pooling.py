@@ -35,10 +35,19 @@ class Pooling:
 
     `transaction`: through a transaction-mode pooler (no server-side prepared statements, no session
     options). `listen_using`: the Django alias whose settings the LISTEN connection uses (None: the store's
-    own alias, which then must keep sessions)."""
+    own alias, which then must keep sessions). `writes_using`: the alias group commit's few busy
+    connections use (None: the store's own); naming one that keeps a session (a session-mode entry of the
+    same pooler) lets them prepare their statements again, which is most of W1's speed (docs/pooling.md)."""
 
     transaction: bool = False
     listen_using: str | None = None
+    writes_using: str | None = None
+
+    @property
+    def writers_prepare(self) -> bool:
+        """Whether group commit's connections may prepare statements: unless they share the transaction
+        pool (`writes_using` names an alias that keeps a session: direct, or a session-mode entry)."""
+        return not self.transaction or self.writes_using is not None
 
     def check(self, *, listen: bool) -> None:
         """Refuse a store that would LISTEN through a transaction-mode pool: it would hear nothing."""
@@ -48,9 +57,6 @@ class Pooling:
                 "name an alias that keeps a session for it (listen_using, FLOWDECK_LISTEN_DATABASE_ALIAS), "
                 "direct to PostgreSQL or a session-mode pool entry"
             )
-
-    def listen_alias(self, using: str) -> str:
-        return self.listen_using or using
 
 
 DIRECT = Pooling()

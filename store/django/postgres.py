@@ -41,7 +41,7 @@ class PostgresWrites:
 
     def __init__(self, store: DjangoStore, *, listen: bool, connections: int, pooling: Pooling) -> None:
         self._store = store
-        params = listener_params(_connection(store))
+        params = listener_params(_connection(store, pooling.writes_using))
         self._write_params = {"application_name": "flowdeck-writer", **params}
         self.write_connections = connections
         self._pooling = pooling
@@ -75,7 +75,10 @@ class PostgresWrites:
                 for gone in [old for old in self.writers if old.is_closed()]:
                     self.writers.pop(gone).abandon()
                 writer = self.writers[loop] = GroupCommit(
-                    self._write_params, self.write_connections, prepared=not self._pooling.transaction
+                    self._write_params,
+                    self.write_connections,
+                    prepared=self._pooling.writers_prepare,
+                    startup_options=not self._pooling.transaction,
                 )
         return writer
 
@@ -125,8 +128,8 @@ class PostgresWrites:
         with self._listener_lock:
             if self._listener is None:
                 store = self._store
-                alias = self._pooling.listen_alias(store.using)
-                listener = PostgresListener(listener_params(connections[alias]), store.hub, store.origin)
+                params = listener_params(_connection(store, self._pooling.listen_using))
+                listener = PostgresListener(params, store.hub, store.origin)
                 listener.start()
                 self._listener = listener
 
@@ -388,8 +391,9 @@ class PostgresWrites:
             await writer.aclose()
 
 
-def _connection(store: DjangoStore) -> Any:
-    return connections[store.using]
+def _connection(store: DjangoStore, alias: str | None = None) -> Any:
+    """The Django connection of `alias` (None: the store's own): a psycopg connection copies its settings."""
+    return connections[alias or store.using]
 
 
 def _json(value: Any) -> Any:

@@ -1,6 +1,6 @@
-"""W19 (W1 through PgBouncer in transaction mode against W1 direct, issue 32 point 1): its row in the table,
-and the harness end to end at a tiny size (the rounds alternate, and the pooled round's work went through
-the pooler).
+"""W19 (W1 through PgBouncer against W1 direct, issue 32 point 1): its rows in the table (one per pooled
+arm), and the harness end to end at a tiny size (the arms take turns, and the pooled rounds' work went
+through the pooler).
 
 No assertion on any timing: the numbers live in bench/RESULTS.md."""
 
@@ -17,39 +17,51 @@ from tests.store.pooler_support import require_pgbouncer
 
 
 def _w19_run(**overrides: object) -> dict[str, object]:
+    arms = ("direct", "pooled", "session_writes")
     run: dict[str, object] = {
         "executions": 2000,
         "steps": 10,
         "workers": 8,
-        "rounds": [{"pooled": False, "nodes_per_s": 3000.0}, {"pooled": True, "nodes_per_s": 2850.0}] * 2,
+        "rounds": [{"arm": arm, "nodes_per_s": 3000.0} for arm in arms] * 2,
         "nodes_per_s_direct": 3000.0,
-        "nodes_per_s_pooled": 2850.0,
-        "ratio": 0.95,
-        "pair_ratio_min": 0.91,
-        "pair_ratio_max": 0.99,
+        "nodes_per_s_pooled": 1650.0,
+        "nodes_per_s_session_writes": 2850.0,
+        "ratio_pooled": 0.55,
+        "turn_ratio_min_pooled": 0.5,
+        "turn_ratio_max_pooled": 0.6,
+        "ratio_session_writes": 0.95,
+        "turn_ratio_min_session_writes": 0.91,
+        "turn_ratio_max_session_writes": 0.99,
     }
     return run | overrides
 
 
-def test_the_w19_row_holds_at_the_target_and_shows_the_pairs_spread() -> None:
-    row = report._w19_row(_w19_run())
-    assert (row.flowdeck, row.ratio, row.target, row.holds) == (
+def test_the_w19_rows_judge_each_pooled_arm_against_direct_and_show_the_turns_spread() -> None:
+    pooled, session_writes = report._w19_rows(_w19_run())
+    assert (pooled.flowdeck, pooled.ratio, pooled.target, pooled.holds) == (
+        "3,000 → 1,650",
+        "0.55×",
+        "pooled ≥ 0.9× direct",
+        False,
+    )
+    assert "transaction mode but LISTEN (no prepared statements) (2 turns, alternated; turns 0.50–0.60×)" in (
+        pooled.measure
+    )
+    assert (session_writes.flowdeck, session_writes.ratio, session_writes.holds) == (
         "3,000 → 2,850",
         "0.95×",
-        "pooled ≥ 0.9× direct",
         True,
     )
-    assert "direct → via PgBouncer, transaction mode (2 pairs, alternated; pairs 0.91–0.99×)" in row.measure
-    assert report._w19_row(_w19_run(ratio=0.89)).holds is False
+    assert "the 2 group-commit writers (session mode, prepared)" in session_writes.measure
 
 
 def test_the_w19_row_says_what_went_wrong() -> None:
-    row = report._w19_row({"error": "PgBouncerMissing: No `pgbouncer` binary on this machine"})
+    [row] = report._w19_rows({"error": "PgBouncerMissing: No `pgbouncer` binary on this machine"})
     assert (row.flowdeck, row.holds) == (
         "error: PgBouncerMissing: No `pgbouncer` binary on this machine",
         None,
     )
-    assert report._w19_row(None).flowdeck == "not run"
+    assert report._w19_rows(None)[0].flowdeck == "not run"
 
 
 @pytest.mark.slow
@@ -60,8 +72,11 @@ def test_w19_runs_end_to_end_and_its_pooled_rounds_go_through_the_pooler(tmp_pat
     doc, _ = tiny_runs.run_tiny("W19", tmp_path)
     w19 = doc["runs"]["W19/flowdeck"]
     assert "error" not in w19, w19
-    assert [r["pooled"] for r in w19["rounds"]] == [False, True]  # direct, then pooled: alternated
-    assert w19["pooled_transactions"] > 0  # the pooled worker's writes went through PgBouncer
+    assert [r["arm"] for r in w19["rounds"]] == ["direct", "pooled", "session_writes"]  # in turn
+    assert (
+        w19["pooled_transactions"] > 0
+    )  # the pooled workers' work went through PgBouncer's transaction pool
     assert w19["pooler"].startswith("PgBouncer ")
-    assert w19["ratio"] == pytest.approx(w19["nodes_per_s_pooled"] / w19["nodes_per_s_direct"])
-    assert [row["workload"] for row in doc["rows"]].count("W19") == 1
+    for arm in ("pooled", "session_writes"):
+        assert w19[f"ratio_{arm}"] == pytest.approx(w19[f"nodes_per_s_{arm}"] / w19["nodes_per_s_direct"])
+    assert [row["workload"] for row in doc["rows"]].count("W19") == 2

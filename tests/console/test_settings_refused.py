@@ -71,6 +71,10 @@ BAD = [
         "docs/pooling.md)",
     ),
     (
+        'FLOWDECK_WRITES_DATABASE_ALIAS = "writers"',
+        "FLOWDECK_WRITES_DATABASE_ALIAS: 'writers' is not in DATABASES (it has 'default')",
+    ),
+    (
         'FLOWDECK_LISTEN_DATABASE_ALIAS = "direct"',
         "FLOWDECK_LISTEN_DATABASE_ALIAS: 'direct' is not in DATABASES (it has 'default')",
     ),
