@@ -21,6 +21,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -199,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=6432)
     parser.add_argument("--database", action="append", default=[], help="also as <name>_session")
     ns = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # ends through `running`'s finally: it stops
     with running(port=ns.port, databases=ns.database) as bouncer:
         print(f"{version()} on {bouncer.host}:{bouncer.port} (folder {bouncer.folder}); Ctrl-C stops it")
         with contextlib.suppress(KeyboardInterrupt):
