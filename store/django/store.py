@@ -70,7 +70,7 @@ class DjangoStore(ConsoleReads, ScheduleStore, spi.FlowStore):
     one-statement writes, claims and reads (`group_commit.GroupCommit`; default 2: one batch in flight
     while the next gathers). `listen` (PostgreSQL) starts the LISTEN connection at the first blocking
     `claim_ready`. `pooling` (PostgreSQL): whether the alias goes through a transaction-mode pooler, and
-    the alias the LISTEN connection uses then (`store/django/pooling.py`). Call `close()` (or
+    the aliases the LISTEN connection and the writers use (`store/django/pooling.py`). Call `close()` (or
     `await aclose()`) when done.
     """
 
