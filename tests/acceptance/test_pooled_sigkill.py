@@ -26,8 +26,8 @@ from tests.store.pooler_support import require_pgbouncer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-EXECUTIONS = 100
-KILLS = 12
+EXECUTIONS = 80
+KILLS = 10
 DATABASE = f"flowdeck_accept_pooled_{os.getpid()}"
 
 
