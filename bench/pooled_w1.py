@@ -15,6 +15,8 @@ The arms (docs/pooling.md):
   session-mode entry.
 - `session_writes`: the same, but group commit's two connections through the session-mode entry too
   (`FLOWDECK_WRITES_DATABASE_URL`), so they prepare their statements as they do direct.
+- `direct_writes`: the same, but the writers and LISTEN straight to PostgreSQL (they hold a server
+  connection each either way): only the store's threads go through the pooler.
 The pooler runs for the whole run; its own CPU is measured per round (it shares the machine's cores).
 """
 
@@ -34,20 +36,20 @@ from bench.worker import add_engine_arguments
 DATABASE = pg.FLOWDECK_DB + "_w19"
 
 
-ARMS = ("direct", "pooled", "session_writes")
+ARMS = ("direct", "pooled", "session_writes", "direct_writes")
 
 
 def _arm_env(bouncer: pgbouncer.PgBouncer, arm: str) -> dict[str, str]:
     """The worker's environment for `arm`: a deployment's settings behind the pooler."""
     if arm == "direct":
         return {}
-    session = bouncer.url(DATABASE, pg.USER, session=True)
+    session = pg.url(DATABASE) if arm == "direct_writes" else bouncer.url(DATABASE, pg.USER, session=True)
     env = {
         "FLOWDECK_BENCH_PGPORT": str(bouncer.port),
         "FLOWDECK_TRANSACTION_POOLER": "1",
         "FLOWDECK_LISTEN_DATABASE_URL": session,
     }
-    return env | {"FLOWDECK_WRITES_DATABASE_URL": session} if arm == "session_writes" else env
+    return env if arm == "pooled" else env | {"FLOWDECK_WRITES_DATABASE_URL": session}
 
 
 def _round(ns: argparse.Namespace, bouncer: pgbouncer.PgBouncer, arm: str) -> dict[str, Any]:
@@ -126,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     add_engine_arguments(parser)
     parser.add_argument("--executions", type=int, default=500)
     parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=3, help="turns: direct, pooled, session_writes")
+    parser.add_argument("--rounds", type=int, default=3, help="turns of the four arms")
     parser.add_argument("--timeout", type=float, default=300.0, help="for each W1 run")
     ns = parser.parse_args(argv)
     ns.database, ns.procs, ns.profile = DATABASE, 1, None

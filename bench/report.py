@@ -414,6 +414,7 @@ W19_MIN_RATIO = 0.9  # W1's nodes/s through PgBouncer ÷ straight to PostgreSQL
 W19_ARMS = {
     "pooled": "every connection in transaction mode but LISTEN (no prepared statements)",
     "session_writes": "transaction mode but LISTEN and the 2 group-commit writers (session mode, prepared)",
+    "direct_writes": "transaction mode but LISTEN and the 2 writers, which go straight to PostgreSQL",
 }
 
 
@@ -423,7 +424,7 @@ def _w19_rows(f19: Any) -> list[Row]:
     target = f"pooled ≥ {W19_MIN_RATIO:g}× direct"
     if failed(f19):
         return [Row("W19", "W1 nodes/s, direct → via PgBouncer", failed(f19) or "", target=target)]
-    shape, turns = f"{f19['executions']}×{f19['steps']}", len(f19["rounds"]) // 3
+    shape, turns = f"{f19['executions']}×{f19['steps']}", len(f19["rounds"]) // (len(W19_ARMS) + 1)
     rows = []
     for arm, what in W19_ARMS.items():
         low, high = f19[f"turn_ratio_min_{arm}"], f19[f"turn_ratio_max_{arm}"]

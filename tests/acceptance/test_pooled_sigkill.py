@@ -22,7 +22,7 @@ from bench import pgbouncer
 from tests.acceptance import test_atomic_sigkill as atomic
 from tests.acceptance.support import environment, manage, ok
 from tests.store.django_support import POSTGRES_SERVER, require_postgres
-from tests.store.pooler_support import require_pgbouncer
+from tests.store.pooler_support import require_pgbouncer, server_address
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -44,7 +44,7 @@ def test_atomic_steps_hold_through_kills_behind_pgbouncer(tmp_path: Path) -> Non
     direct = f"{POSTGRES_SERVER}/{DATABASE}"
     forker: atomic.Forker | None = None
     pids: list[int] = []
-    host, _, port = POSTGRES_SERVER.rsplit("@", 1)[-1].partition(":")
+    host, port = server_address()
     try:
         # the schema and the starts go straight to PostgreSQL, as a deployment runs `migrate` (one Django
         # start-up for both: seconds on a loaded machine)
@@ -54,9 +54,7 @@ def test_atomic_steps_hold_through_kills_behind_pgbouncer(tmp_path: Path) -> Non
             f"from tests.acceptance.atomic_flows import start_many; start_many({EXECUTIONS})"
         )
         ok(manage(direct, "shell", "-c", prepare, env=env))
-        with pgbouncer.running(
-            server_host=host, server_port=int(port or 5432), databases=[DATABASE]
-        ) as bouncer:
+        with pgbouncer.running(server_host=host, server_port=port, databases=[DATABASE]) as bouncer:
             behind = {
                 "FLOWDECK_TRANSACTION_POOLER": "1",
                 "FLOWDECK_LISTEN_DATABASE_URL": bouncer.url(DATABASE, session=True),

@@ -17,7 +17,7 @@ from tests.store.pooler_support import require_pgbouncer
 
 
 def _w19_run(**overrides: object) -> dict[str, object]:
-    arms = ("direct", "pooled", "session_writes")
+    arms = ("direct", "pooled", "session_writes", "direct_writes")
     run: dict[str, object] = {
         "executions": 2000,
         "steps": 10,
@@ -32,12 +32,16 @@ def _w19_run(**overrides: object) -> dict[str, object]:
         "ratio_session_writes": 0.95,
         "turn_ratio_min_session_writes": 0.91,
         "turn_ratio_max_session_writes": 0.99,
+        "nodes_per_s_direct_writes": 2970.0,
+        "ratio_direct_writes": 0.99,
+        "turn_ratio_min_direct_writes": 0.95,
+        "turn_ratio_max_direct_writes": 1.03,
     }
     return run | overrides
 
 
 def test_the_w19_rows_judge_each_pooled_arm_against_direct_and_show_the_turns_spread() -> None:
-    pooled, session_writes = report._w19_rows(_w19_run())
+    pooled, session_writes, direct_writes = report._w19_rows(_w19_run())
     assert (pooled.flowdeck, pooled.ratio, pooled.target, pooled.holds) == (
         "3,000 → 1,650",
         "0.55×",
@@ -53,6 +57,8 @@ def test_the_w19_rows_judge_each_pooled_arm_against_direct_and_show_the_turns_sp
         True,
     )
     assert "the 2 group-commit writers (session mode, prepared)" in session_writes.measure
+    assert (direct_writes.ratio, direct_writes.holds) == ("0.99×", True)
+    assert "the 2 writers, which go straight to PostgreSQL (2 turns" in direct_writes.measure
 
 
 def test_the_w19_row_says_what_went_wrong() -> None:
@@ -72,11 +78,11 @@ def test_w19_runs_end_to_end_and_its_pooled_rounds_go_through_the_pooler(tmp_pat
     doc, _ = tiny_runs.run_tiny("W19", tmp_path)
     w19 = doc["runs"]["W19/flowdeck"]
     assert "error" not in w19, w19
-    assert [r["arm"] for r in w19["rounds"]] == ["direct", "pooled", "session_writes"]  # in turn
+    assert [r["arm"] for r in w19["rounds"]] == ["direct", "pooled", "session_writes", "direct_writes"]
     assert (
         w19["pooled_transactions"] > 0
     )  # the pooled workers' work went through PgBouncer's transaction pool
     assert w19["pooler"].startswith("PgBouncer ")
-    for arm in ("pooled", "session_writes"):
+    for arm in ("pooled", "session_writes", "direct_writes"):
         assert w19[f"ratio_{arm}"] == pytest.approx(w19[f"nodes_per_s_{arm}"] / w19["nodes_per_s_direct"])
-    assert [row["workload"] for row in doc["rows"]].count("W19") == 2
+    assert [row["workload"] for row in doc["rows"]].count("W19") == 3

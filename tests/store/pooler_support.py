@@ -50,7 +50,8 @@ def pooled_config(url: str) -> dict[str, Any]:
     return postgres_config(url) | {"DISABLE_SERVER_SIDE_CURSORS": True}
 
 
-def _server() -> tuple[str, int]:
+def server_address() -> tuple[str, int]:
+    """The host and port of the suite's PostgreSQL server (FLOWDECK_TEST_POSTGRES_SERVER)."""
     address = POSTGRES_SERVER.rsplit("@", 1)[-1]
     host, _, port = address.partition(":")
     return host, int(port or 5432)
@@ -60,7 +61,7 @@ def _server() -> tuple[str, int]:
 def pgbouncer_running(postgres_alias: str) -> Iterator[pgbouncer.PgBouncer]:
     """A PgBouncer in front of the suite's server, the store database also in session mode."""
     require_pgbouncer()
-    host, port = _server()
+    host, port = server_address()
     with pgbouncer.running(server_host=host, server_port=port, databases=[POSTGRES_DB]) as bouncer:
         yield bouncer
 
