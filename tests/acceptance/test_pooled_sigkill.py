@@ -6,7 +6,8 @@ pooler's transaction pool, `FLOWDECK_TRANSACTION_POOLER=1`, and `FLOWDECK_LISTEN
 session-mode entry for the LISTEN connection. The claims, the group-committed writes, the store's threads
 and the flow's own ORM writes (the atomic steps' rows, in the transaction that records them) all go through
 the transaction pool; kills land mid-transaction there. Every execution must complete with exactly one row
-per atomic node, and the pooler's own counters must show the work went through it.
+per atomic node, the operator's CLI behind the pooler must list them, and the pooler's own counters must
+show the work went through it.
 """
 
 from __future__ import annotations
@@ -69,6 +70,12 @@ def test_atomic_steps_hold_through_kills_behind_pgbouncer(tmp_path: Path) -> Non
             pids.append(last)
             atomic.finish_while_progressing(_ended, executions=EXECUTIONS)
             assert _ended() == EXECUTIONS, forker.explain(last) + bouncer.log()[-3000:]
+            # the operator's CLI behind the same pooler reads what the workers wrote
+            pooled = bouncer.url(DATABASE)
+            pooled_env = environment(pooled, DJANGO_SETTINGS_MODULE=atomic.SETTINGS, **behind)
+            listed = ok(manage(pooled, "flowdeck", "ls", "--status", "completed", env=pooled_env))
+            newest = f"ak-{EXECUTIONS - 1:04d}    atomic-ledger  completed"  # the list shows the newest first
+            assert newest in listed.stdout, listed.stdout[-2000:]
             served = bouncer.transactions()
 
         statuses = atomic.query(
