@@ -52,6 +52,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_rounds": 3,
         "w18_executions": 2000,  # W1 with tracing off and on, alternated (bench/traced_w1.py)
         "w18_rounds": 10,
+        "w19_executions": 2000,  # W1 direct and through PgBouncer, alternated (bench/pooled_w1.py)
+        "w19_rounds": 10,
     },
     "quick": {
         "clients": 8,
@@ -80,6 +82,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_rounds": 2,
         "w18_executions": 500,
         "w18_rounds": 3,
+        "w19_executions": 500,
+        "w19_rounds": 3,
     },
     "tiny": {
         "clients": 2,
@@ -108,6 +112,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_rounds": 1,
         "w18_executions": 6,
         "w18_rounds": 1,
+        "w19_executions": 6,
+        "w19_rounds": 1,
     },
 }
 
@@ -118,6 +124,7 @@ CONSOLE_LOAD = "bench.console_load"
 LIVE_LIST = "bench.live_list"
 TASKS_LOAD = "bench.tasks_load"
 TRACED_W1 = "bench.traced_w1"
+POOLED_W1 = "bench.pooled_w1"
 W12_DEADLINE = 2400  # seconds for the whole W12 child, its daphne, workers and clients included
 
 
@@ -255,6 +262,7 @@ def plan(s: dict[str, Any]) -> list[Planned]:
         *_console_plan(s),
         _tasks_run(s),
         (frozenset({"W18"}), "W18/flowdeck", "W18 flowdeck", _w18_child(s)),
+        (frozenset({"W19"}), "W19/flowdeck", "W19 flowdeck", _w19_child(s)),
     ]
 
 
@@ -273,6 +281,12 @@ def _w18_child(s: dict[str, Any]) -> Callable[[], dict[str, Any]]:
     """W1 with OpenTelemetry tracing on against off, alternated in pairs (issue 30, 3(b))."""
     args = ["w18", "--executions", s["w18_executions"], "--steps", s["w1_steps"]]
     return child(TRACED_W1, *args, "--workers", s["clients"], "--rounds", s["w18_rounds"])
+
+
+def _w19_child(s: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """W1 through PgBouncer in transaction mode against W1 direct, alternated in pairs (issue 32, point 1)."""
+    args = ["w19", "--executions", s["w19_executions"], "--steps", s["w1_steps"]]
+    return child(POOLED_W1, *args, "--workers", s["clients"], "--rounds", s["w19_rounds"])
 
 
 def _console_plan(s: dict[str, Any]) -> list[Planned]:
