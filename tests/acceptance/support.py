@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -61,13 +62,14 @@ def environment(database_url: str, **extra: str) -> dict[str, str]:
 
 
 _warm = WarmManage(ROOT, Path(tempfile.mkdtemp(prefix="flowdeck-warm-manage-")))
+warm_manage = _warm.call
 
 
 def manage(database_url: str, *args: str, env: dict[str, str] | None = None, cold: bool = False) -> Result:
     """Run `manage.py ARGS` to its end: forked from a warm parent of the same environment
     (tests/acceptance/warm_manage.py), or as a plain subprocess when `cold` (a test of start-up itself)."""
     if not cold:
-        code, out, err = _warm.call(env or environment(database_url), args, CALL_TIMEOUT)
+        code, out, err = warm_manage(env or environment(database_url), args, CALL_TIMEOUT)
         return Result(tuple(args), code, out, err)
     done = subprocess.run(
         [PYTHON, MANAGE, *args],
@@ -197,3 +199,18 @@ def free_port() -> int:
 
 def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
+
+
+_templates: dict[str, Path] = {}
+
+
+def migrated_sqlite(path: Path) -> str:
+    """A SQLite database at `path` with the project's migrations applied, as `manage.py migrate` leaves it:
+    a copy of one migrated once per test process (a migrate of every app is seconds of a test's time)."""
+    template = _templates.get("project")
+    if template is None:
+        template = Path(tempfile.mkdtemp(prefix="flowdeck-migrated-")) / "template.sqlite3"
+        ok(manage(sqlite_url(template), "migrate", "--verbosity", "0"))
+        _templates["project"] = template
+    shutil.copyfile(template, path)  # the migrate process ended: its WAL is checkpointed into the file
+    return sqlite_url(path)
