@@ -41,6 +41,7 @@ from flowdeck.store.django import purge as django_purge
 from flowdeck.store.django.claimed import DjangoClaimed
 from flowdeck.store.django.console_reads import ConsoleReads
 from flowdeck.store.django.errors import is_shared_cache_lock, translated
+from flowdeck.store.django.pooling import DIRECT, Pooling
 from flowdeck.store.django.postgres import PostgresWrites
 from flowdeck.store.django.schedules import ScheduleStore
 from flowdeck.store.django.search import FEW_TO_SORT, counted, executions_matching
@@ -69,7 +70,9 @@ class DjangoStore(ConsoleReads, ScheduleStore, django_concurrency.ConcurrencyRea
     `write_connections` (PostgreSQL) is the number of async connections per event loop that carry the
     one-statement writes, claims and reads (`group_commit.GroupCommit`; default 2: one batch in flight
     while the next gathers). `listen` (PostgreSQL) starts the LISTEN connection at the first blocking
-    `claim_ready`. Call `close()` (or `await aclose()`) when done.
+    `claim_ready`. `pooling` (PostgreSQL): whether the alias goes through a transaction-mode pooler, and
+    the aliases the LISTEN connection and the writers use (`store/django/pooling.py`). Call `close()` (or
+    `await aclose()`) when done.
     """
 
     def __init__(
@@ -80,6 +83,7 @@ class DjangoStore(ConsoleReads, ScheduleStore, django_concurrency.ConcurrencyRea
         pool_size: int | None = None,
         listen: bool = True,
         write_connections: int = 2,
+        pooling: Pooling = DIRECT,
     ) -> None:
         self.using = using
         self.clock = clock
@@ -95,7 +99,8 @@ class DjangoStore(ConsoleReads, ScheduleStore, django_concurrency.ConcurrencyRea
         self._writes: Writes
         if self.vendor == "postgresql":
             self.pool_size = pool_size or 8
-            self._writes = PostgresWrites(self, listen=listen, connections=write_connections)
+            pooling.check(listen=listen)
+            self._writes = PostgresWrites(self, listen=listen, connections=write_connections, pooling=pooling)
         elif self.vendor == "sqlite":
             # Always one connection. SQLite's writers are serialized anyway, and the cross-process watch
             # compares `PRAGMA data_version` readings, which only mean something on one connection.
