@@ -464,6 +464,7 @@ def test_a_database_never_migrated_is_refused_in_one_line_for_every_verb(tmp_pat
         ["purge", "--older-than", "30d"],
         ["activity"],
         ["schedule", "ls"],
+        ["limits"],
         ["token", "create", "admin"],
     ]
     assert set(cli.FLOW_VERBS) == {args[0] for args in calls}
