@@ -97,4 +97,17 @@ def store_class() -> Any:
 
 
 def make_store() -> Any:
-    return store_class()(using="default")
+    """The store on the bench database; behind a transaction-mode pooler when the settings say so (W19's
+    pooled arm: `FLOWDECK_TRANSACTION_POOLER=1` in the workers' environment, bench/pooled_w1.py)."""
+    from django.conf import settings
+
+    if not getattr(settings, "FLOWDECK_TRANSACTION_POOLER", False):
+        return store_class()(using="default")
+    from flowdeck.store.django.pooling import Pooling
+
+    pooling = Pooling(
+        transaction=True,
+        listen_using=settings.FLOWDECK_LISTEN_DATABASE_ALIAS,
+        writes_using=settings.FLOWDECK_WRITES_DATABASE_ALIAS,
+    )
+    return store_class()(using="default", pooling=pooling)

@@ -8,11 +8,15 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from flowdeck.engine import Flow, RateLimit
+from flowdeck.engine import Concurrency, Flow, Meta, RateLimit
 
 # When set in a worker process's environment, `hold`'s step blocks for an hour: that worker holds its
 # claims until it is killed (W6). The rescuing worker runs without it and finishes the step at once.
 HOLD_ENV = "FLOWDECK_BENCH_HOLD"
+
+# When set in a worker process's environment (to a number of steps), it also serves `keyed(steps)` (W14):
+# only then do its claims count slots (W1's workers serve no limited flow).
+KEYED_ENV = "FLOWDECK_BENCH_KEYED"
 
 # perf_counter() at the moment `listener`'s step began, by execution id (W5 reads it in-process).
 STAMPS: dict[str, float] = {}
@@ -24,6 +28,16 @@ def trivial(ctx: Any) -> None:
 
 def chain(steps: int) -> Flow:
     flow = Flow.init(f"chain{steps}")
+    for i in range(steps):
+        flow = flow.step(f"s{i}", trivial)
+    return flow
+
+
+def keyed(steps: int) -> Flow:
+    """W14: the chain, one running per key (the input `key`)."""
+    flow = Flow.init(f"keyed{steps}", meta=Meta(concurrency=Concurrency(key="key", per_key=1))).input(
+        "key", str
+    )
     for i in range(steps):
         flow = flow.step(f"s{i}", trivial)
     return flow

@@ -17,7 +17,7 @@ CPU_US_PER_NODE = 150
 W4_OF_LOOP = 100  # %
 W1_OF_L3 = 60  # %
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12", "W15", "W17", "W18")
+WORKLOADS = tuple(f"W{n}" for n in (*range(1, 13), 14, 15, 17, 18, 19))  # W13, W16: their own commands
 
 
 @dataclass(frozen=True)
@@ -108,8 +108,10 @@ def rows(runs: Mapping[str, Any], limits: Mapping[str, Any]) -> list[Row]:
         *_w11_rows(get(runs, "W11/flowdeck")),
         *_w12_rows(get(runs, "W12/flowdeck")),
         *_w15_rows(get(runs, "W15/flowdeck")),
+        _w14_row(get(runs, "W14/flowdeck")),
         _w17_row(get(runs, "W17/flowdeck")),
         _w18_row(get(runs, "W18/flowdeck")),
+        *_w19_rows(get(runs, "W19/flowdeck")),
     ]
 
 
@@ -436,6 +438,62 @@ def _w18_row(f18: Any) -> Row:
         target,
         f18["ratio"] >= W18_MIN_RATIO,
     )
+
+
+W14_MIN_RATIO = 0.8  # W1's nodes/s at one running per key (1,000 keys) ÷ unlimited, in the same run
+
+
+def _w14_row(f14: Any) -> Row:
+    """One running per key against unlimited W1 (issue 31, 6): the ratio, and the most of one key running
+    at once as the history shows it (must be 1)."""
+    target = f"≥ {W14_MIN_RATIO:g}× unlimited, 1 per key"
+    if failed(f14):
+        return Row("W14", "W1 nodes/s, unlimited → 1 running per key", failed(f14) or "", target=target)
+    most = f14["most_running_per_key"]
+    return Row(
+        "W14",
+        f"{f14['executions']}×{f14['steps']} over {f14['keys']} keys, {f14['workers']} workers: unlimited →"
+        f" 1 running per key (most of a key at once: {most})",
+        f"{num(f14['nodes_per_s_unlimited'])} → {num(f14['nodes_per_s_limited'])}",
+        "n/a",
+        f"{f14['ratio']:.2f}×",
+        target,
+        f14["ratio"] >= W14_MIN_RATIO and most == 1,
+    )
+
+
+W19_MIN_RATIO = 0.9  # W1's nodes/s through PgBouncer ÷ straight to PostgreSQL
+# W19's pooled arms (bench/pooled_w1.py): what goes through the transaction pool, and what keeps a session
+W19_ARMS = {
+    "pooled": "every connection in transaction mode but LISTEN (no prepared statements)",
+    "session_writes": "transaction mode but LISTEN and the 2 group-commit writers (session mode, prepared)",
+    "direct_writes": "transaction mode but LISTEN and the 2 writers, which go straight to PostgreSQL",
+}
+
+
+def _w19_rows(f19: Any) -> list[Row]:
+    """W1 through PgBouncer against W1 direct (issue 32, point 1), one row per pooled arm: the mean ratio
+    and its turns' spread."""
+    target = f"pooled ≥ {W19_MIN_RATIO:g}× direct"
+    if failed(f19):
+        return [Row("W19", "W1 nodes/s, direct → via PgBouncer", failed(f19) or "", target=target)]
+    shape, turns = f"{f19['executions']}×{f19['steps']}", len(f19["rounds"]) // (len(W19_ARMS) + 1)
+    rows = []
+    for arm, what in W19_ARMS.items():
+        low, high = f19[f"turn_ratio_min_{arm}"], f19[f"turn_ratio_max_{arm}"]
+        rows.append(
+            Row(
+                "W19",
+                f"W1 {shape} nodes/s, {f19['workers']} workers in 1 process: direct → via PgBouncer, {what}"
+                f" ({turns} turns, alternated; turns {low:.2f}–{high:.2f}×)",
+                f"{num(f19['nodes_per_s_direct'])} → {num(f19[f'nodes_per_s_{arm}'])}",
+                "n/a",
+                f"{f19[f'ratio_{arm}']:.2f}×",
+                target,
+                f19[f"ratio_{arm}"] >= W19_MIN_RATIO,
+            )
+        )
+    return rows
 
 
 def rounds_table(runs: Mapping[str, Any]) -> str:

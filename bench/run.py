@@ -55,6 +55,11 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_rounds": 3,
         "w18_executions": 2000,  # W1 with tracing off and on, alternated (bench/traced_w1.py)
         "w18_rounds": 10,
+        "w14_executions": 10_000,  # one running per key against unlimited W1, alternated (bench/keyed_w14.py)
+        "w14_keys": 1000,
+        "w14_rounds": 3,
+        "w19_executions": 2000,  # W1 direct and through PgBouncer, alternated (bench/pooled_w1.py)
+        "w19_rounds": 10,
     },
     "quick": {
         "clients": 8,
@@ -86,6 +91,11 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_rounds": 2,
         "w18_executions": 500,
         "w18_rounds": 3,
+        "w14_executions": 2000,
+        "w14_keys": 200,
+        "w14_rounds": 1,
+        "w19_executions": 500,
+        "w19_rounds": 3,
     },
     "tiny": {
         "clients": 2,
@@ -117,6 +127,11 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_rounds": 1,
         "w18_executions": 6,
         "w18_rounds": 1,
+        "w14_executions": 6,
+        "w14_keys": 2,
+        "w14_rounds": 1,
+        "w19_executions": 6,
+        "w19_rounds": 1,
     },
 }
 
@@ -128,6 +143,8 @@ LIVE_LIST = "bench.live_list"
 TASKS_LOAD = "bench.tasks_load"
 RATE_LOAD = "bench.rate_load"
 TRACED_W1 = "bench.traced_w1"
+KEYED_W14 = "bench.keyed_w14"
+POOLED_W1 = "bench.pooled_w1"
 W12_DEADLINE = 2400  # seconds for the whole W12 child, its daphne, workers and clients included
 
 
@@ -266,6 +283,8 @@ def plan(s: dict[str, Any]) -> list[Planned]:
         _rate_run(s),
         _tasks_run(s),
         (frozenset({"W18"}), "W18/flowdeck", "W18 flowdeck", _w18_child(s)),
+        (frozenset({"W14"}), "W14/flowdeck", "W14 flowdeck", _w14_child(s)),
+        (frozenset({"W19"}), "W19/flowdeck", "W19 flowdeck", _w19_child(s)),
     ]
 
 
@@ -290,6 +309,18 @@ def _w18_child(s: dict[str, Any]) -> Callable[[], dict[str, Any]]:
     """W1 with OpenTelemetry tracing on against off, alternated in pairs (issue 30, 3(b))."""
     args = ["w18", "--executions", s["w18_executions"], "--steps", s["w1_steps"]]
     return child(TRACED_W1, *args, "--workers", s["clients"], "--rounds", s["w18_rounds"])
+
+
+def _w14_child(s: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """W14: one running per key (`Concurrency(key=..., per_key=1)`) against unlimited W1, alternated."""
+    args = ["w14", "--executions", s["w14_executions"], "--keys", s["w14_keys"], "--steps", s["w1_steps"]]
+    return child(KEYED_W14, *args, "--workers", s["clients"], "--rounds", s["w14_rounds"])
+
+
+def _w19_child(s: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """W1 through PgBouncer in transaction mode against W1 direct, alternated in pairs (issue 32, point 1)."""
+    args = ["w19", "--executions", s["w19_executions"], "--steps", s["w1_steps"]]
+    return child(POOLED_W1, *args, "--workers", s["clients"], "--rounds", s["w19_rounds"])
 
 
 def _console_plan(s: dict[str, Any]) -> list[Planned]:

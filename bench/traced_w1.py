@@ -12,9 +12,10 @@ process's global provider, with a `BatchSpanProcessor` (what a deployment uses, 
 its own) exporting to an in-memory exporter (`bench.traced`, set by `bench.worker` when the workers'
 environment says so). The coordinator's starts are traced too, so each execution carries its start's
 context and every attempt span is a child of it (the extract is part of the measured work). Each traced
-worker counts the spans it ended (a file it rewrites every 20 ms); once the round is measured the
-coordinator waits for every one it expects (an attempt and its nodes per execution) before the workers
-stop: a traced round that traced less is an error, not a fast round.
+worker's exporter counts the spans it took (a file it rewrites per batch, up to the batch processor's
+5 s delay after the last span); once the round is measured the coordinator waits for every one it
+expects (an attempt and its nodes per execution) before the workers stop: a traced round
+that traced less is an error, not a fast round.
 """
 
 from __future__ import annotations
@@ -37,14 +38,14 @@ DATABASE = pg.FLOWDECK_DB + "_w18"
 
 
 def _spans_ended(path: Path, expected: int, seconds: float = 30.0) -> int:
-    """Wait (polling the worker's file) until it counted `expected` ended spans; answers the count."""
+    """Wait (polling the worker's file) until it counted `expected` exported spans; answers the count."""
     deadline = time.monotonic() + seconds
     while True:
         counted = int(path.read_text() or 0) if path.exists() else 0
         if counted >= expected:
             return counted
         if time.monotonic() > deadline:
-            raise RuntimeError(f"a traced worker ended {counted} spans of {expected} expected")
+            raise RuntimeError(f"a traced worker exported {counted} spans of {expected} expected")
         time.sleep(0.02)
 
 

@@ -40,12 +40,15 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    from bench.flows import all_flows, rate_limits
+    from bench.flows import KEYED_ENV, all_flows, keyed, rate_limits
     from flowdeck.engine.engine import FlowEngine
 
     store = flowdeck_env.make_store()
+    flows = all_flows()
+    if os.environ.get(KEYED_ENV):  # W14's limited arm: only its workers serve a limited flow
+        flows.append(keyed(int(os.environ[KEYED_ENV])))
     options = engine_options(args)
-    engine = FlowEngine(store, all_flows(), rate_limits=rate_limits(), **options)  # type: ignore[arg-type]
+    engine = FlowEngine(store, flows, rate_limits=rate_limits(), **options)  # type: ignore[arg-type]
     ready = json.dumps({"executor_id": engine.executor_id, "pid": os.getpid()})
     if args.wait_go:
         # W1: everything imported and configured, the database not yet touched; the clock starts at "go".

@@ -37,6 +37,7 @@ FLOW_VERBS = (
     "parked",
     "purge",
     "activity",
+    "limits",
     "schedule",
     "rate-limits",
     "token",

@@ -34,21 +34,23 @@ wait for the write lock the caller's transaction holds).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
-import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from flowdeck.console import activity, runtime
+from flowdeck.console import activity, runtime, sync_bridge
 from flowdeck.console import rate_limits as console_rate_limits
 from flowdeck.console import schedules as console_schedules
+from flowdeck.console.limits import alimits as alimits
+from flowdeck.console.limits import aqueue_of as aqueue_of
+from flowdeck.console.sync_bridge import FlowInTransaction as FlowInTransaction
+from flowdeck.console.sync_bridge import FlowSyncInAsyncContext as FlowSyncInAsyncContext
+from flowdeck.console.sync_bridge import blocking_read as blocking_read
 from flowdeck.engine import errors, interpreter, scheduler, tracing, values
 from flowdeck.engine.engine import ExecutionDetail, SearchResult
+from flowdeck.store import concurrency, spi
 from flowdeck.store import schedules as store_schedules
-from flowdeck.store import spi
 
 __all__ = [
     "FlowExecutionCancelled",
@@ -75,6 +77,10 @@ __all__ = [
     "aschedules",
     "rate_limits",
     "arate_limits",
+    "limits",
+    "alimits",
+    "queue_of",
+    "aqueue_of",
     "create_schedule",
     "acreate_schedule",
     "pause_schedule",
@@ -101,27 +107,6 @@ RESULT_POLL_MAX = timedelta(milliseconds=500)
 
 
 # ------------------------------------------------------------------------------------------- errors
-
-
-class FlowSyncInAsyncContext(errors.FlowError, RuntimeError):
-    """A synchronous client call was made from a thread running an event loop: await its async twin."""
-
-    def __init__(self, call: str) -> None:
-        super().__init__(
-            f"flowdeck.console.client.{call}() was called from a running event loop, which it would block; "
-            f"use `await client.a{call}(...)` there"
-        )
-        self.call = call
-
-
-class FlowInTransaction(errors.FlowError):
-    """This call cannot run inside the caller's transaction on the store's database."""
-
-    def __init__(self, call: str, why: str) -> None:
-        super().__init__(
-            f"flowdeck.console.client.{call}() cannot run inside transaction.atomic() here: {why}"
-        )
-        self.call = call
 
 
 class FlowResultTimeout(errors.FlowError, TimeoutError):
@@ -309,11 +294,11 @@ def start_created(
 ) -> tuple[str, datetime]:
     """`start`, answering with the id the creation time it recorded (what the tasks backend hands back
     as `enqueued_at`, equal to what a later read of the execution finds)."""
-    _no_running_loop("start")
+    sync_bridge.no_running_loop("start")
     joined = runtime.caller_transaction()
     options = {"priority": priority, "run_after": run_after}
     if joined is None:
-        return _run(lambda: _astart_created(workflow_id, execution_id, inputs, options))
+        return sync_bridge.run(lambda: _astart_created(workflow_id, execution_id, inputs, options))
     engine = runtime.served_engine()
     with engine.tracing.starting("StartFlow", workflow_id, {tracing.WORKFLOW_ID: workflow_id}) as started:
         eid, version, created, fields = engine.workflows.prepare_start(
@@ -361,10 +346,10 @@ async def _astart_created(
 def signal(execution_id: str, name: str, value: Any) -> None:
     """`asignal`, blocking. Inside `transaction.atomic()` on the store's database it joins that
     transaction (it sees an execution started earlier in it): delivered only if the transaction commits."""
-    _no_running_loop("signal")
+    sync_bridge.no_running_loop("signal")
     joined = runtime.caller_transaction()
     if joined is None:
-        _run(lambda: asignal(execution_id, name, value))
+        sync_bridge.run(lambda: asignal(execution_id, name, value))
         return
     engine = runtime.served_engine()
     executions = engine.executions
@@ -377,10 +362,10 @@ def signal(execution_id: str, name: str, value: Any) -> None:
 def cancel(execution_id: str, reason: str | None = None, *, actor: str | None = None) -> spi.CancelOutcome:
     """`acancel`, blocking. Inside `transaction.atomic()` on the store's database it joins that
     transaction, as `start` does."""
-    _no_running_loop("cancel")
+    sync_bridge.no_running_loop("cancel")
     joined = runtime.caller_transaction()
     if joined is None:
-        return _run(lambda: acancel(execution_id, reason, actor=actor))
+        return sync_bridge.run(lambda: acancel(execution_id, reason, actor=actor))
     if joined.get_execution(execution_id) is None:
         raise errors.FlowExecutionNotFound(execution_id)
     return joined.request_cancel(execution_id, reason or "", actor)
@@ -388,7 +373,7 @@ def cancel(execution_id: str, reason: str | None = None, *, actor: str | None = 
 
 def describe(execution_id: str) -> ExecutionDetail:
     """`adescribe`, blocking: what is committed."""
-    return _read_one("describe", execution_id, lambda: adescribe(execution_id))
+    return sync_bridge.read_one("describe", execution_id, lambda: adescribe(execution_id))
 
 
 def search(
@@ -404,9 +389,9 @@ def search(
     created_before: datetime | None = None,
 ) -> SearchResult:
     """`asearch`, blocking."""
-    _read_only("search")
+    sync_bridge.read_only("search")
     window = {"created_after": created_after, "created_before": created_before}
-    return _run(
+    return sync_bridge.run(
         lambda: asearch(
             workflow_id,
             status,
@@ -422,91 +407,7 @@ def search(
 
 def result(execution_id: str, timeout: float | timedelta | None = None) -> values.Record:
     """`aresult`, blocking."""
-    return _read_one("result", execution_id, lambda: aresult(execution_id, timeout))
-
-
-# ------------------------------------------------------------------------------- the sync bridge
-
-
-def blocking_read(call: str, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """A read of another surface (the tasks backend's `get_result`) run as this module's reads run: on
-    the portal, refused from a running loop and inside a transaction on the store's SQLite database."""
-    _read_only(call)
-    return _run(make)
-
-
-def _no_running_loop(call: str) -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise FlowSyncInAsyncContext(call)
-
-
-def _read_only(call: str) -> runtime.CallerTransaction | None:
-    """A read inside the caller's transaction runs on the store's own connections: fine on PostgreSQL (it
-    answers the caller's transaction, if any); on SQLite it would wait for the write lock that transaction
-    holds, so it is refused at once."""
-    _no_running_loop(call)
-    joined = runtime.caller_transaction()
-    if joined is not None and joined.vendor == "sqlite":
-        raise FlowInTransaction(
-            call,
-            "on SQLite the store reads under the write lock your transaction holds; "
-            "call it after the commit (transaction.on_commit) or outside the atomic block",
-        )
-    return joined
-
-
-def _read_one(call: str, execution_id: str, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """A read of one execution; one that only the caller's open transaction holds (started in it) is not
-    "not found": it is not committed yet, and says so."""
-    joined = _read_only(call)
-    try:
-        return _run(make)
-    except errors.FlowExecutionNotFound:
-        if joined is not None and joined.get_execution(execution_id) is not None:
-            raise FlowInTransaction(
-                call, f"execution {execution_id!r} was started in your open transaction: commit it first"
-            ) from None
-        raise
-
-
-class _Portal:
-    """One event loop on a daemon thread, where the synchronous calls run their async twins. The store's
-    async connections (PostgreSQL's group commit) belong to the loop that opened them, so one long-lived
-    loop keeps them from call to call where `asyncio.run` per call would open new ones each time."""
-
-    def __init__(self) -> None:
-        self.pid = os.getpid()
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="flowdeck-client", daemon=True)
-        self._thread.start()
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        # The task runs in a copy of the caller's context (`call_soon_threadsafe` copies it in this thread),
-        # so a start from a traced view keeps the view's span current: test_client_tracing checks it.
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        try:
-            return future.result()
-        except BaseException:
-            future.cancel()  # interrupted (KeyboardInterrupt): stop the work rather than leave it running
-            raise
-
-
-_portal: _Portal | None = None
-_portal_lock = threading.Lock()
-
-
-def _run(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run the coroutine `make` builds on this process's portal (one per process: a forked child, whose
-    parent's loop thread did not come along, starts its own)."""
-    global _portal
-    with _portal_lock:
-        if _portal is None or _portal.pid != os.getpid():
-            _portal = _Portal()
-        portal = _portal
-    return portal.run(make())
+    return sync_bridge.read_one("result", execution_id, lambda: aresult(execution_id, timeout))
 
 
 # ---------------------------------------------------------------------------------------- schedules
@@ -561,37 +462,45 @@ async def abackfill_schedule(
     )
 
 
+def limits(workflow_id: str | None = None, busiest: int = 10) -> list[concurrency.GroupCount]:
+    return blocking_read("limits", lambda: alimits(workflow_id, busiest))
+
+
+def queue_of(execution_id: str) -> concurrency.Queued | None:
+    return blocking_read("queue_of", lambda: aqueue_of(execution_id))
+
+
 def schedules() -> list[console_schedules.Shown]:
     return blocking_read("schedules", aschedules)
 
 
 def create_schedule(spec: store_schedules.ScheduleSpec, *, actor: str | None = None) -> str:
-    _no_running_loop("create_schedule")
-    return _run(lambda: acreate_schedule(spec, actor=actor))
+    sync_bridge.no_running_loop("create_schedule")
+    return sync_bridge.run(lambda: acreate_schedule(spec, actor=actor))
 
 
 def pause_schedule(name: str, *, actor: str | None = None) -> None:
-    _no_running_loop("pause_schedule")
-    _run(lambda: apause_schedule(name, actor=actor))
+    sync_bridge.no_running_loop("pause_schedule")
+    sync_bridge.run(lambda: apause_schedule(name, actor=actor))
 
 
 def resume_schedule(name: str, *, actor: str | None = None) -> None:
-    _no_running_loop("resume_schedule")
-    _run(lambda: aresume_schedule(name, actor=actor))
+    sync_bridge.no_running_loop("resume_schedule")
+    sync_bridge.run(lambda: aresume_schedule(name, actor=actor))
 
 
 def trigger_schedule(name: str, *, actor: str | None = None) -> str:
-    _no_running_loop("trigger_schedule")
-    return _run(lambda: atrigger_schedule(name, actor=actor))
+    sync_bridge.no_running_loop("trigger_schedule")
+    return sync_bridge.run(lambda: atrigger_schedule(name, actor=actor))
 
 
 def delete_schedule(name: str, *, actor: str | None = None) -> None:
-    _no_running_loop("delete_schedule")
-    _run(lambda: adelete_schedule(name, actor=actor))
+    sync_bridge.no_running_loop("delete_schedule")
+    sync_bridge.run(lambda: adelete_schedule(name, actor=actor))
 
 
 def backfill_schedule(
     name: str, start: datetime, end: datetime, *, dry_run: bool = True, actor: str | None = None
 ) -> scheduler.Backfill:
-    _no_running_loop("backfill_schedule")
-    return _run(lambda: abackfill_schedule(name, start, end, dry_run=dry_run, actor=actor))
+    sync_bridge.no_running_loop("backfill_schedule")
+    return sync_bridge.run(lambda: abackfill_schedule(name, start, end, dry_run=dry_run, actor=actor))

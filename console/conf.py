@@ -96,6 +96,9 @@ class _Declared(pydantic.BaseModel):
     FLOWDECK_BATCH_SIZE: Count = EngineConfig.batch_size
     FLOWDECK_POLL_TIMEOUT_SECONDS: Seconds = EngineConfig.poll_timeout.total_seconds()
     FLOWDECK_DATABASE_ALIAS: str = "default"
+    FLOWDECK_TRANSACTION_POOLER: pydantic.StrictBool = False
+    FLOWDECK_LISTEN_DATABASE_ALIAS: str | None = None
+    FLOWDECK_WRITES_DATABASE_ALIAS: str | None = None
     FLOWDECK_HEARTBEAT_SECONDS: Seconds = 5
     FLOWDECK_DEMO_STOP_SECONDS: Seconds = 30
     FLOWDECK_DEMO_PREVIOUS_FLOWS: Annotated[str, pydantic.AfterValidator(_module_or_none)] = ""
@@ -105,13 +108,26 @@ class _Declared(pydantic.BaseModel):
         default_factory=dict
     )
 
-    @pydantic.field_validator("FLOWDECK_DATABASE_ALIAS")
+    @pydantic.field_validator(
+        "FLOWDECK_DATABASE_ALIAS", "FLOWDECK_LISTEN_DATABASE_ALIAS", "FLOWDECK_WRITES_DATABASE_ALIAS"
+    )
     @classmethod
-    def _defined(cls, alias: str, info: pydantic.ValidationInfo) -> str:
+    def _defined(cls, alias: str | None, info: pydantic.ValidationInfo) -> str | None:
         databases = (info.context or {}).get("databases", ())
-        if alias not in databases:
+        if alias is not None and alias not in databases:
             raise ValueError(f"{alias!r} is not in DATABASES (it has {', '.join(map(repr, databases))})")
         return alias
+
+    @pydantic.model_validator(mode="after")
+    def _listening_in_a_session(self) -> _Declared:
+        # LISTEN through a transaction-mode pool hears nothing: workers would wait out every poll timeout
+        if self.FLOWDECK_TRANSACTION_POOLER and self.FLOWDECK_LISTEN_DATABASE_ALIAS is None:
+            raise ValueError(
+                "FLOWDECK_TRANSACTION_POOLER is set: FLOWDECK_LISTEN_DATABASE_ALIAS must name a database "
+                "alias that keeps a session for the LISTEN connection (direct to PostgreSQL, or a "
+                "session-mode pool entry; docs/pooling.md)"
+            )
+        return self
 
     @pydantic.model_validator(mode="after")
     def _renewed_in_time(self) -> _Declared:
@@ -165,6 +181,13 @@ class FlowdeckSettings:
       `FLOWDECK_POLL_TIMEOUT_SECONDS`): the worker knobs, as `EngineConfig` describes them.
     - `shutdown_grace`: the engine's, with no setting of its own (`runworkers --shutdown-grace` overrides it).
     - `database_alias` (`FLOWDECK_DATABASE_ALIAS`): the Django database executions live in.
+    - `transaction_pooler` (`FLOWDECK_TRANSACTION_POOLER`): that alias goes through a transaction-mode
+      pooler (PgBouncer): the store prepares no statement and sends no session options.
+    - `listen_database_alias` (`FLOWDECK_LISTEN_DATABASE_ALIAS`): the alias the LISTEN connection uses
+      (None: `database_alias`); required with `transaction_pooler` (docs/pooling.md).
+    - `writes_database_alias` (`FLOWDECK_WRITES_DATABASE_ALIAS`): the alias group commit's connections
+      (claims, the writes under a claim) use (None: `database_alias`); one that keeps a session lets them
+      prepare their statements behind a transaction pooler.
     - `heartbeat` (`FLOWDECK_HEARTBEAT_SECONDS`): how often a worker process publishes its health.
     - `demo_stop` (`FLOWDECK_DEMO_STOP_SECONDS`): how long the demo waits for its workers to stop.
     - `demo_previous_flows` (`FLOWDECK_DEMO_PREVIOUS_FLOWS`): the flows module (declaring `FLOWS`, as
@@ -185,6 +208,9 @@ class FlowdeckSettings:
     poll_timeout: timedelta = EngineConfig.poll_timeout
     shutdown_grace: timedelta = EngineConfig.shutdown_grace
     database_alias: str = "default"
+    transaction_pooler: bool = False
+    listen_database_alias: str | None = None
+    writes_database_alias: str | None = None
     heartbeat: timedelta = timedelta(seconds=5)
     demo_stop: timedelta = timedelta(seconds=30)
     demo_previous_flows: str = ""
@@ -204,6 +230,9 @@ class FlowdeckSettings:
             batch_size=d.FLOWDECK_BATCH_SIZE,
             poll_timeout=timedelta(seconds=d.FLOWDECK_POLL_TIMEOUT_SECONDS),
             database_alias=d.FLOWDECK_DATABASE_ALIAS,
+            transaction_pooler=d.FLOWDECK_TRANSACTION_POOLER,
+            listen_database_alias=d.FLOWDECK_LISTEN_DATABASE_ALIAS,
+            writes_database_alias=d.FLOWDECK_WRITES_DATABASE_ALIAS,
             heartbeat=timedelta(seconds=d.FLOWDECK_HEARTBEAT_SECONDS),
             demo_stop=timedelta(seconds=d.FLOWDECK_DEMO_STOP_SECONDS),
             demo_previous_flows=d.FLOWDECK_DEMO_PREVIOUS_FLOWS,

@@ -153,6 +153,9 @@ class Environment(pydantic.BaseModel):
     FLOWDECK_LOGIN_FAILURE_LIMIT: Annotated[int, pydantic.BeforeValidator(_whole(1))] = 5
     FLOWDECK_LOGIN_COOLOFF_SECONDS: Annotated[int, pydantic.BeforeValidator(_whole(1))] = 900
     FLOWDECK_EVENT_LOOP: Annotated[str | None, pydantic.BeforeValidator(_loop)] = None
+    FLOWDECK_TRANSACTION_POOLER: Flag = False
+    FLOWDECK_LISTEN_DATABASE_URL: str | None = None
+    FLOWDECK_WRITES_DATABASE_URL: str | None = None
 
 
 def environment(environ: Mapping[str, str]) -> Environment:

@@ -39,12 +39,13 @@ from prometheus_client.registry import Collector
 from flowdeck.console import rate_limits as console_rate_limits
 from flowdeck.console import states
 from flowdeck.engine.rate_limits import RateLimit
-from flowdeck.store import counts, feed, heartbeats, spi
+from flowdeck.store import concurrency, counts, feed, heartbeats, spi
 from flowdeck.store.events import EventKind as K
 
 __all__ = ["CONTENT_TYPE", "Fold", "StoreState", "node_label", "read_state", "reset", "scrape"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+ALL_KEYS = 100_000  # a scrape's read of the limits takes every key's (the oldest queued may be any key's)
 MAX_EVENTS = 50_000  # the events one scrape folds at most; the rest wait for the next (see the lag gauge)
 TRACKED = 100_000  # the executions (and open attempts) whose latest moment is remembered, newest kept
 GAP_SECONDS = 10.0  # how long an id skipped by a read is asked for again
@@ -217,6 +218,9 @@ class StoreState:
     behind: int
     schedules: ScheduleState | None = None
     rates: tuple[console_rate_limits.Shown, ...] | None = None
+    # each workflow's concurrency limit now (`store.concurrency`), with the scrape's now
+    limits: tuple[concurrency.GroupCount, ...] | None = None
+    now: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -249,9 +253,10 @@ async def read_state(
         beats = tuple(await store.list_heartbeats(fresh_within))
         scheduled = await _schedule_state(store)
         rates = tuple(await console_rate_limits.shown(store, rate_limits or {}, busiest=0))
+        limited = tuple(await store.limit_counts(busiest=ALL_KEYS))
     except spi.FlowStoreError:
         return StoreState(None, None, 0)
-    return StoreState(statuses, beats, 0, scheduled, rates)
+    return StoreState(statuses, beats, 0, scheduled, rates, limited, store.now())
 
 
 class StateCollector(Collector):
@@ -278,6 +283,8 @@ class StateCollector(Collector):
             yield from _schedules(state.schedules)
         if state.rates is not None:
             yield from _rates(state.rates)
+        if state.limits is not None and state.now is not None:
+            yield from _limits(state.limits, state.now)
 
 
 def _rates(shown: Iterable[console_rate_limits.Shown]) -> Iterator[Metric]:
@@ -306,6 +313,33 @@ def _rates(shown: Iterable[console_rate_limits.Shown]) -> Iterator[Metric]:
         if s.configured_per_second is not None:
             configured.add_metric([s.name], s.configured_per_second)
     yield from (tokens, limited, observed, configured)
+
+
+def _limits(found: Iterable[concurrency.GroupCount], now: datetime) -> Iterator[Metric]:
+    """Per workflow with a concurrency limit: the oldest queued execution's wait (over all its groups: its
+    workflow's and its keys'), and the slots of its workflow limit held. The queued themselves are
+    `flowdeck_executions{status="queued"}`."""
+    oldest: dict[str, datetime | None] = {}
+    held: dict[str, int] = {}
+    for count in found:
+        workflow, since = count.group.flow_id, count.oldest_queued
+        known = oldest.get(workflow)
+        oldest[workflow] = since if known is None else (known if since is None else min(known, since))
+        if count.group.key is None:
+            held[workflow] = count.running
+    waits = GaugeMetricFamily(
+        "flowdeck_oldest_queued_seconds",
+        "How long the oldest queued execution of a workflow has waited for a slot (0: none queued).",
+        labels=["workflow"],
+    )
+    for workflow, since in sorted(oldest.items()):
+        waits.add_metric([workflow], max(0.0, (now - since).total_seconds()) if since is not None else 0.0)
+    slots = GaugeMetricFamily(
+        "flowdeck_limit_slots_held", "Slots of a workflow's concurrency limit held now.", labels=["workflow"]
+    )
+    for workflow, n in sorted(held.items()):
+        slots.add_metric([workflow], n)
+    yield from (waits, slots)
 
 
 def _schedules(state: ScheduleState) -> Iterator[Metric]:

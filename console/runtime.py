@@ -31,6 +31,7 @@ from flowdeck.store import spi
 from flowdeck.store.django import errors as store_errors
 from flowdeck.store.django import joined, sqlite_connection
 from flowdeck.store.django.joined import CallerTransaction
+from flowdeck.store.django.pooling import Pooling
 from flowdeck.store.django.store import DjangoStore
 
 __all__ = [
@@ -63,8 +64,19 @@ def store() -> DjangoStore:
     global _store
     with _lock:
         if _store is None:
-            _store = DjangoStore(using=_steps_made_safe(flowdeck_settings().database_alias))
+            alias = _steps_made_safe(flowdeck_settings().database_alias)
+            _store = DjangoStore(using=alias, pooling=_pooling())
         return _store
+
+
+def _pooling() -> Pooling:
+    """Whether the store's alias goes through a transaction-mode pooler, and where LISTEN goes then."""
+    conf = flowdeck_settings()
+    return Pooling(
+        transaction=conf.transaction_pooler,
+        listen_using=conf.listen_database_alias,
+        writes_using=conf.writes_database_alias,
+    )
 
 
 def _steps_made_safe(alias: str) -> str:
@@ -78,7 +90,8 @@ def open_store(*, pool_size: int | None = None) -> spi.FlowStore:
     """A store of its own on the configured alias, apart from the shared one: for a part of the process
     that keeps its own connections (the live feed's watcher; a worker process's pool sized to its slots).
     `pool_size` None is the backend's default. Release it with `close_store`."""
-    return DjangoStore(using=_steps_made_safe(flowdeck_settings().database_alias), pool_size=pool_size)
+    alias = _steps_made_safe(flowdeck_settings().database_alias)
+    return DjangoStore(using=alias, pool_size=pool_size, pooling=_pooling())
 
 
 def close_store(store: spi.FlowStore) -> None:

@@ -14,12 +14,12 @@ from ninja import Schema
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
-from flowdeck.console import states, waits
+from flowdeck.console import limits, states, waits
 from flowdeck.engine import dry_run, ids
 from flowdeck.engine.engine import ExecutionDetail, InputStatus
 from flowdeck.engine.errors import FlowInvalidId
 from flowdeck.engine.progress import NodeProgress, NodeStatus
-from flowdeck.store import claim_order, field_terms, filter_limits, spi
+from flowdeck.store import claim_order, concurrency, field_terms, filter_limits, spi
 
 __all__ = [
     "AnswerRequest",
@@ -33,7 +33,6 @@ __all__ = [
     "ExecutionIdParam",
     "ExecutionDetailDto",
     "ExecutionInfoDto",
-    "HealthDto",
     "HistoryResponse",
     "InputInfoDto",
     "NameParam",
@@ -162,6 +161,7 @@ class MetaDto(Wire):
     timeout: float | None = None
     retry: str | None = None
     version: str = ""
+    concurrency: str | None = None  # a workflow's concurrency limits in words: `50 running; 1 per key`
 
 
 class NodeInfoDto(Wire):
@@ -224,7 +224,8 @@ class StopDto(Wire):
 
 class ExecutionInfoDto(Wire):
     """`status` is the recorded status (`running`, `failed:<message>` …); `state` the state an operator
-    sees (`flowdeck.console.states`: `running`, `waiting`, `sleeping`, `retrying`, `cancelling`, `parked`,
+    sees (`flowdeck.console.states`: `running`, `waiting`, `sleeping`, `retrying`, `queued`, `cancelling`,
+    `parked`,
     `stopped`, `compensating`, `completed`, `failed`, `cancelled`): a Running row nobody will run is
     `parked`. `stateText` is that state's line with its qualifier and code, as the console and the CLI
     show it (`running·waiting`, `parked·stopped:F0001`, `stopped·answered:F0001`: answered, awaiting
@@ -240,6 +241,28 @@ class ExecutionInfoDto(Wire):
     created: datetime
     updated: datetime
     priority: int
+    concurrency: ConcurrencyDto | None = None
+
+
+class ConcurrencyDto(Wire):
+    """The concurrency limits an execution runs under (`store.concurrency`): `limit` running of its
+    workflow (0: none), `perKey` running of its `key` (0: none)."""
+
+    limit: int
+    key: str | None
+    per_key: int
+
+
+class QueueDto(Wire):
+    """Where a queued execution stands: the limit it waits on (`workflowId`, and `key` for a key's), its
+    `position` in that line (1: next), the limit's `capacity` and how many hold a slot now (`running`)."""
+
+    workflow_id: str
+    key: str | None
+    position: int
+    capacity: int
+    running: int
+    text: str
 
 
 class InputInfoDto(Wire):
@@ -268,6 +291,7 @@ class NodeProgressDto(Wire):
 
 
 class ExecutionDetailDto(ExecutionInfoDto):
+    queue: QueueDto | None = None
     hash: str
     cancel_reason: str
     stop: StopDto | None
@@ -296,6 +320,11 @@ def _info_fields(state: spi.ExecutionState, served: frozenset[str]) -> dict[str,
         "created": state.created,
         "updated": state.updated,
         "priority": state.priority,
+        "concurrency": ConcurrencyDto(
+            limit=state.concurrency.limit, key=state.concurrency.key, per_key=state.concurrency.per_key
+        )
+        if state.concurrency is not None
+        else None,
     }
 
 
@@ -340,11 +369,28 @@ def node_progress_of(node: NodeProgress) -> NodeProgressDto:
     )
 
 
-def execution_detail_of(detail: ExecutionDetail, served: frozenset[str]) -> ExecutionDetailDto:
+def queue_of(queued: concurrency.Queued | None) -> QueueDto | None:
+    if queued is None:
+        return None
+    group = queued.group
+    return QueueDto(
+        workflow_id=group.flow_id,
+        key=group.key,
+        position=queued.position,
+        capacity=queued.capacity,
+        running=queued.running,
+        text=limits.queue_line(queued),
+    )
+
+
+def execution_detail_of(
+    detail: ExecutionDetail, served: frozenset[str], queued: concurrency.Queued | None = None
+) -> ExecutionDetailDto:
     state = detail.state
     stop = detail.stop
     return ExecutionDetailDto(
         **_info_fields(state, served),
+        queue=queue_of(queued),
         hash=state.hash,
         cancel_reason=state.cancel_reason,
         stop=StopDto(
@@ -437,7 +483,7 @@ class CancelAllResponse(Wire):
 
 # The wire filter vocabulary (store.spi.ExecutionFilter.parse): a word, or a word narrowed after a colon.
 STATUS_PATTERN = (
-    r"^(?:running|completed|cancelled|cancelling|compensating|failed|sleeping|waiting|stopped|retrying"
+    r"^(?:running|completed|cancelled|cancelling|compensating|failed|sleeping|waiting|stopped|retrying|queued"
     r"|rate-limited|(?:failed|waiting|stopped|rate-limited):[^\u0000]+)$"
 )
 
@@ -520,36 +566,3 @@ class EndRequest(WireRequest):
     reason: Annotated[
         str, Field(min_length=1), WithJsonSchema({"type": "string", "minLength": 1, "pattern": NO_NUL})
     ]
-
-
-class ExecutorHealthDto(Wire):
-    """One worker process's latest heartbeat: its engine's health as it last recorded it. `state` is
-    `healthy` (every configured worker alive), `unhealthy`, `stopped` (its last beat, on the way out) or
-    `stale` (silent for more than three heartbeats)."""
-
-    executor_id: str
-    host: str
-    pid: int
-    state: Literal["healthy", "unhealthy", "stopped", "stale"]
-    started: datetime
-    updated: datetime
-    age_seconds: float
-    workers_alive: int
-    workers_configured: int
-    poll_failures: int
-    last_poll_failure: str | None
-    last_poll_failure_at: datetime | None
-    store_failures: int
-    claims_held: list[str]
-
-
-class HealthDto(Wire):
-    """This web process's view: the store answers (`storeOk`), and what it serves. Workers run elsewhere:
-    `executors` lists the worker processes heard from in the last minute (their heartbeats)."""
-
-    healthy: bool
-    store_ok: bool
-    store_error: str | None
-    workflows: list[str]
-    executor_id: str
-    executors: list[ExecutorHealthDto] = Field(default_factory=list)

@@ -23,8 +23,9 @@ env = deploy.environment(os.environ)  # lower case: not a setting
 DEBUG = env.FLOWDECK_DEBUG
 ALLOWED_HOSTS = list(env.FLOWDECK_ALLOWED_HOSTS)
 
+# No "daphne" app: it only makes `runserver` serve ASGI (the console is served by daphne itself, README), and
+# its import of Twisted costs every manage.py command, CLI call and worker start about 0.3 s of CPU.
 INSTALLED_APPS = [
-    "daphne",
     # before django.contrib.auth: its createsuperuser validates a given password too
     "flowdeck.console.accounts",
     "django.contrib.admin",  # read-only pages of the store's rows, and the API tokens (under /admin/)
@@ -106,6 +107,27 @@ def _default_sqlite() -> Path:
 
 DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{_default_sqlite()}")
 DATABASES = {"default": _database(DATABASE_URL)}
+
+# Behind a transaction-mode pooler (PgBouncer, docs/pooling.md): FLOWDECK_TRANSACTION_POOLER=1 with
+# DATABASE_URL on the pooler, FLOWDECK_LISTEN_DATABASE_URL where the LISTEN connection keeps a session
+# (PostgreSQL itself, or a session-mode pool entry), and optionally FLOWDECK_WRITES_DATABASE_URL for group
+# commit's connections (a session there lets them prepare). Django's named cursors are declared WITH HOLD
+# outside a transaction, which such a pool cannot keep: they are turned off, as Django's docs ask.
+FLOWDECK_TRANSACTION_POOLER = env.FLOWDECK_TRANSACTION_POOLER
+if FLOWDECK_TRANSACTION_POOLER:
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+
+
+def _another_road(url: str | None, alias: str) -> str | None:
+    """The same database by another URL, as `alias` (a test run makes no database of its own for it)."""
+    if not url:
+        return None
+    DATABASES[alias] = _database(url) | {"TEST": {"MIRROR": "default"}}
+    return alias
+
+
+FLOWDECK_LISTEN_DATABASE_ALIAS = _another_road(env.FLOWDECK_LISTEN_DATABASE_URL, "flowdeck_listen")
+FLOWDECK_WRITES_DATABASE_ALIAS = _another_road(env.FLOWDECK_WRITES_DATABASE_URL, "flowdeck_writes")
 
 # ---- Security (issue 11, hardening): the secret key, deployment switches, login throttling, CSP ----------
 # No published fallback key: FLOWDECK_SECRET_KEY, else the demo's kept key, else refuse (console.deploy).

@@ -15,6 +15,8 @@ will ever run. The states, first match wins:
   awaiting resume"), `compensating`, `cancelling`;
 - `waiting` (an input), `rate-limited` (a node waits for its rate limit's token: "rate-limited until …"),
   `retrying` (a failed attempt's back-off), `sleeping` (a timer);
+- `queued`: started under a concurrency limit and not taken by a worker yet, waiting for a slot
+  (`store.concurrency`; `FlowStore.queue_of` says which limit and its position);
 - `running`.
 
 The counts, the list's filter words and the gauge keep one partition: each execution in exactly one
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING
 from flowdeck.console.discovery import flow_versions
 from flowdeck.engine import schema
 from flowdeck.engine.node_status import NodeStatus as NodeState
-from flowdeck.store import counts, spi
+from flowdeck.store import counts, filters, spi
 from flowdeck.store.counts import RETRY_MARK
 from flowdeck.store.rate_limits import rate_row_matches
 
@@ -74,6 +76,7 @@ class ExecState(enum.StrEnum):
     SLEEPING = "sleeping"
     RETRYING = "retrying"
     RATE_LIMITED = "rate-limited"
+    QUEUED = "queued"
     PARKED = "parked"
     STOPPED = "stopped"
     COMPENSATING = "compensating"
@@ -161,7 +164,9 @@ def _alive(state: spi.ExecutionState) -> ExecState:
         return ExecState.RATE_LIMITED
     if any(RETRY_MARK in path for path in state.waits):
         return ExecState.RETRYING
-    return ExecState.SLEEPING if state.waits else ExecState.RUNNING
+    if state.waits:
+        return ExecState.SLEEPING
+    return ExecState.QUEUED if filters.is_queued(state) else ExecState.RUNNING
 
 
 def standing_of(state: spi.ExecutionState, served: Collection[str] | None = None) -> Standing:
@@ -222,6 +227,8 @@ def store_filter(word: str, served: frozenset[str]) -> spi.ExecutionFilter.Any |
     parsed = F.parse(word)
     if isinstance(parsed, F.Completed | F.Failed | F.Cancelled):
         return parsed
+    if isinstance(parsed, F.Running):  # the queued are a state of their own
+        parsed = F.Both(parsed, F.Queued(False))
     return F.Both(parsed, F.Served(served))
 
 
@@ -271,8 +278,35 @@ async def count_by_state(
         by.setdefault(c.workflow_id, {})[c.status] = c.executions
     may_park = [w for w, tally in by.items() if any(tally.get(k) for k in UNENDED)]
     parked = await parked_counts(store, may_park, served)
+    queued = await queued_counts(store, [w for w, tally in by.items() if tally.get("running")], served)
     return [
         counts.StatusCount(w, state, n)
         for w in sorted(by)
-        for state, n in sorted(partition(by[w], parked.get(w, {})).items())
+        for state, n in sorted(_queued_apart(partition(by[w], parked.get(w, {})), queued.get(w, 0)).items())
     ]
+
+
+async def queued_counts(
+    store: spi.FlowStore, workflow_ids: Iterable[str], served: frozenset[str]
+) -> dict[str, int]:
+    """Per workflow that declares concurrency limits, its queued executions (served ones: a parked one is
+    counted as parked). Workflows without limits cost nothing but the one list of workflows."""
+    wanted = set(workflow_ids)
+    if not wanted:
+        return {}
+    limited = [w.id for w in await store.list_workflows() if w.id in wanted and w.meta.concurrency]
+    F = spi.ExecutionFilter
+    found = {}
+    for workflow_id in limited:
+        page = await store.list_executions(workflow_id, F.Both(F.Queued(), F.Served(served)), limit=0)
+        if page.total:
+            found[workflow_id] = page.total
+    return found
+
+
+def _queued_apart(by_state: dict[str, int], queued: int) -> dict[str, int]:
+    """The queued taken out of `running` (their status kind) into a state of their own."""
+    if not queued:
+        return by_state
+    out = {**by_state, "running": by_state.get("running", 0) - queued, ExecState.QUEUED.value: queued}
+    return {k: n for k, n in out.items() if n > 0}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from flowdeck.engine.concurrency import Concurrency
 from flowdeck.engine.config import EngineConfig
 from flowdeck.engine.engine import ExecutionDetail, FlowEngine, InputStatus, SearchResult
 from flowdeck.engine.errors import (
@@ -56,6 +57,7 @@ from flowdeck.engine.schedule_ticks import scheduled
 from flowdeck.engine.worker import Health
 
 __all__ = [
+    "Concurrency",
     "EngineConfig",
     "ExecutionDetail",
     "FlowEngine",

@@ -27,6 +27,7 @@ from opentelemetry.trace import TracerProvider
 
 from flowdeck.engine import (
     arguments,
+    concurrency,
     dry_run,
     errors,
     ids,
@@ -47,6 +48,7 @@ from flowdeck.engine.rate_limits import RateLimit
 from flowdeck.engine.registry import Registry, Version
 from flowdeck.engine.worker import Health, WorkerPool
 from flowdeck.store import claim_order, deferral, spi
+from flowdeck.store import concurrency as store_concurrency
 from flowdeck.store.clock import SYSTEM_CLOCK, Clock
 
 __all__ = [
@@ -416,7 +418,13 @@ class Workflows:
                 workflow_id, execution_id, inputs, priority, carrier=started.carrier(), run_after=run_after
             )
             started.execution(eid)
-            here = run_here and engine._pool.running and deferral.not_before_of(created.data) is None
+            # a limited execution is claimed by the claim only, where the store counts its slots
+            here = (
+                run_here
+                and engine._pool.running
+                and deferral.not_before_of(created.data) is None
+                and version.flow.meta.concurrency is None
+            )
             if here:
                 await self._start_here(eid, version, created, fields)
             elif not await engine.store.create_execution_if_absent(
@@ -465,8 +473,12 @@ class Workflows:
         chosen = version.flow.meta.priority if priority is None else priority
         now = self._engine.clock.now()
         deferred = run_after if run_after is not None and run_after > now else None
+        limits = concurrency.limits_for(version.flow.meta.concurrency, fields)
         data = deferral.with_not_before(
-            tracing.carried(claim_order.event_data(chosen), carrier or {}), deferred
+            tracing.carried(
+                claim_order.event_data(chosen) | store_concurrency.event_data(limits), carrier or {}
+            ),
+            deferred,
         )
         created = spi.Event(spi.EventKind.CREATED, workflow_id, eid, now, data)
         return eid, version, created, fields

@@ -175,7 +175,8 @@ class Executions:
             state = await engine.store.get_execution(execution_id)
             field, event = self.prepare_signal(execution_id, state, name, value, carrier=started.carrier())
             # The version resolved above is registered here, so this engine's workers serve it.
-            if engine._pool.running:
+            # a limited execution is claimed by the claim only, where the store counts its slots
+            if engine._pool.running and (state is None or state.concurrency is None):
                 outcome = await self._deliver_here(execution_id, name, field, event)
             else:
                 outcome = await engine.store.signal(execution_id, name, field, event)

@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from flowdeck.engine import arguments, errors, nodes
+from flowdeck.engine.concurrency import Concurrency
 from flowdeck.engine.nodes import NO_STATE, Knobs, Node, RateLimitKnob
 from flowdeck.engine.schedule import Schedule
 from flowdeck.store import claim_order
@@ -34,12 +35,15 @@ class Meta:
     retry: Schedule | None = None
     version: str = ""
     priority: int = claim_order.DEFAULT  # a start's priority when it gives none (store.claim_order)
+    concurrency: Concurrency | None = None  # how many may run at once (engine/concurrency.py)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tags", arguments.tags(self.tags, "Meta"))
         arguments.timeout(self.timeout, "Meta")
         arguments.retry(self.retry, "Meta")
         arguments.priority(self.priority)
+        if self.concurrency is not None and not isinstance(self.concurrency, Concurrency):
+            raise TypeError(f"Meta: concurrency must be a Concurrency(...), got {self.concurrency!r}")
 
 
 # ------------------------------------------------------------------------------------------ loops

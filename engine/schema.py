@@ -326,6 +326,7 @@ def meta_info(meta: Meta) -> spi.WorkflowMeta:
         timeout=meta.timeout.total_seconds() if meta.timeout is not None else None,
         retry=meta.retry.describe() if meta.retry is not None else None,
         version=meta.version,
+        concurrency=meta.concurrency.describe() if meta.concurrency is not None else None,
     )
 
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from flowdeck.store.concurrency import Limits
 from flowdeck.store.status import Status
 from flowdeck.store.wakes import Wake
 
@@ -30,6 +31,7 @@ class ExecutionState:
     claim_token: int | None
     cancel_reason: str = ""
     priority: int = 0  # `claim_order`: higher claimed first
+    concurrency: Limits | None = None  # the limits it runs under (`store.concurrency`)
 
     def __hash__(self) -> int:
         waits_hash = sum(hash(item) for item in self.waits.items())
@@ -48,6 +50,7 @@ class ExecutionState:
                 self.claim_token,
                 self.cancel_reason,
                 self.priority,
+                self.concurrency,
             )
         )
 

@@ -96,6 +96,13 @@ class ExecutionFilter:
 
         limit: str | None = None
 
+    class Queued:
+        """Over its concurrency limit (`store.concurrency`): started under a limit, running with no wait row,
+        no cancel request and no claim (never claimed, or handed back), so only a slot keeps it from running.
+        `queued=False` selects everything else (the console's `running` word leaves the queued out)."""
+
+        queued: bool = True
+
     Any: ClassVar[TypeAlias] = (
         Running
         | Completed
@@ -111,6 +118,7 @@ class ExecutionFilter:
         | Stopped
         | Retrying
         | RateLimited
+        | Queued
     )
 
     WIRE_WORDS: ClassVar[tuple[str, ...]] = (
@@ -129,6 +137,7 @@ class ExecutionFilter:
         "retrying",
         "rate-limited",
         "rate-limited:<limit>",
+        "queued",
     )
 
     @classmethod
@@ -150,6 +159,7 @@ class ExecutionFilter:
             "stopped": cls.Stopped(),
             "retrying": cls.Retrying(),
             "rate-limited": cls.RateLimited(),
+            "queued": cls.Queued(),
         }
         if wire in simple:
             return simple[wire]
@@ -203,4 +213,17 @@ def filter_matches(filt: ExecutionFilter.Any, state: ExecutionState) -> bool:
             return any(isinstance(w, WakeAt) and RETRY_MARK in path for path, w in state.waits.items())
         case ExecutionFilter.RateLimited(limit):
             return any(isinstance(w, WakeAt) and rate_row_matches(p, limit) for p, w in state.waits.items())
+        case ExecutionFilter.Queued(queued):
+            return is_queued(state) == queued
     raise TypeError(f"not a filter: {filt!r}")
+
+
+def is_queued(state: ExecutionState) -> bool:
+    """`ExecutionFilter.Queued`'s meaning on one row."""
+    return (
+        state.concurrency is not None
+        and isinstance(state.status, Running)
+        and not state.cancel_requested
+        and not state.waits
+        and state.claim_expiry is None
+    )

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 from flowdeck.store import (
     claim_order,
+    concurrency,
     counts,
     deferral,
     feed,
@@ -34,6 +35,7 @@ from flowdeck.store import (
 )
 from flowdeck.store.clock import SYSTEM_CLOCK, Clock
 from flowdeck.store.memory_claimed import MemoryClaimed, released
+from flowdeck.store.memory_concurrency import MemoryConcurrency
 from flowdeck.store.memory_rate_limits import MemoryRateLimits
 from flowdeck.store.memory_schedules import MemorySchedules
 from flowdeck.store.wake_hub import Asked, WakeHub, poll, wait_for_change
@@ -67,7 +69,7 @@ class MemoryData:
     buckets: dict[tuple[str, str], rate_limits.Bucket] = field(default_factory=dict)
 
 
-class MemoryStore(MemorySchedules, MemoryRateLimits, spi.FlowStore):
+class MemoryStore(MemorySchedules, MemoryConcurrency, MemoryRateLimits, spi.FlowStore):
     """A `FlowStore` whose state lives in one `MemoryData`. `reset()` empties it."""
 
     def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
@@ -134,7 +136,8 @@ class MemoryStore(MemorySchedules, MemoryRateLimits, spi.FlowStore):
                 ready.sort(key=lambda row: row.created)
             else:
                 ready.sort(key=lambda row: (-row.priority, row.created))
-            ready = ready[: max(0, limit)]
+            rows = data.executions.values()
+            ready = concurrency.within_limits(ready, rows, now, _claimable)[: max(0, limit)]
             if not ready:
                 return []  # an empty claim writes nothing, so it extends no deadline it does not hand out
             handles: list[spi.Claimed] = []
@@ -256,6 +259,7 @@ class MemoryStore(MemorySchedules, MemoryRateLimits, spi.FlowStore):
             cancel_requested=False,
             claim_token=None,
             priority=claim_order.priority_of(event.data),
+            concurrency=concurrency.limits_of(event.data),
         )
         self.data.executions[execution_id] = row
         self.data.fields[execution_id] = dict(fields or {})
@@ -584,3 +588,7 @@ class MemoryStore(MemorySchedules, MemoryRateLimits, spi.FlowStore):
     ) -> Sequence[counts.StatusCount]:
         with self._lock:
             return memory_purge.count_purgeable(self.data, ended_before, statuses, workflow_id)
+
+
+def _claimable(row: spi.ExecutionState) -> bool:
+    return isinstance(row.status, spi.Running | spi.Compensating)

@@ -42,7 +42,14 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from flowdeck.store import console_contract, counts, node_stats, rate_limit_contract, schedule_contract
+from flowdeck.store import (
+    concurrency_contract,
+    console_contract,
+    counts,
+    node_stats,
+    rate_limit_contract,
+    schedule_contract,
+)
 
 # Re-exported: the names in __all__, and, as `X as X`, the codecs and `filter_matches`, which were never in
 # it but which callers reach as `spi.X`.
@@ -283,6 +290,7 @@ class FlowStore(
     console_contract.ConsoleContract,
     schedule_contract.ScheduleContract,
     rate_limit_contract.RateLimitContract,
+    concurrency_contract.ConcurrencyContract,
 ):
     """Where executions live. Readers and the writes anybody may make; running writes are on `Claimed`."""
 

@@ -17,6 +17,9 @@ class WorkflowMeta(BaseModel):
     timeout: float | None = None
     retry: str | None = None
     version: str = ""
+    # a workflow's concurrency limits in words (`20 running; 1 per order.customer_id`), None when it has
+    # none: a store claims the executions of a version with limits under them (`store.concurrency`)
+    concurrency: str | None = None
 
 
 class NodeInfo(BaseModel):

@@ -18,6 +18,7 @@ from flowdeck.console.api import (
     bulk,
     errors,
     executions,
+    limits,
     openapi,
     operators,
     rate_limits,
@@ -67,5 +68,5 @@ api = FlowdeckAPI(
 )
 errors.install(api)
 # bulk before executions: POST /executions/bulk is not an execution named bulk
-for module in (workflows, bulk, executions, operators, activity, schedules, rate_limits, system):
+for module in (workflows, bulk, executions, operators, activity, schedules, limits, rate_limits, system):
     api.add_router("/v1", module.router)

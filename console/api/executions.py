@@ -14,7 +14,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Body, Field, Query, Router, Schema
 
-from flowdeck.console import activity, auth, drawn, refusals, runtime, schemas, states
+from flowdeck.console import activity, auth, drawn, limits, refusals, runtime, schemas, states
 from flowdeck.console.api import inputs
 from flowdeck.console.api.errors import ApiError
 from flowdeck.console.api.responses import DIAGRAM_OPENAPI, diagram_format, errors, text_response
@@ -121,7 +121,9 @@ async def describe_execution(
 ) -> schemas.ExecutionDetailDto:
     engine = await runtime.engine()
     detail = await engine.executions.describe(execution_id)
-    return schemas.execution_detail_of(detail, await states.served_by(engine))
+    served = await states.served_by(engine)
+    queued = await limits.queue_for(engine.store, detail.state, served)
+    return schemas.execution_detail_of(detail, served, queued)
 
 
 def _describe_named(name: str) -> Callable[[HttpRequest], Awaitable[schemas.ExecutionDetailDto]]:

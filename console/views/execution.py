@@ -18,7 +18,7 @@ from asgiref.sync import sync_to_async
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from flowdeck.console import activity, answers, drawn, forms, refusals, runtime, states, timeline
+from flowdeck.console import activity, answers, drawn, forms, limits, refusals, runtime, states, timeline
 from flowdeck.console.models import RUN_PERMISSION
 from flowdeck.console.views import common, outcomes, parked, resumed
 from flowdeck.console.views import diagram as diagram_view
@@ -69,9 +69,13 @@ async def _panel_context(request: HttpRequest, detail: Any) -> dict[str, Any]:
     state = detail.state
     flow = engine.flow_of(state)
     hints = answers.hints(flow) if flow is not None else []
+    served = await states.served_by(engine)
+    queued = await limits.queue_for(engine.store, state, served)
     return {
         "detail": detail,
-        "row": common.row_of(state, await states.served_by(engine), engine.store.now()),
+        "limits": limits.limits_text(state.concurrency),
+        "queue": limits.queue_line(queued) if queued is not None else "",
+        "row": common.row_of(state, served, engine.store.now()),
         "stop": detail.stop,
         "answer": await _answer_of(engine, detail.stop, state.execution_id),
         "failure": state.status if common.badge_of(state) == "failed" else None,

@@ -37,6 +37,7 @@ _BASE_WORDS = (
     "sleeping",
     "retrying",
     "rate-limited",
+    "queued",
     "cancelling",
     "compensating",
     "stopped",

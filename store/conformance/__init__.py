@@ -28,6 +28,7 @@ from flowdeck.store.conformance.blocking import InProcessBlockingConformance
 from flowdeck.store.conformance.cancel import CancelCases
 from flowdeck.store.conformance.claim_order import ClaimOrderCases
 from flowdeck.store.conformance.claims import ClaimCases
+from flowdeck.store.conformance.concurrency import ConcurrencyCases
 from flowdeck.store.conformance.console_reads import ConsoleReadCases
 from flowdeck.store.conformance.deferral import DeferralCases
 from flowdeck.store.conformance.executions import ExecutionCases
@@ -67,6 +68,7 @@ __all__ = [
 class FlowStoreConformance(
     ClaimCases,
     ClaimOrderCases,
+    ConcurrencyCases,
     DeferralCases,
     WriteCases,
     AtomicCases,

@@ -6,7 +6,7 @@ import dataclasses
 from datetime import timedelta
 from typing import Any
 
-from flowdeck.store import spi
+from flowdeck.store import concurrency, spi
 from flowdeck.store.conformance.case import APPLIED, K, R, StoreCase
 from flowdeck.store.conformance.support import EX2, WF1, WF2, StoreFixture, seconds
 
@@ -117,9 +117,10 @@ class ExecutionCases(StoreCase):
             "claim_token": 99,
             "cancel_reason": "why",
             "priority": 5,
+            "concurrency": concurrency.Limits(limit=1),
         }
         names = [f.name for f in dataclasses.fields(spi.ExecutionState)]
-        assert len(names) == 13
+        assert len(names) == 14
         assert sorted(variations) == sorted(names)
         for name, value in variations.items():
             assert state != dataclasses.replace(state, **{name: value}), name

@@ -98,7 +98,10 @@ class DjangoClaimed(HeldClaim):
     async def finish(
         self, outcome: spi.ClaimOutcome, *, preceding: Sequence[spi.Event] = ()
     ) -> spi.StatusOutcome:
-        return await self._writes.finish(self, outcome, preceding)
+        done = await self._writes.finish(self, outcome, preceding)
+        if done is spi.StatusOutcome.APPLIED and self.state.concurrency is not None:
+            await self._store.slot_freed()
+        return done
 
     async def record_atomically(
         self, path: str, body: Callable[[], R], complete: Callable[[R], spi.Completion]

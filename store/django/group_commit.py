@@ -65,13 +65,29 @@ class _Write:
 class GroupCommit:
     """Sends statements for one event loop over `connections` async connections (see the module doc)."""
 
-    def __init__(self, connect_params: Mapping[str, Any], connections: int = 2) -> None:
+    def __init__(
+        self,
+        connect_params: Mapping[str, Any],
+        connections: int = 2,
+        *,
+        prepared: bool = True,
+        startup_options: bool = True,
+    ) -> None:
         self._params = dict(connect_params)
         # The writes find their rows by primary key, and psycopg prepares them (at their first run, see
         # _acquire): a generic plan then skips planning, which costs more than executing them (0.6 of a
         # 1 ms write). PostgreSQL's "auto" mode kept re-planning them as custom plans. A statement that
         # scans (a claim) is sent with prepare=False, so it is planned for its values every time.
-        self._params["options"] = f"{self._params.get('options', '')} -c plan_cache_mode=force_generic_plan"
+        # `prepared=False` (through a transaction-mode pool, store/django/pooling.py): a prepared statement
+        # lives in one server session and the next transaction may run in another; every statement then
+        # goes unnamed and is planned for its values. `startup_options=False` (through any pooler:
+        # PgBouncer refuses the startup parameter) sets the plan cache mode with a SET once connected,
+        # which a session-mode pool keeps for the connection's life.
+        self._prepare_threshold: int | None = 0 if prepared else None
+        self._set_plan_cache = prepared and not startup_options
+        if prepared and startup_options:
+            options = f"{self._params.get('options', '')} -c plan_cache_mode=force_generic_plan"
+            self._params["options"] = options.strip()
         # Not an asyncio.Queue: a task blocked in Queue.get that is collected with its loop closed raises
         # from Queue's own cleanup. Here an idle sender waits on a bare future nobody touches afterwards.
         self._pending: deque[_Write] = deque()
@@ -157,8 +173,10 @@ class GroupCommit:
                     # prepare_threshold 0: the statements here are a fixed set of shapes, run over and
                     # over; preparing each at its first run spares a fresh process five plannings each
                     conn = await psycopg.AsyncConnection.connect(
-                        **self._params, autocommit=True, prepare_threshold=0
+                        **self._params, autocommit=True, prepare_threshold=self._prepare_threshold
                     )
+                    if self._set_plan_cache:
+                        await conn.execute("SET plan_cache_mode = force_generic_plan", prepare=False)
                 except BaseException:
                     self._release(None)
                     raise

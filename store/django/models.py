@@ -30,6 +30,11 @@ TERMINAL_KINDS = (COMPLETED, FAILED, CANCELLED)
 CLAIMABLE_KINDS = (RUNNING, COMPENSATING)
 
 _ACTIVE = ~Q(status_kind__in=TERMINAL_KINDS)
+# The limited executions that may hold a slot (store.concurrency): claimable, started under a limit. No column
+# of a claim (claim_expiry) is in the index, so a claim's write stays a HOT update for every row.
+SLOT_HOLDERS = Q(status_kind__in=CLAIMABLE_KINDS) & (
+    Q(concurrency_limit__gt=0) | Q(concurrency_per_key__gt=0)
+)
 # A wait row that is a retry's back-off (a sleep at a path holding `counts.RETRY_MARK`): one spelling for
 # the index and the queries, so that the planner can prove the partial index applies.
 RETRYING = Q(kind="at", path__contains=RETRY_MARK)
@@ -63,6 +68,10 @@ class Execution(models.Model):
     priority = models.SmallIntegerField(
         default=0, db_default=0, help_text="claimed in this order, higher first (store.claim_order)"
     )
+    # the concurrency limits it runs under (store.concurrency), set from its Created event, never changed
+    concurrency_limit = models.IntegerField(default=0, db_default=0, help_text="its workflow's, 0: none")
+    concurrency_key = models.CharField(max_length=255, null=True, blank=True)
+    concurrency_per_key = models.IntegerField(default=0, db_default=0, help_text="its key's, 0: none")
     created = models.DateTimeField()
     updated = models.DateTimeField()
     ended = models.DateTimeField(
@@ -120,6 +129,12 @@ class Execution(models.Model):
                 fields=["flow_id", "hash", "-priority", "created", "serial"],
                 name="fs_exec_claimable_priority",
                 condition=Q(status_kind__in=CLAIMABLE_KINDS),
+            ),
+            # a limited claim's count of the slots held (store.django.concurrency): the claimed limited rows
+            models.Index(
+                fields=["flow_id", "concurrency_key"],
+                name="fs_exec_slot_holders",
+                condition=SLOT_HOLDERS,
             ),
             # The overview's reads (store.django.counts), each answered by an index-only scan. Its counts
             # by status are no scan at all: they read the status tally (migration 0010), which took the

@@ -23,6 +23,7 @@ from flowdeck.store import deferral, spi
 from flowdeck.store.django import queries, rows
 from flowdeck.store.django.claimed import DjangoClaimed
 from flowdeck.store.django.group_commit import GroupCommit
+from flowdeck.store.django.pooling import Pooling
 from flowdeck.store.django.tx import Tx
 from flowdeck.store.django.wakeups import PostgresListener, listener_params, payload
 from flowdeck.store.django.writes import Ask, Claim, claim_order_key, creation_params
@@ -38,11 +39,12 @@ class PostgresWrites:
     connections per event loop carry them; `listen` starts the LISTEN connection at the first blocking
     poll."""
 
-    def __init__(self, store: DjangoStore, *, listen: bool, connections: int) -> None:
+    def __init__(self, store: DjangoStore, *, listen: bool, connections: int, pooling: Pooling) -> None:
         self._store = store
-        params = listener_params(_connection(store))
+        params = listener_params(_connection(store, pooling.writes_using))
         self._write_params = {"application_name": "flowdeck-writer", **params}
         self.write_connections = connections
+        self._pooling = pooling
         # one GroupCommit per loop, since async connections belong to the loop that opened them
         self.writers: dict[asyncio.AbstractEventLoop, GroupCommit] = {}
         self._writers_lock = threading.Lock()
@@ -72,7 +74,12 @@ class PostgresWrites:
             with self._writers_lock:
                 for gone in [old for old in self.writers if old.is_closed()]:
                     self.writers.pop(gone).abandon()
-                writer = self.writers[loop] = GroupCommit(self._write_params, self.write_connections)
+                writer = self.writers[loop] = GroupCommit(
+                    self._write_params,
+                    self.write_connections,
+                    prepared=self._pooling.writers_prepare,
+                    startup_options=not self._pooling.transaction,
+                )
         return writer
 
     # ------------------------------------------------------------------------------------ claiming
@@ -121,7 +128,8 @@ class PostgresWrites:
         with self._listener_lock:
             if self._listener is None:
                 store = self._store
-                listener = PostgresListener(listener_params(_connection(store)), store.hub, store.origin)
+                params = listener_params(_connection(store, self._pooling.listen_using))
+                listener = PostgresListener(params, store.hub, store.origin)
                 listener.start()
                 self._listener = listener
 
@@ -383,8 +391,9 @@ class PostgresWrites:
             await writer.aclose()
 
 
-def _connection(store: DjangoStore) -> Any:
-    return connections[store.using]
+def _connection(store: DjangoStore, alias: str | None = None) -> Any:
+    """The Django connection of `alias` (None: the store's own): a psycopg connection copies its settings."""
+    return connections[alias or store.using]
 
 
 def _json(value: Any) -> Any:

@@ -23,6 +23,7 @@ WAKE_CHANNEL = "flowdeck_wake"
 
 TERMINAL = "('completed', 'failed', 'cancelled')"  # the ended status kinds, as an SQL list
 _CLAIMABLE = "('running', 'compensating')"
+CLAIMABLE = _CLAIMABLE  # the claimable status kinds, as an SQL list
 
 # The columns of an execution row, in the order `rows.execution_state` decodes them.
 EXECUTION_COLUMNS = (
@@ -38,9 +39,13 @@ EXECUTION_COLUMNS = (
     "cancel_requested",
     "cancel_reason",
     "priority",
+    "concurrency_limit",
+    "concurrency_key",
+    "concurrency_per_key",
 )
 _EXEC_COLS = ", ".join(f"e.{c}" for c in EXECUTION_COLUMNS)
 _EXEC_COLS_BARE = ", ".join(EXECUTION_COLUMNS)
+EXEC_COLS_BARE = _EXEC_COLS_BARE
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,8 @@ _READY_WHERE = f"""
         )
     )
 """
+
+READY_WHERE = _READY_WHERE  # I8 as a predicate on `e` (`{served}` to format in)
 
 # The claim's two orders (`store.claim_order`), each served by an index (`fs_exec_claimable_priority`,
 # `fs_exec_claimable`): by priority, highest first, then oldest; a fair-share turn's oldest first.
@@ -431,9 +438,11 @@ RECORDED_AT = Query(
 
 _CREATE = """
     INSERT INTO flowstore_execution (id, flow_id, hash, status, status_kind, failure_kind, stop_code,
-        cancel_requested, cancel_reason, last_seq, serial, created, updated, priority)
+        cancel_requested, cancel_reason, last_seq, serial, created, updated, priority,
+        concurrency_limit, concurrency_key, concurrency_per_key)
     VALUES (%(id)s, %(flow_id)s, %(hash)s, %(status)s, %(status_kind)s, %(failure_kind)s, %(stop_code)s,
-        FALSE, '', 1, {serial}, %(now)s, %(now)s, %(priority)s)
+        FALSE, '', 1, {serial}, %(now)s, %(now)s, %(priority)s,
+        %(concurrency_limit)s, %(concurrency_key)s, %(concurrency_per_key)s)
     ON CONFLICT (id) DO NOTHING RETURNING {answer}
 """
 
@@ -456,9 +465,10 @@ INSERT_SEED_FIELD = Query(
 _CREATE_CLAIMED = """
     INSERT INTO flowstore_execution (id, flow_id, hash, status, status_kind, failure_kind, stop_code,
         cancel_requested, cancel_reason, last_seq, serial, created, updated, executor, claim_expiry,
-        claim_token, priority)
+        claim_token, priority, concurrency_limit, concurrency_key, concurrency_per_key)
     VALUES (%(id)s, %(flow_id)s, %(hash)s, %(status)s, %(status_kind)s, %(failure_kind)s, %(stop_code)s,
-        FALSE, '', %(last_seq)s, {serial}, %(now)s, %(now)s, %(executor)s, %(expiry)s, {token}, %(priority)s)
+        FALSE, '', %(last_seq)s, {serial}, %(now)s, %(now)s, %(executor)s, %(expiry)s, {token}, %(priority)s,
+        %(concurrency_limit)s, %(concurrency_key)s, %(concurrency_per_key)s)
     ON CONFLICT (id) DO NOTHING RETURNING {answer}
 """
 
@@ -610,7 +620,10 @@ EVENTS_AFTER_WITH_DATA = Query(
 )
 
 __all__ = [name for name, value in globals().items() if isinstance(value, Query)] + [
+    "CLAIMABLE",
     "CLAIM_ORDER",
+    "EXEC_COLS_BARE",
+    "READY_WHERE",
     "EXECUTION_COLUMNS",
     "TERMINAL",
     "WAKE_CHANNEL",

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
-from flowdeck.store import spi
+from flowdeck.store import concurrency, spi
 from flowdeck.store.django import models
 
 
@@ -70,7 +70,7 @@ def event_of(flow_id: str, execution_id: str, seq: int, kind: str, timestamp: An
 def execution_state(row: Sequence[Any], waits: Mapping[str, spi.Wake]) -> spi.ExecutionState:
     """Decode a row in `queries.EXECUTION_COLUMNS` order."""
     eid, flow_id, hash_, status, executor, expiry, token, created, updated, cancel, reason = row[:11]
-    priority = row[11]
+    priority, limit, key, per_key = row[11:15]
     created_at, updated_at = to_datetime(created), to_datetime(updated)
     assert created_at is not None
     assert updated_at is not None
@@ -88,4 +88,24 @@ def execution_state(row: Sequence[Any], waits: Mapping[str, spi.Wake]) -> spi.Ex
         claim_token=int(token) if token is not None else None,
         cancel_reason=reason or "",
         priority=int(priority),
+        concurrency=limits_of_row(limit, key, per_key),
     )
+
+
+def limits_of_row(limit: Any, key: Any, per_key: Any) -> concurrency.Limits | None:
+    """The concurrency columns as the row's `Limits` (None: an unlimited execution)."""
+    if not limit and not per_key:
+        return None
+    return concurrency.Limits(limit=int(limit or 0), key=key, per_key=int(per_key or 0))
+
+
+def limits_columns(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A Created event's concurrency limits as the row's columns (`store.concurrency`)."""
+    limits = concurrency.limits_of(data)
+    if limits is None:
+        return {"concurrency_limit": 0, "concurrency_key": None, "concurrency_per_key": 0}
+    return {
+        "concurrency_limit": limits.limit,
+        "concurrency_key": limits.key if limits.per_key else None,
+        "concurrency_per_key": limits.per_key if limits.key is not None else 0,
+    }

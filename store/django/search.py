@@ -266,6 +266,11 @@ def _narrowed(queryset: Any, using: str, filt: spi.ExecutionFilter.Any) -> Any:
             return queryset.filter(~active | Q(hash__in=sorted(served_hashes)))
         case Arm.Both(first, second):
             return _narrowed(_narrowed(queryset, using, first), using, second)
+        case Arm.Queued(queued):
+            limited = Q(concurrency_limit__gt=0) | Q(concurrency_per_key__gt=0)
+            waiting = Q(status_kind=models.RUNNING, cancel_requested=False, claim_expiry__isnull=True)
+            matches = waiting & limited & ~Exists(waits)
+            return queryset.filter(matches if queued else ~matches)
         case Arm.Stopped(code):
             queryset = queryset.filter(status_kind=models.STOPPED)
             return queryset if code is None else queryset.filter(stop_code=code)

@@ -21,7 +21,7 @@ from flowdeck.store.django import models, queries, rows, search
 from flowdeck.store.django.claimed import Answered, DjangoClaimed
 from flowdeck.store.django.errors import translated
 from flowdeck.store.django.tx import Tx
-from flowdeck.store.django.writes import Ask, Claim, claim_order_key
+from flowdeck.store.django.writes import Ask, Claim, claim_order_key, claimed_ledgers, claimed_waits
 
 if TYPE_CHECKING:
     from flowdeck.store.django.store import DjangoStore
@@ -104,8 +104,8 @@ class SqliteWrites:
         """What a claim hands over for each claimed row: its waits (and which are satisfied at `now`), its
         fields and its history, read in the claim's transaction."""
         ids = [r[0] for r in claimed]
-        waits, satisfied = self._waits_in(tx, ids, now)
-        fields, histories = self._ledgers_in(ids)
+        waits, satisfied = claimed_waits(tx, ids, now)
+        fields, histories = claimed_ledgers(self._store.using, ids)
         return [
             Claim(
                 rows.execution_state(r, waits.get(r[0], {})),
@@ -115,39 +115,6 @@ class SqliteWrites:
             )
             for r in claimed
         ]
-
-    def _ledgers_in(
-        self, ids: Sequence[str]
-    ) -> tuple[dict[str, dict[str, spi.FieldData]], dict[str, list[spi.Event]]]:
-        """The fields and histories of the claimed rows, read in the claim's transaction (the engine's
-        attempt then starts with no read of its own: `Claimed.prefetched_ledger`)."""
-        using = self._store.using
-        fields: dict[str, dict[str, spi.FieldData]] = {}
-        found = models.Field.objects.using(using).filter(execution_id__in=ids)
-        for eid, name, value, tag in found.values_list("execution_id", "name", "value", "tag"):
-            fields.setdefault(eid, {})[name] = spi.FieldData(value, tag)
-        histories: dict[str, list[spi.Event]] = {}
-        events = (
-            models.Event.objects.using(using).filter(execution_id__in=ids).order_by("execution_id", "seq")
-        )
-        for eid, flow_id, seq, kind, timestamp, data in events.values_list(
-            "execution_id", "flow_id", "seq", "kind", "timestamp", "data"
-        ):
-            histories.setdefault(eid, []).append(rows.event_of(flow_id, eid, seq, kind, timestamp, data))
-        return fields, histories
-
-    def _waits_in(
-        self, tx: Tx, ids: Sequence[str], now: datetime
-    ) -> tuple[dict[str, dict[str, spi.Wake]], dict[str, set[str]]]:
-        params: dict[str, Any] = {"now": now}
-        found = tx.all(queries.WAITS_OF, params, ids=queries.in_list("id", ids, params))
-        waits: dict[str, dict[str, spi.Wake]] = {}
-        satisfied: dict[str, set[str]] = {}
-        for eid, path, kind, at, field_name, ok in found:
-            waits.setdefault(eid, {})[path] = rows.wake_of(kind, at, field_name)
-            if ok:
-                satisfied.setdefault(eid, set()).add(path)
-        return waits, satisfied
 
     async def start_listening(self) -> None:
         """Nothing to start: a blocked caller watches the data version itself (`commits_elsewhere`)."""

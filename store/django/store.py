@@ -31,17 +31,19 @@ from typing import Any, TypeVar
 from django.db import connections, transaction
 from django.db.models import F
 
-from flowdeck.store import claim_order, counts, feed, field_terms, heartbeats, retention, rules, spi
+from flowdeck.store import claim_order, feed, field_terms, heartbeats, rules, spi
 from flowdeck.store.clock import SYSTEM_CLOCK, Clock
+from flowdeck.store.django import concurrency as django_concurrency
 from flowdeck.store.django import feed as django_feed
 from flowdeck.store.django import heartbeats as django_heartbeats
 from flowdeck.store.django import models, operator_writes, queries, rows, search, sqlite_connection
-from flowdeck.store.django import purge as django_purge
 from flowdeck.store.django.claimed import DjangoClaimed
 from flowdeck.store.django.console_reads import ConsoleReads
 from flowdeck.store.django.errors import is_shared_cache_lock, translated
+from flowdeck.store.django.pooling import DIRECT, Pooling
 from flowdeck.store.django.postgres import PostgresWrites
 from flowdeck.store.django.rate_limits import RateLimitStore
+from flowdeck.store.django.retention_writes import RetentionWrites
 from flowdeck.store.django.schedules import ScheduleStore
 from flowdeck.store.django.search import FEW_TO_SORT, counted, executions_matching
 from flowdeck.store.django.sqlite import WATCH_INTERVAL as SQLITE_WATCH_INTERVAL
@@ -61,7 +63,14 @@ T = TypeVar("T")
 LOCKED_PATIENCE = 5.0
 
 
-class DjangoStore(ConsoleReads, ScheduleStore, RateLimitStore, spi.FlowStore):
+class DjangoStore(
+    ConsoleReads,
+    RetentionWrites,
+    ScheduleStore,
+    django_concurrency.ConcurrencyReads,
+    RateLimitStore,
+    spi.FlowStore,
+):
     """A `FlowStore` on the Django database alias `using`.
 
     `pool_size` is the number of threads (hence connections) serving it on PostgreSQL (default 8); SQLite
@@ -69,7 +78,9 @@ class DjangoStore(ConsoleReads, ScheduleStore, RateLimitStore, spi.FlowStore):
     `write_connections` (PostgreSQL) is the number of async connections per event loop that carry the
     one-statement writes, claims and reads (`group_commit.GroupCommit`; default 2: one batch in flight
     while the next gathers). `listen` (PostgreSQL) starts the LISTEN connection at the first blocking
-    `claim_ready`. Call `close()` (or `await aclose()`) when done.
+    `claim_ready`. `pooling` (PostgreSQL): whether the alias goes through a transaction-mode pooler, and
+    the aliases the LISTEN connection and the writers use (`store/django/pooling.py`). Call `close()` (or
+    `await aclose()`) when done.
     """
 
     def __init__(
@@ -80,6 +91,7 @@ class DjangoStore(ConsoleReads, ScheduleStore, RateLimitStore, spi.FlowStore):
         pool_size: int | None = None,
         listen: bool = True,
         write_connections: int = 2,
+        pooling: Pooling = DIRECT,
     ) -> None:
         self.using = using
         self.clock = clock
@@ -89,11 +101,14 @@ class DjangoStore(ConsoleReads, ScheduleStore, RateLimitStore, spi.FlowStore):
         self.origin = uuid.uuid4().hex
         self._closed = False
         self._fair_share = claim_order.FairShare()
+        # which served versions declare concurrency limits (store/django/concurrency.py), judged once each
+        self._limited: dict[tuple[str, str], bool] = {}
         # The one choice of database: every hot operation goes through `_writes` from here on.
         self._writes: Writes
         if self.vendor == "postgresql":
             self.pool_size = pool_size or 8
-            self._writes = PostgresWrites(self, listen=listen, connections=write_connections)
+            pooling.check(listen=listen)
+            self._writes = PostgresWrites(self, listen=listen, connections=write_connections, pooling=pooling)
         elif self.vendor == "sqlite":
             # Always one connection. SQLite's writers are serialized anyway, and the cross-process watch
             # compares `PRAGMA data_version` readings, which only mean something on one connection.
@@ -153,6 +168,11 @@ class DjangoStore(ConsoleReads, ScheduleStore, RateLimitStore, spi.FlowStore):
         if row is not None:
             self._wake_after_commit(tx)
         return row
+
+    async def slot_freed(self) -> None:
+        """A limited execution's attempt ended and gave its slots back: wake the pollers here and in the
+        other processes, for its queued executions (a finish wakes nobody otherwise, store.concurrency)."""
+        await self._run("slot freed", self._wake_after_commit)
 
     def _wake_after_commit(self, tx: Tx, *, registration: bool = False) -> None:
         """This write can make a row ready: wake local callers at commit, tell the other processes."""
@@ -221,7 +241,11 @@ class DjangoStore(ConsoleReads, ScheduleStore, RateLimitStore, spi.FlowStore):
             raise spi.FlowStoreError("claim_ready: the store is closed")
         try:
             order = queries.CLAIM_ORDER[self._fair_share.oldest_first()]
-            work = self._writes.claim(served, executor_id, now + lease, limit, now, order)
+            if any(self._limited.get(pair, True) for pair in served):  # some limited, or not judged yet
+                asking = django_concurrency.ask(self, served, executor_id, now + lease, limit, now, order)
+                work = asyncio.ensure_future(asking)
+            else:
+                work = self._writes.claim(served, executor_id, now + lease, limit, now, order)
         except RuntimeError as error:
             raise spi.FlowStoreError("claim_ready: the store is closed") from error
         try:
@@ -383,6 +407,7 @@ class DjangoStore(ConsoleReads, ScheduleStore, RateLimitStore, spi.FlowStore):
             self._wake_after_commit(tx, registration=True)
 
         await self._run("put_workflow", work)
+        self._limited[(info.id, info.structural_hash)] = bool(django_concurrency.limited_versions(info))
 
     # ---- operator writes
 
@@ -559,24 +584,3 @@ class DjangoStore(ConsoleReads, ScheduleStore, RateLimitStore, spi.FlowStore):
     async def record_heartbeat(self, beat: heartbeats.Heartbeat) -> None:
         work = functools.partial(django_heartbeats.record, beat=beat, now=self.now())
         await self._run("record_heartbeat", work)
-
-    # ---- retention (store/django/purge.py): one short transaction per call
-
-    async def purge_ended(
-        self,
-        *,
-        ended_before: datetime,
-        statuses: Sequence[str] = (),
-        workflow_id: str | None = None,
-        limit: int,
-    ) -> int:
-        what = retention.Purge(ended_before, tuple(statuses), workflow_id)
-        return await self._run(
-            "purge_ended", functools.partial(django_purge.purge_ended, what=what, limit=limit)
-        )
-
-    async def count_purgeable(
-        self, *, ended_before: datetime, statuses: Sequence[str] = (), workflow_id: str | None = None
-    ) -> Sequence[counts.StatusCount]:
-        what = retention.Purge(ended_before, tuple(statuses), workflow_id)
-        return await self._run("count_purgeable", functools.partial(django_purge.count_purgeable, what=what))

@@ -66,6 +66,7 @@ class Tx:
         the id exists: then nothing was written but, on SQLite, a reserved token (roll back to drop it)."""
         params = {"id": execution_id, "flow_id": flow_id, "hash": hash, "now": now}
         params.update(rows.status_columns(status), priority=claim_order.priority_of(event.data))
+        params.update(rows.limits_columns(event.data))
         if self.vendor == "sqlite":  # PostgreSQL's statement takes the serial from its sequence
             (params["serial"],) = self.one(queries.TAKE_TOKENS, {"n": 1})
         if self.one(queries.CREATE_EXECUTION, params) is None:

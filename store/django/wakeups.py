@@ -8,12 +8,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from typing import Any
 
 from flowdeck.store.django import queries
 from flowdeck.store.wake_hub import WakeHub
 
-__all__ = ["PostgresListener", "WakeHub", "listener_params", "payload"]
+__all__ = ["PostgresListener", "WakeHub", "listener_params", "listeners_on", "payload"]
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +40,20 @@ class PostgresListener:
         self._listening = threading.Event()
         self._thread = threading.Thread(target=self._run, name="flowdeck-store-listener", daemon=True)
 
+    @property
+    def database(self) -> str:
+        return str(self._params.get("dbname", ""))
+
     def start(self, wait: float = 5.0) -> None:
         """Start listening; returns once LISTEN is in place (or after `wait` seconds of failing to)."""
+        _running.add(self)
         self._thread.start()
         self._listening.wait(wait)
 
     def stop(self) -> None:
         self._stopping.set()
         self._thread.join(timeout=5)
+        _running.discard(self)
 
     def _run(self) -> None:
         import psycopg
@@ -71,6 +78,15 @@ class PostgresListener:
                 log.warning("wake listener lost its connection (%s); reconnecting", error)
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
+
+
+_running: weakref.WeakSet[PostgresListener] = weakref.WeakSet()
+
+
+def listeners_on(database: str) -> list[PostgresListener]:
+    """The listeners of this process still running on `database`: what must stop before the database is
+    dropped (a test session's own), or they reconnect to it, warning, for as long as the process lives."""
+    return [listener for listener in list(_running) if listener.database == database]
 
 
 def listener_params(connection: Any) -> dict[str, Any]:

@@ -17,13 +17,13 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flowdeck.store import claim_order, spi
-from flowdeck.store.django import queries, rows
+from flowdeck.store.django import models, queries, rows
 
 if TYPE_CHECKING:
     from flowdeck.store.django.claimed import DjangoClaimed
     from flowdeck.store.django.tx import Tx
 
-__all__ = ["Ask", "Claim", "Writes", "claim_order_key", "creation_params"]
+__all__ = ["Ask", "Claim", "Writes", "claim_order_key", "claimed_ledgers", "claimed_waits", "creation_params"]
 
 Ledger = tuple[Mapping[str, spi.FieldData], Sequence[spi.Event]]
 
@@ -36,6 +36,40 @@ class Claim:
     satisfied: frozenset[str]
     token: int
     ledger: Ledger | None = None
+
+
+def claimed_waits(
+    tx: Tx, ids: Sequence[str], now: datetime
+) -> tuple[dict[str, dict[str, spi.Wake]], dict[str, set[str]]]:
+    """The wait rows of claimed executions, read in the claim's transaction, and which of them are
+    satisfied at `now` (the claim hands both over)."""
+    params: dict[str, Any] = {"now": now}
+    found = tx.all(queries.WAITS_OF, params, ids=queries.in_list("id", ids, params))
+    waits: dict[str, dict[str, spi.Wake]] = {}
+    satisfied: dict[str, set[str]] = {}
+    for eid, path, kind, at, field_name, ok in found:
+        waits.setdefault(eid, {})[path] = rows.wake_of(kind, at, field_name)
+        if ok:
+            satisfied.setdefault(eid, set()).add(path)
+    return waits, satisfied
+
+
+def claimed_ledgers(
+    using: str, ids: Sequence[str]
+) -> tuple[dict[str, dict[str, spi.FieldData]], dict[str, list[spi.Event]]]:
+    """The fields and histories of claimed rows, read in the claim's transaction (the engine's attempt then
+    starts with no read of its own: `Claimed.prefetched_ledger`)."""
+    fields: dict[str, dict[str, spi.FieldData]] = {}
+    found = models.Field.objects.using(using).filter(execution_id__in=ids)
+    for eid, name, value, tag in found.values_list("execution_id", "name", "value", "tag"):
+        fields.setdefault(eid, {})[name] = spi.FieldData(value, tag)
+    histories: dict[str, list[spi.Event]] = {}
+    events = models.Event.objects.using(using).filter(execution_id__in=ids).order_by("execution_id", "seq")
+    for eid, flow_id, seq, kind, timestamp, data in events.values_list(
+        "execution_id", "flow_id", "seq", "kind", "timestamp", "data"
+    ):
+        histories.setdefault(eid, []).append(rows.event_of(flow_id, eid, seq, kind, timestamp, data))
+    return fields, histories
 
 
 def claim_order_key(claim: Claim) -> tuple[int, datetime, int]:
@@ -175,6 +209,7 @@ def creation_params(
         "now": now,
         "last_seq": 1 + len(following),
         "priority": claim_order.priority_of(event.data),
+        **rows.limits_columns(event.data),
         **rows.status_columns(status),
     }
     for i, values in enumerate(rows.event_values([event, *following])):

@@ -28,13 +28,26 @@ def main(argv: list[str]) -> None:
     for line in sys.stdin:
         if line.strip() != "spawn":
             continue
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _child(folder, args, call_command)
+            _child(folder, args, call_command, parent)
         print(pid, flush=True)
 
 
-def _child(folder: str, args: list[str], call_command: object) -> None:
+def _die_with(parent: int) -> None:
+    """SIGKILL this child when its parent dies (Linux's PR_SET_PDEATHSIG): a test closes the forker by
+    killing it, and a worker it had just spawned would otherwise live on, adopted by init, retrying a
+    database the test has dropped."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the request took
+        os._exit(1)
+
+
+def _child(folder: str, args: list[str], call_command: object, parent: int) -> None:
+    _die_with(parent)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     pid = os.getpid()
     out = os.open(f"{folder}/worker-{pid}.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)

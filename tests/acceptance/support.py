@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+
+from tests.acceptance.warm_manage import WarmManage
 
 ROOT = Path(__file__).resolve().parents[2]
 MANAGE = str(ROOT / "manage.py")
@@ -57,8 +61,16 @@ def environment(database_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def manage(database_url: str, *args: str, env: dict[str, str] | None = None) -> Result:
-    """Run `manage.py ARGS` to its end."""
+_warm = WarmManage(ROOT, Path(tempfile.mkdtemp(prefix="flowdeck-warm-manage-")))
+warm_manage = _warm.call
+
+
+def manage(database_url: str, *args: str, env: dict[str, str] | None = None, cold: bool = False) -> Result:
+    """Run `manage.py ARGS` to its end: forked from a warm parent of the same environment
+    (tests/acceptance/warm_manage.py), or as a plain subprocess when `cold` (a test of start-up itself)."""
+    if not cold:
+        code, out, err = warm_manage(env or environment(database_url), args, CALL_TIMEOUT)
+        return Result(tuple(args), code, out, err)
     done = subprocess.run(
         [PYTHON, MANAGE, *args],
         cwd=ROOT,
@@ -187,3 +199,18 @@ def free_port() -> int:
 
 def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
+
+
+_templates: dict[str, Path] = {}
+
+
+def migrated_sqlite(path: Path) -> str:
+    """A SQLite database at `path` with the project's migrations applied, as `manage.py migrate` leaves it:
+    a copy of one migrated once per test process (a migrate of every app is seconds of a test's time)."""
+    template = _templates.get("project")
+    if template is None:
+        template = Path(tempfile.mkdtemp(prefix="flowdeck-migrated-")) / "template.sqlite3"
+        ok(manage(sqlite_url(template), "migrate", "--verbosity", "0"))
+        _templates["project"] = template
+    shutil.copyfile(template, path)  # the migrate process ended: its WAL is checkpointed into the file
+    return sqlite_url(path)

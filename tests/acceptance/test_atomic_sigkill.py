@@ -41,25 +41,26 @@ WORKER_ARGS = ["--workers", "2", "--lease", "1", "--renew-every", "0.3", "--batc
 WORKER_ARGS += ["--shutdown-grace", "0", "--flows", "atomic-ledger"]
 
 
-def query(sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    with psycopg.connect(f"{POSTGRES_SERVER}/{DATABASE}", autocommit=True) as conn:
+def query(sql: str, *params: Any, database: str = DATABASE) -> list[tuple[Any, ...]]:
+    with psycopg.connect(f"{POSTGRES_SERVER}/{database}", autocommit=True) as conn:
         return conn.execute(sql, params).fetchall()
 
 
-def ended() -> int:
+def ended(database: str = DATABASE) -> int:
     rows = query(
-        "SELECT count(*) FROM flowstore_execution WHERE status_kind IN ('completed', 'failed', 'cancelled')"
+        "SELECT count(*) FROM flowstore_execution WHERE status_kind IN ('completed', 'failed', 'cancelled')",
+        database=database,
     )
     return int(rows[0][0])
 
 
 class Forker:
-    """The warm parent: `spawn()` answers a new worker's pid."""
+    """The warm parent: `spawn()` answers a new worker's pid. `extra`: more variables for the workers."""
 
-    def __init__(self, url: str, folder: Path) -> None:
+    def __init__(self, url: str, folder: Path, **extra: str) -> None:
         self.folder = folder
         argv = [PYTHON, "-m", "tests.acceptance.forking_workers", str(folder), "--", *WORKER_ARGS]
-        env = environment(url, DJANGO_SETTINGS_MODULE=SETTINGS)
+        env = environment(url, DJANGO_SETTINGS_MODULE=SETTINGS, **extra)
         self.err = (folder / "forker.err").open("w")
         self.process = subprocess.Popen(
             argv, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, text=True
@@ -113,14 +114,22 @@ def alive(pid: int, parent: int) -> bool:
     return _parent_of(pid) == parent
 
 
-def kill_loop(forker: Forker, pids: list[int]) -> tuple[int, int]:
-    """SIGKILL serving workers after a short random delay, replacing each, until KILLS kills, all work
-    ended, or 150 s; answers (kills, kills of a worker holding claims)."""
+def kill_loop(
+    forker: Forker,
+    pids: list[int],
+    *,
+    budget: int = KILLS,
+    executions: int = EXECUTIONS,
+    database: str = DATABASE,
+    seconds: float = 150,
+) -> tuple[int, int]:
+    """SIGKILL serving workers after a short random delay, replacing each, until `budget` kills, all work
+    ended, or `seconds`; answers (kills, kills of a worker holding claims)."""
     rng = random.Random(15)
     began = time.monotonic()
     kills = kills_mid_flight = 0
     slots: dict[int, float | None] = {}  # pid -> when to kill it (None: not serving yet)
-    while kills < KILLS and ended() < EXECUTIONS and time.monotonic() - began < 150:
+    while kills < budget and ended(database) < executions and time.monotonic() - began < seconds:
         while len(slots) < SLOTS:
             pid = forker.spawn()
             pids.append(pid)
@@ -133,7 +142,11 @@ def kill_loop(forker: Forker, pids: list[int]) -> tuple[int, int]:
                 elif not alive(pid, forker.process.pid):
                     pytest.fail(f"worker {pid} died on its own:\n{forker.explain(pid)}")
             elif now >= due:
-                held = query("SELECT count(*) FROM flowstore_execution WHERE executor LIKE %s", f"%-{pid}-%")
+                held = query(
+                    "SELECT count(*) FROM flowstore_execution WHERE executor LIKE %s",
+                    f"%-{pid}-%",
+                    database=database,
+                )
                 kill(pid, forker.process.pid)
                 kills += 1
                 kills_mid_flight += bool(held[0][0])
@@ -144,12 +157,14 @@ def kill_loop(forker: Forker, pids: list[int]) -> tuple[int, int]:
     return kills, kills_mid_flight
 
 
-def finish_while_progressing(ended: Callable[[], int], stall: float = 60) -> None:
+def finish_while_progressing(
+    ended: Callable[[], int], stall: float = 60, executions: int = EXECUTIONS
+) -> None:
     """Wait for the last worker to end every execution for as long as it keeps ending some: a loaded
     machine is slower, not wrong (a fixed 90 s saw 498 of 1,000 while CI shared the machine); a worker
     that ends none for `stall` seconds is stuck, and the assertion after says so."""
     count, last_progress = ended(), time.monotonic()
-    while count < EXECUTIONS and time.monotonic() - last_progress < stall:
+    while count < executions and time.monotonic() - last_progress < stall:
         time.sleep(0.2)
         now = ended()
         if now > count:

@@ -465,6 +465,7 @@ def test_a_database_never_migrated_is_refused_in_one_line_for_every_verb(tmp_pat
         ["activity"],
         ["schedule", "ls"],
         ["rate-limits"],
+        ["limits"],
         ["token", "create", "admin"],
     ]
     assert set(cli.FLOW_VERBS) == {args[0] for args in calls}

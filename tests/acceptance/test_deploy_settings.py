@@ -13,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.support import ROOT, environment, manage
+from tests.acceptance.support import ROOT, Result, environment
+from tests.acceptance.support import manage as warm_manage
+
+
+def manage(database_url: str, *args: str, env: dict[str, str] | None = None) -> Result:
+    """These tests are about start-up itself: every call pays it, as a plain subprocess."""
+    return warm_manage(database_url, *args, env=env, cold=True)
+
 
 README = (ROOT / "README.md").read_text()
 KEY = "FLOWDECK_SECRET_KEY"

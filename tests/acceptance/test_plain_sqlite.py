@@ -105,7 +105,7 @@ def test_a_database_the_store_cannot_put_in_wal_is_refused_at_start_up_in_one_li
     with contextlib.closing(sqlite3.connect(database)) as conn:
         conn.execute("PRAGMA journal_mode=DELETE")
     settings.write_text(SETTINGS.format(name=f"file:{database}?mode=ro"))  # as on a read-only disk
-    refused = manage("", "flowdeck_workers", env=env)
+    refused = manage("", "flowdeck_workers", env=env, cold=True)  # the settings file changed under it
     assert refused.returncode != 0, refused.explain()
     assert "Traceback" not in refused.stderr, refused.explain()
     lines = [line for line in refused.stderr.splitlines() if "CommandError" in line]

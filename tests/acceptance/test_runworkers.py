@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.support import Background, manage, manage_many, ok, refused, sqlite_url
+from tests.acceptance.support import Background, manage, manage_many, migrated_sqlite, ok, refused
 
 pytestmark = pytest.mark.slow
 
@@ -20,9 +20,7 @@ ORDER = {"id": "o-rw", "customer": "ada", "items": [{"sku": "widget", "qty": 1, 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    url = sqlite_url(tmp_path_factory.mktemp("flowdeck_workers") / "rw.sqlite3")
-    ok(manage(url, "migrate", "--verbosity", "0"))
-    return url
+    return migrated_sqlite(tmp_path_factory.mktemp("flowdeck_workers") / "rw.sqlite3")
 
 
 def test_bad_configuration_exits_2_listing_every_problem(db: str) -> None:

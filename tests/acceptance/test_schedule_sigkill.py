@@ -42,14 +42,14 @@ def query(sql: str, *params: Any) -> list[tuple[Any, ...]]:
 
 
 class Forker:
-    def __init__(self, url: str, folder: Path) -> None:
+    def __init__(self, url: str, folder: Path, settings: str = SETTINGS, args: tuple[str, ...] = ()) -> None:
         self.folder = folder
-        argv = [PYTHON, "-m", "tests.acceptance.forking_workers", str(folder), "--", *WORKER_ARGS]
+        argv = [PYTHON, "-m", "tests.acceptance.forking_workers", str(folder), "--", *(args or WORKER_ARGS)]
         self.err = (folder / "forker.err").open("w")
         self.process = subprocess.Popen(
             argv,
             cwd=ROOT,
-            env=environment(url, DJANGO_SETTINGS_MODULE=SETTINGS),
+            env=environment(url, DJANGO_SETTINGS_MODULE=settings),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.err,
@@ -84,20 +84,23 @@ class Forker:
         self.err.close()
 
 
-def kill_loop(forker: Forker) -> int:
-    """SIGKILL serving workers after a short random delay, replacing each, until KILLS kills or 120 s."""
+def kill_loop(
+    forker: Forker, most: int = KILLS, within: float = 120, delay: tuple[float, float] = DELAY
+) -> int:
+    """SIGKILL serving workers after a short random delay, replacing each, until `most` kills or `within`
+    seconds."""
     rng = random.Random(16)
     began = time.monotonic()
     kills = 0
     slots: dict[int, float | None] = {}
-    while kills < KILLS and time.monotonic() - began < 120:
+    while kills < most and time.monotonic() - began < within:
         while len(slots) < SLOTS:
             slots[forker.spawn()] = None
         now = time.monotonic()
         for pid, due in list(slots.items()):
             if due is None:
                 if forker.serving(pid):
-                    slots[pid] = now + rng.uniform(*DELAY)
+                    slots[pid] = now + rng.uniform(*delay)
                 elif not alive(pid, forker.process.pid):
                     pytest.fail(f"worker {pid} died on its own:\n{forker.explain(pid)}")
             elif now >= due:

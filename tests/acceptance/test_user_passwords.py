@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 
-from tests.acceptance.support import MANAGE, PYTHON, ROOT, ctrl_c_reaches_it, environment, manage, ok
+from tests.acceptance.support import (
+    MANAGE,
+    PYTHON,
+    ROOT,
+    ctrl_c_reaches_it,
+    environment,
+    manage,
+    migrated_sqlite,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -83,7 +91,7 @@ def _users(database: Path, username: str) -> int:
 @pytest.fixture
 def database(tmp_path: Path) -> Path:
     path = tmp_path / "users.sqlite3"
-    ok(manage(f"sqlite:///{path}", "migrate", "--verbosity", "0"))
+    migrated_sqlite(path)
     return path
 
 

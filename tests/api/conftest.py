@@ -20,6 +20,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.acceptance.support import warm_manage
 from tests.api.client import ApiClient, Live
 from tests.store.django_support import POSTGRES_SERVER, _process_alive, require_postgres
 
@@ -50,12 +51,16 @@ def _drop_database(name: str) -> None:
 
 
 def _run(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return done.stdout
+    """`python ARGS` to its end (`manage.py` forked from a warm parent: tests/acceptance/warm_manage.py)."""
+    if args[0] == "manage.py":
+        code, out, err = warm_manage(env, args[1:], 120)
+    else:
+        argv = [sys.executable, *args]
+        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        code, out, err = done.returncode, done.stdout, done.stderr
+    if code != 0:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{out}\n{err}")
+    return out
 
 
 def _wait_until_up(port: int, process: subprocess.Popen[bytes], log: Path) -> None:

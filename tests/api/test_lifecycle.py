@@ -70,6 +70,8 @@ def test_describe_waiting_execution(operator: ApiClient) -> None:
         "cancelRequested": False,
         "cancelReason": "",
         "priority": 0,
+        "concurrency": None,
+        "queue": None,
         "stop": None,
         "inputs": [{"name": "go", "tag": "bool", "delivered": False, "jsonSchema": {"type": "boolean"}}],
     }
@@ -123,7 +125,14 @@ def test_workflows_list_and_describe(operator: ApiClient) -> None:
     assert listed["greet"] == greet
     assert {k: v for k, v in greet.items() if k not in ("nodes", "structuralHash")} == {
         "id": "greet",
-        "meta": {"description": "", "tags": [], "timeout": None, "retry": None, "version": ""},
+        "meta": {
+            "description": "",
+            "tags": [],
+            "timeout": None,
+            "retry": None,
+            "version": "",
+            "concurrency": None,
+        },
         "inputs": [{"name": "name", "tag": "str", "jsonSchema": {"type": "string"}}],
         "outputs": ["greeting"],
     }
@@ -189,6 +198,7 @@ def test_search(operator: ApiClient) -> None:
         "created": found["items"][0]["created"],
         "updated": found["items"][0]["updated"],
         "priority": 0,
+        "concurrency": None,
     }
     page = operator.post("/executions/search", {"idPrefix": prefix, "limit": 1, "offset": 1}).body
     assert (page["total"], [i["executionId"] for i in page["items"]]) == (3, [f"{prefix}-1"])

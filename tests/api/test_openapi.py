@@ -173,6 +173,7 @@ def test_operation_ids_are_verbs(live: Live) -> None:
         "act_on_matching_executions",
         "describe_operation",
         "list_schedules",
+        "list_limits",
         "show_schedule",
         "create_schedule",
         "pause_schedule",

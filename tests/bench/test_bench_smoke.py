@@ -20,6 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
+RUN_BY_THEIR_OWN_TESTS = {"W12", "W14", "W15", "W17", "W18", "W19"}
+"""Workloads whose test file runs them end to end (`tiny_runs.run_tiny`) with assertions of their own: the
+smoke run leaves them out rather than run them twice, and the suite's processes run them side by side."""
+
 
 def require_postgres() -> None:
     if pg.reachable():
@@ -41,8 +45,9 @@ def test_bench_runs_every_workload_in_quick_mode_on_tiny_sizes(tmp_path: Path) -
     require_postgres()
     out_json = tmp_path / "results.json"
     env = dict(os.environ, FLOWDECK_BENCH_DB_SUFFIX="_smoke")
+    only = ",".join(_smoked())
     run = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--tiny", "--json", str(out_json)],
+        [sys.executable, "-m", "bench", "--quick", "--tiny", "--only", only, "--json", str(out_json)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -55,6 +60,8 @@ def test_bench_runs_every_workload_in_quick_mode_on_tiny_sizes(tmp_path: Path) -
     assert {row["workload"] for row in doc["rows"]} == set(report.WORKLOADS)
     errors = {name: r["error"] for name, r in {**doc["runs"], **doc["limits"]}.items() if "error" in r}
     assert errors == {}
+    not_run = {row["workload"] for row in doc["rows"] if row["flowdeck"] == "not run"}
+    assert not_run == RUN_BY_THEIR_OWN_TESTS
     table_workloads = {
         line.split("|")[1].strip() for line in run.stdout.splitlines() if line.startswith("| W")
     }
@@ -67,3 +74,13 @@ def test_bench_runs_every_workload_in_quick_mode_on_tiny_sizes(tmp_path: Path) -
     assert any(row["measure"].startswith("W1 ÷ L3") for row in doc["rows"])
     assert any(line.startswith("| L3 ") for line in run.stdout.splitlines())
     assert doc["meta"]["mode"] == "tiny"
+
+
+def _smoked() -> list[str]:
+    return [w for w in report.WORKLOADS if w not in RUN_BY_THEIR_OWN_TESTS]
+
+
+@pytest.mark.parametrize("workload", sorted(RUN_BY_THEIR_OWN_TESTS))
+def test_a_workload_left_out_of_the_smoke_run_is_run_by_its_own_test(workload: str) -> None:
+    own = (ROOT / "tests" / "bench" / f"test_{workload.lower()}.py").read_text()
+    assert f'run_tiny("{workload}"' in own

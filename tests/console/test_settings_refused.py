@@ -60,6 +60,24 @@ BAD = [
         'FLOWDECK_DATABASE_ALIAS = "flows"',
         "FLOWDECK_DATABASE_ALIAS: 'flows' is not in DATABASES (it has 'default')",
     ),
+    (
+        "FLOWDECK_TRANSACTION_POOLER = 1",
+        "FLOWDECK_TRANSACTION_POOLER: Input should be a valid boolean (got 1)",
+    ),
+    (
+        "FLOWDECK_TRANSACTION_POOLER = True",
+        "FLOWDECK_TRANSACTION_POOLER is set: FLOWDECK_LISTEN_DATABASE_ALIAS must name a database alias that "
+        "keeps a session for the LISTEN connection (direct to PostgreSQL, or a session-mode pool entry; "
+        "docs/pooling.md)",
+    ),
+    (
+        'FLOWDECK_WRITES_DATABASE_ALIAS = "writers"',
+        "FLOWDECK_WRITES_DATABASE_ALIAS: 'writers' is not in DATABASES (it has 'default')",
+    ),
+    (
+        'FLOWDECK_LISTEN_DATABASE_ALIAS = "direct"',
+        "FLOWDECK_LISTEN_DATABASE_ALIAS: 'direct' is not in DATABASES (it has 'default')",
+    ),
     ("FLOWDECK_HEARTBEAT_SECONDS = 0", "FLOWDECK_HEARTBEAT_SECONDS: Input should be greater than 0 (got 0)"),
     (
         "FLOWDECK_DEMO_STOP_SECONDS = 10**9",

@@ -20,6 +20,7 @@ from django.core.management import call_command
 from django.db import connections
 
 from flowdeck.console import settings as project_settings
+from flowdeck.store.django import wakeups
 
 SQLITE_ALIAS = "fd_sqlite"
 POSTGRES_ALIAS = "fd_postgres"
@@ -80,6 +81,8 @@ def create_postgres_database(name: str = POSTGRES_DB) -> None:
 
 
 def drop_postgres_database(name: str = POSTGRES_DB) -> None:
+    for listener in wakeups.listeners_on(name):  # a store some test left open: its listener would retry
+        listener.stop()
     with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 

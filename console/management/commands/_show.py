@@ -10,12 +10,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flowdeck.console import states, waits
+from flowdeck.console import limits, states, waits
 from flowdeck.console.management.commands import _output
 from flowdeck.console.management.commands._output import table
 from flowdeck.engine import errors
 from flowdeck.engine.engine import ExecutionDetail
-from flowdeck.store import spi
+from flowdeck.store import concurrency, spi
 
 __all__ = ["status_lines", "text"]
 
@@ -27,6 +27,7 @@ def text(
     served: frozenset[str],
     branches: Mapping[str, str],
     traced: bool,
+    queued: concurrency.Queued | None = None,
 ) -> str:
     s = detail.state
     lines = [
@@ -37,6 +38,10 @@ def text(
     ]
     if s.priority:
         lines.append(f"priority   {s.priority} (higher claimed first)")
+    if s.concurrency is not None:
+        lines.append(f"limits     {limits.limits_text(s.concurrency)}")
+    if queued is not None:
+        lines.append(f"queued     {limits.queue_line(queued)}")
     if s.executor:
         lines.append(f"claimed by {s.executor} until {s.claim_expiry:%H:%M:%S}")
     if s.cancel_requested and not s.status.terminal:  # an ended execution has no cancel pending

@@ -12,6 +12,7 @@ escaped (`\\x1b`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import datetime
@@ -22,11 +23,12 @@ from django.core.management.base import CommandError, CommandParser
 from django.db import connections
 from pydantic import ValidationError
 
-from flowdeck.console import activity, answers, refusals, runtime, states, tokens, waits
+from flowdeck.console import activity, answers, limits, refusals, runtime, states, tokens, waits
 from flowdeck.console.cli import FLOW_VERBS
 from flowdeck.console.management.commands import (
     _activity,
     _bulk,
+    _limits,
     _output,
     _purge,
     _rate_limits,
@@ -38,7 +40,7 @@ from flowdeck.console.management.commands._schema import require_schema
 from flowdeck.console.views import list_query
 from flowdeck.engine import errors, ids, places, render
 from flowdeck.engine.engine import ExecutionDetail, FlowEngine
-from flowdeck.store import spi
+from flowdeck.store import concurrency, spi
 
 __all__ = ["Command", "state_json"]
 
@@ -81,6 +83,18 @@ def _time(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
+def _queue_json(queued: concurrency.Queued | None) -> dict[str, Any] | None:
+    """Where a queued execution stands, as `show --json` carries it (REST's `queue`)."""
+    if queued is None:
+        return None
+    group = queued.group
+    return {"workflow_id": group.flow_id, "key": group.key, "position": queued.position} | {
+        "capacity": queued.capacity,
+        "running": queued.running,
+        "text": limits.queue_line(queued),
+    }
+
+
 def state_json(state: spi.ExecutionState, served: frozenset[str]) -> dict[str, Any]:
     """An execution's row as JSON (the shape `ls --json` lists and `show --json` extends); `state` is the
     state an operator sees, as REST's `state` says it (`console.states`: a Running row nobody will run is
@@ -103,6 +117,7 @@ def state_json(state: spi.ExecutionState, served: frozenset[str]) -> dict[str, A
         "cancel_requested": state.cancel_requested,
         "priority": state.priority,
         "cancel_reason": state.cancel_reason,
+        "concurrency": dataclasses.asdict(state.concurrency) if state.concurrency is not None else None,
     }
 
 
@@ -268,6 +283,11 @@ _VERBS: tuple[tuple[str, str, Callable[[CommandParser], None]], ...] = (
     ),
     ("activity", "what operators did, newest first (every surface)", _activity.add_arguments),
     (
+        "limits",
+        "each concurrency limit now: running, queued, the oldest queued's wait",
+        _limits.add_arguments,
+    ),
+    (
         "schedule",
         "schedules: ls, show, create, pause, resume, trigger, delete, backfill",
         _schedule.add_arguments,
@@ -403,8 +423,10 @@ class Command(_output.SafeOutputCommand):
             for n in (detail.progress.nodes if detail.progress else ())
         ]
         data["history"] = [e.to_json() | {"seq": e.seq} for e in history]
+        queued = await limits.queue_for(engine.store, detail.state, served)
+        data["queue"] = _queue_json(queued)
         traced = o["show_traceback"] or o["verbosity"] >= 2
-        self.emit(data, _show.text(detail, values, history, served, branches, traced))
+        self.emit(data, _show.text(detail, values, history, served, branches, traced, queued))
 
     async def do_start(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         wanted = [o["execution_id"]] if o["execution_id"] else []
@@ -535,6 +557,9 @@ class Command(_output.SafeOutputCommand):
         )
         text += f"\n{len(held)} parked; `flowdeck resume EID` moves one to the newest version (dry run first)"
         self.emit({"items": [state_json(s, served) for s in held], "total": len(held)}, text)
+
+    async def do_limits(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
+        await _limits.run(engine, o, self.emit)
 
     async def do_purge(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         await _purge.run(engine, o, self.actor, self.emit, self.say)

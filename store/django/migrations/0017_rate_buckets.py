@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("flowstore", "0015_schedules"),
+        ("flowstore", "0016_execution_concurrency"),
     ]
 
     operations = [
