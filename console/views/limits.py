@@ -1,6 +1,8 @@
 """The Limits page (`/limits/`): each concurrency limit now (`store.concurrency`): per workflow its declared
 limits, the slots held, the queued (linking to the list filtered to them) and the oldest queued's wait; then
-the busiest keys. Rate limits will join it. Read-only: any signed-in person."""
+the busiest keys; then each rate limit (`console.rate_limits`: configured and observed rate, the executions
+it holds back now, tokens taken and reserved, a per-key limit's busiest keys, in the section template
+`partials/rate_limits.html`). Read-only, as limits are declared in code or settings: any signed-in person."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from flowdeck.console import limits, runtime
+from flowdeck.console import limits, rate_limits, runtime
 from flowdeck.console.views import common
 from flowdeck.console.views.overview import list_url
 from flowdeck.console.views.signin import login_required
@@ -35,6 +37,7 @@ async def limits_page(request: HttpRequest) -> HttpResponse:
         "workflows": [_row(w, declared.get(w, ""), counted.get(w), now) for w in flows],
         "keys": [_key_row(c, now) for c in found if c.group.key is not None],
         "busiest": BUSIEST,
+        "rate_limits": await rate_limits.shown_all(),
     }
     return await common.page(request, "flowdeck/console/limits.html", context)
 

@@ -1,9 +1,9 @@
 """Rate limits on every surface (issue 31 points 3 and 5): an execution held back by its rate limit reads
 `rate-limited` (its badge `running·rate-limited`) on the list and its status filter, the execution page
 (with "rate-limited by LIMIT until …"), REST and `flowdeck ls`/`show`, like every state of the truth table;
-the limit itself is listed by `GET /api/v1/rate-limits`, `flowdeck rate-limits`, the `/limits/rates`
-section and the metrics, with its configured rate (FLOWDECK_RATE_LIMITS), its tokens and the executions it
-holds back now. On SQLite (the test database) and PostgreSQL."""
+the limit itself is listed by `GET /api/v1/rate-limits`, `flowdeck rate-limits`, the Limits page's
+(`/limits/`) rate limits section and the metrics, with its configured rate (FLOWDECK_RATE_LIMITS), its
+tokens and the executions it holds back now. On SQLite (the test database) and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ async def test_a_rate_limited_execution_and_its_limit_on_every_surface(
     assert {k: shown[re.sub("([A-Z])", r"_\1", k).lower()] for k in expected} == expected
     assert "1 per hour" in await cli("rate-limits")
 
-    section = await _html(client, "/limits/rates/")
+    section = await _html(client, "/limits/")
     assert f'data-rate-limit="{LIMIT}"' in section
     assert f'href="/executions/?status=rate-limited:{LIMIT}"' in section
     assert 'data-limited="1"' in section
@@ -124,4 +124,4 @@ async def test_no_rate_limit_reads_so(engine: FlowEngine) -> None:
     client = AsyncClient()
     await client.aforce_login(await sync_to_async(_user)("olga", False))
     assert json.loads((await client.get("/api/v1/rate-limits")).content) == []
-    assert "No rate limit." in await _html(client, "/limits/rates/")
+    assert "No rate limit." in await _html(client, "/limits/")
