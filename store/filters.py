@@ -96,6 +96,7 @@ class ExecutionFilter:
 
         limit: str | None = None
 
+    @dataclass(frozen=True)
     class Queued:
         """Over its concurrency limit (`store.concurrency`): started under a limit, running with no wait row,
         no cancel request and no claim (never claimed, or handed back), so only a slot keeps it from running.
