@@ -20,6 +20,13 @@ __all__ = ["BUSIEST", "KeyShown", "Shown", "shown", "shown_all"]
 BUSIEST = 10  # the keys of a per-key limit shown, busiest first
 
 
+def rate_text(per_second: float | None) -> str:
+    """A rate as every surface writes it: per second from one a second up, per minute below."""
+    if per_second is None:
+        return "-"
+    return f"{per_second:.3g}/s" if per_second >= 1 else f"{per_second * 60:.3g}/min"
+
+
 @dataclass(frozen=True)
 class KeyShown:
     """One key of a per-key limit: its observed rate, its counts, and when its next free token is due."""
@@ -29,6 +36,10 @@ class KeyShown:
     taken: int
     reserved: int
     next_free: datetime
+
+    @property
+    def observed(self) -> str:
+        return rate_text(self.observed_per_second)
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,10 @@ class Shown:
     keys: int
     limited_now: int
     busiest: tuple[KeyShown, ...] = ()
+
+    @property
+    def observed(self) -> str:
+        return rate_text(self.observed_per_second)
 
     @property
     def configured(self) -> str:

@@ -18,7 +18,7 @@ from asgiref.sync import sync_to_async
 from django.core.management import call_command
 from django.test import AsyncClient
 
-from flowdeck.console import runtime
+from flowdeck.console import rate_limits, runtime
 from flowdeck.engine.engine import FlowEngine
 from flowdeck.engine.flow import Flow
 from flowdeck.engine.rate_limits import RateLimit
@@ -108,10 +108,14 @@ async def test_a_rate_limited_execution_and_its_limit_on_every_surface(
     assert api["observedPerSecond"] >= 0
     [shown] = json.loads(await cli("rate-limits", "--json"))["items"]  # the CLI's JSON is snake_case
     assert {k: shown[re.sub("([A-Z])", r"_\1", k).lower()] for k in expected} == expected
-    assert "1 per hour" in await cli("rate-limits")
+    listed = await cli("rate-limits")
+    assert "1 per hour" in listed
+    observed = rate_limits.rate_text(api["observedPerSecond"])  # one wording of the observed rate, everywhere
+    assert f" {observed} " in listed
 
     section = await _html(client, "/limits/")
     assert f'data-rate-limit="{LIMIT}"' in section
+    assert f">{observed}</td>" in section
     assert f'href="/executions/?status=rate-limited:{LIMIT}"' in section
     assert 'data-limited="1"' in section
     scraped = (await client.get("/metrics")).content.decode()

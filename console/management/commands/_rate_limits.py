@@ -23,23 +23,14 @@ def add_arguments(parser: CommandParser) -> None:
     """No arguments beyond the verbs' own (`--json`)."""
 
 
-def _rate(per_second: float | None) -> str:
-    if per_second is None:
-        return "-"
-    return f"{per_second:.3g}/s" if per_second >= 1 else f"{per_second * 60:.3g}/min"
-
-
 def _listing(found: Sequence[rate_limits.Shown]) -> str:
     if not found:
         return "no rate limits (declare RATE_LIMITS in a flows module, or FLOWDECK_RATE_LIMITS)"
-    rows = [
-        (s.name, s.configured, _rate(s.observed_per_second), s.limited_now, s.taken, s.reserved, s.keys)
-        for s in found
-    ]
+    rows = [(s.name, s.configured, s.observed, s.limited_now, s.taken, s.reserved, s.keys) for s in found]
     lines = [table(("name", "configured", "observed", "rate-limited now", "taken", "reserved", "keys"), rows)]
     for s in found:
         if s.busiest:
-            busiest = ", ".join(f"{k.key} {_rate(k.observed_per_second)}" for k in s.busiest)
+            busiest = ", ".join(f"{k.key} {k.observed}" for k in s.busiest)
             lines.append(f"{s.name} busiest keys: {busiest}")
     return "\n".join(lines)
 
