@@ -55,6 +55,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_rounds": 3,
         "w18_executions": 2000,  # W1 with tracing off and on, alternated (bench/traced_w1.py)
         "w18_rounds": 10,
+        "w16_schedules": 1000,  # due at once, raced by w16_tickers schedulers (bench/schedule_load.py)
+        "w16_tickers": 2,
         "w14_executions": 10_000,  # one running per key against unlimited W1, alternated (bench/keyed_w14.py)
         "w14_keys": 1000,
         "w14_rounds": 3,
@@ -91,6 +93,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_rounds": 2,
         "w18_executions": 500,
         "w18_rounds": 3,
+        "w16_schedules": 1000,
+        "w16_tickers": 2,
         "w14_executions": 2000,
         "w14_keys": 200,
         "w14_rounds": 1,
@@ -127,6 +131,8 @@ SIZES: dict[str, dict[str, Any]] = {
         "w17_rounds": 1,
         "w18_executions": 6,
         "w18_rounds": 1,
+        "w16_schedules": 5,
+        "w16_tickers": 2,
         "w14_executions": 6,
         "w14_keys": 2,
         "w14_rounds": 1,
@@ -285,7 +291,13 @@ def plan(s: dict[str, Any]) -> list[Planned]:
         (frozenset({"W18"}), "W18/flowdeck", "W18 flowdeck", _w18_child(s)),
         (frozenset({"W14"}), "W14/flowdeck", "W14 flowdeck", _w14_child(s)),
         (frozenset({"W19"}), "W19/flowdeck", "W19 flowdeck", _w19_child(s)),
+        (frozenset({"W16"}), "W16/flowdeck", "W16 flowdeck", _w16_child(s)),
     ]
+
+
+def _w16_child(s: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """W16: schedules all due at once, their ticks raced by several schedulers (bench/schedule_load.py)."""
+    return child(FLOWDECK, "w16", "--schedules", s["w16_schedules"], "--tickers", s["w16_tickers"])
 
 
 def _rate_run(s: dict[str, Any]) -> Planned:
