@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import limits, pg, protocol, report
+from bench import limits, pg, protocol, tables
 
 # Sizes per mode. `full` is the issue's; `quick` keeps the whole run under two minutes on 2 cores;
 # `tiny` is for the smoke test (seconds, numbers meaningless).
@@ -406,10 +406,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = measure_workloads(size, only)
     meta["seconds"] = round(time.perf_counter() - began, 1)
     meta["load_average_at_end"] = [round(x, 1) for x in os.getloadavg()]
-    doc = report.document(meta, found_limits, runs)
+    doc = tables.document(meta, found_limits, runs)
     path = args.json or Path(__file__).resolve().parent / f"results-{mode}.json"
-    report.write_json(doc, path)
-    print(report.render(doc))
+    tables.write_json(doc, path)
+    print(tables.render(doc))
     print(
         f"\n{mode} run, {meta['seconds']} s; load average {meta['load_average_at_start'][0]} at the start,"
         f" {meta['load_average_at_end'][0]} at the end; JSON written to {path}"
