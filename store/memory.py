@@ -33,6 +33,7 @@ from flowdeck.store import (
     schedules,
     spi,
 )
+from flowdeck.store import memory_readiness as readiness
 from flowdeck.store.clock import SYSTEM_CLOCK, Clock
 from flowdeck.store.memory_claimed import MemoryClaimed, released
 from flowdeck.store.memory_concurrency import MemoryConcurrency
@@ -120,31 +121,40 @@ class MemoryStore(MemorySchedules, MemoryConcurrency, MemoryRateLimits, spi.Flow
         timeout: timedelta,
     ) -> Sequence[spi.Claimed]:
         async def ask() -> Asked[spi.Claimed]:
-            return self._claim(served, executor_id, lease, limit), None, None
+            return *self._claim(served, executor_id, lease, limit), None
 
         return await poll(self.hub, self.clock, timeout, ask)
 
     def _claim(
         self, served: frozenset[tuple[str, str]], executor_id: str, lease: timedelta, limit: int
-    ) -> list[spi.Claimed]:
+    ) -> tuple[list[spi.Claimed], float | None]:
+        """What a claim hands out, and when it hands out nothing, the poll's alarm: seconds until a served
+        row comes ready with no write, if one will (read at the same instant as the claim)."""
         with self._lock:
             now = self.clock.now()
             data = self.data
-            ready = [row for row in data.executions.values() if self._ready(row, served, now)]
+            ready = self._ready_rows(served, now)
             # stable: ties keep creation order
             if self._fair_share.oldest_first():
                 ready.sort(key=lambda row: row.created)
             else:
                 ready.sort(key=lambda row: (-row.priority, row.created))
             rows = data.executions.values()
-            ready = concurrency.within_limits(ready, rows, now, _claimable)[: max(0, limit)]
+            ready = concurrency.within_limits(ready, rows, now, readiness.claimable)[: max(0, limit)]
             if not ready:
-                return []  # an empty claim writes nothing, so it extends no deadline it does not hand out
+                # an empty claim writes nothing, so it extends no deadline it does not hand out
+                wake = readiness.next_wake(rows, served, now)
+                return [], None if wake is None else (wake - now).total_seconds()
             handles: list[spi.Claimed] = []
             for row in ready:
                 handles.append(self._claim_row(row, executor_id, now + lease, now))
             self._changed()
-            return handles
+            return handles, None
+
+    def _ready_rows(self, served: frozenset[tuple[str, str]], now: datetime) -> list[spi.ExecutionState]:
+        """The rows a claim could hand out at `now`, in creation order (call under the lock)."""
+        fields = self.data.fields
+        return [row for row in self.data.executions.values() if readiness.ready(row, served, now, fields)]
 
     def _take_token(self) -> int:
         token = self.data.next_token
@@ -165,27 +175,8 @@ class MemoryStore(MemorySchedules, MemoryConcurrency, MemoryRateLimits, spi.Flow
             row, executor=executor_id, claim_expiry=expiry, claim_token=token, updated=now
         )
         self.data.executions[row.execution_id] = stamped
-        return MemoryClaimed(self, stamped, self._satisfied(stamped, now), token, ledger)
-
-    def _ready(self, row: spi.ExecutionState, served: frozenset[tuple[str, str]], now: datetime) -> bool:
-        """I8, with Flowdeck's rule that a Stopped execution is never ready."""
-        if (row.flow_id, row.hash) not in served:
-            return False
-        if row.status.terminal or isinstance(row.status, spi.Stopped):
-            return False
-        expired = row.claim_expiry is not None and now >= row.claim_expiry
-        if row.claim_token is not None and not expired:
-            return False
-        died_mid_flight = row.claim_token is not None and expired
-        return row.cancel_requested or not row.waits or died_mid_flight or bool(self._satisfied(row, now))
-
-    def _satisfied(self, row: spi.ExecutionState, now: datetime) -> frozenset[str]:
-        fields = self.data.fields.get(row.execution_id, {})
-        return frozenset(
-            path
-            for path, wake in row.waits.items()
-            if (now >= wake.at if isinstance(wake, spi.WakeAt) else wake.name in fields)
-        )
+        satisfied = readiness.satisfied(stamped, now, self.data.fields)
+        return MemoryClaimed(self, stamped, satisfied, token, ledger)
 
     # ------------------------------------------------------------------------------------ writes
 
@@ -292,7 +283,7 @@ class MemoryStore(MemorySchedules, MemoryConcurrency, MemoryRateLimits, spi.Flow
             if not isinstance(outcome, spi.Delivered):
                 return outcome, None
             row, now = self.data.executions[execution_id], self.clock.now()
-            if not self._ready_by_delivery(row, name, now):
+            if not readiness.ready_by_delivery(row, name, now):
                 self._changed()
                 return outcome, None
             # No `_changed()`: the row is this caller's until its lease lapses, so no poll could take it.
@@ -315,15 +306,6 @@ class MemoryStore(MemorySchedules, MemoryConcurrency, MemoryRateLimits, spi.Flow
         self.data.executions[execution_id] = dataclasses.replace(row, updated=self.clock.now())
         self._append(execution_id, [event])
         return spi.Delivered()
-
-    def _ready_by_delivery(self, row: spi.ExecutionState, name: str, now: datetime) -> bool:
-        """Whether a delivery of `name` just made the row ready for its deliverer: a claimable status, no
-        live claim, and a wait row on that field (`_ready`'s rule, narrowed to what this write changed)."""
-        if row.status.terminal or isinstance(row.status, spi.Stopped):
-            return False
-        if rules.claim_live(row, now):
-            return False
-        return any(isinstance(w, spi.WakeOnField) and w.name == name for w in row.waits.values())
 
     async def request_cancel(
         self, execution_id: str, reason: str = "", actor: str | None = None
@@ -553,7 +535,7 @@ class MemoryStore(MemorySchedules, MemoryConcurrency, MemoryRateLimits, spi.Flow
     ) -> counts.Backlog:
         with self._lock:
             now = self.clock.now()
-            ready = [row for row in self.data.executions.values() if self._ready(row, served, now)]
+            ready = self._ready_rows(served, now)
             return memory_reads.backlog(ready, now, cap)  # the rows in creation order, as they were added
 
     # ---- what a workflow page reads of each node (store/memory_node_stats.py)
@@ -588,7 +570,3 @@ class MemoryStore(MemorySchedules, MemoryConcurrency, MemoryRateLimits, spi.Flow
     ) -> Sequence[counts.StatusCount]:
         with self._lock:
             return memory_purge.count_purgeable(self.data, ended_before, statuses, workflow_id)
-
-
-def _claimable(row: spi.ExecutionState) -> bool:
-    return isinstance(row.status, spi.Running | spi.Compensating)

@@ -329,6 +329,15 @@ class ClaimCases(StoreCase):
         await fx.clock.advance(0.5)
         assert fx.ids(await fx.poll()) == {"e1"}
 
+    async def test_flowdeck_a_sleep_coming_due_wakes_a_blocked_poll(self, fx: StoreFixture) -> None:
+        """Flowdeck: with nothing ready, a poll's wait ends when a served row's sleep comes due, not at the
+        poll's deadline, so a durable sleep (or a rate limit's wait) ends on time, whatever the poll's
+        timeout."""
+        await fx.mk_execution("e1")
+        await fx.mk_waits("e1", {"nap": spi.WakeAt(fx.clock.now() + seconds(1))})
+        [answer] = await fx.outlast([fx.start_poll(timeout=timedelta(hours=1))], 1)
+        assert fx.ids(answer) == {"e1"}
+
     # ------------------------------------------------------------------------ Flowdeck: created claimed
 
     async def test_flowdeck_created_claimed_row_is_held_under_a_fresh_token(self, fx: StoreFixture) -> None:

@@ -117,7 +117,7 @@ def page(chromium: Any) -> Iterator[Any]:
     the policy (no 'unsafe-eval') refuses. The policy itself is tested with pages of their own
     (`test_browser_csp.py`)."""
     context = chromium.new_context(viewport={"width": 1400, "height": 1000}, bypass_csp=True)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(60_000)
     page = context.new_page()
     page.dialogs = []
     page.errors = []

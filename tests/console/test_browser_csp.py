@@ -29,7 +29,7 @@ def strict_page(chromium: Any) -> Iterator[Any]:
     """A page under the policy as a visitor's browser enforces it; it records violations, console
     messages about the policy, and page errors."""
     context = chromium.new_context(viewport={"width": 1400, "height": 1000})
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(60_000)
     context.add_init_script(RECORD_VIOLATIONS)
     page = context.new_page()
     page.reports = []

@@ -43,7 +43,7 @@ def seeded(console_live: Console) -> Console:
 
 def _page(chromium: Any, width: int, height: int) -> Any:
     context = chromium.new_context(viewport={"width": width, "height": height})
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(60_000)
     context.add_init_script(RECORD_VIOLATIONS)
     page = context.new_page()
     page.reports = []

@@ -45,7 +45,7 @@ def seeded(console_live: Console) -> Console:
 def strict(chromium: Any) -> Iterator[Any]:
     """A page that keeps the policy (no bypass) and records its violations and the page's errors."""
     context = chromium.new_context(viewport={"width": 1400, "height": 900})
-    context.set_default_timeout(20_000)
+    context.set_default_timeout(60_000)
     context.add_init_script(RECORD_VIOLATIONS)
     page = context.new_page()
     page.reports = []

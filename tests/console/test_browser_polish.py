@@ -44,7 +44,7 @@ def dark_page(chromium: Any) -> Iterator[Any]:
     context = chromium.new_context(
         viewport={"width": 1400, "height": 900}, color_scheme="dark", bypass_csp=True
     )
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(60_000)
     page = context.new_page()
     yield page
     context.close()
@@ -222,7 +222,7 @@ def test_no_page_scrolls_sideways_800_wide(
     context = chromium.new_context(
         viewport={"width": 800, "height": 900}, color_scheme=scheme, bypass_csp=True
     )
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(60_000)
     page = context.new_page()
     try:
         _login(page, console_live)
