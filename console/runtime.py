@@ -83,6 +83,8 @@ def _steps_made_safe(alias: str) -> str:
     """The steps' own ORM work on the store's database is made safe as the store's is (on SQLite: WAL, a
     busy timeout, IMMEDIATE), in every thread that runs steps."""
     body_threads.prepare_threads("store", functools.partial(sqlite_connection.mark_steps_thread, alias))
+    # a step that met a lost connection (a restart, a failover) leaves it closed, so its retry reconnects
+    body_threads.recover_threads("store", store_errors.drop_broken_connections)
     return alias
 
 
