@@ -37,14 +37,23 @@ from bench.pgbouncer import free_port
 
 __all__ = ["BIN", "Cluster", "Pair", "StandbyMissing", "running"]
 
-BIN = Path(os.environ.get("FLOWDECK_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+def _server_programs() -> Path:
+    """FLOWDECK_PG_BIN, else the newest Debian server install (/usr/lib/postgresql/<version>/bin)."""
+    if "FLOWDECK_PG_BIN" in os.environ:
+        return Path(os.environ["FLOWDECK_PG_BIN"])
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+BIN = _server_programs()
 STANDBY_NAME = "flowdeck_standby"
 OS_USER = "postgres"
 
 
 class StandbyMissing(RuntimeError):
-    """No PostgreSQL server programs (initdb, pg_ctl, pg_basebackup) in FLOWDECK_PG_BIN
-    (/usr/lib/postgresql/15/bin by default)."""
+    """No PostgreSQL server programs (initdb, pg_ctl, pg_basebackup) in FLOWDECK_PG_BIN (by default the
+    newest /usr/lib/postgresql/<version>/bin: Debian's postgresql package)."""
 
 
 def _as_postgres(argv: Sequence[str]) -> list[str]:
