@@ -126,6 +126,8 @@ def _another_road(url: str | None, alias: str) -> str | None:
 
 FLOWDECK_LISTEN_DATABASE_ALIAS = _another_road(env.FLOWDECK_LISTEN_DATABASE_URL, "flowdeck_listen")
 FLOWDECK_WRITES_DATABASE_ALIAS = _another_road(env.FLOWDECK_WRITES_DATABASE_URL, "flowdeck_writes")
+# A streaming replica the console's lists, overview, search, timeline and history read (docs/failover.md)
+FLOWDECK_READ_REPLICA_ALIAS = _another_road(env.FLOWDECK_READ_REPLICA_DATABASE_URL, "flowdeck_replica")
 
 # ---- Security (issue 11, hardening): the secret key, deployment switches, login throttling, CSP ----------
 # No published fallback key: FLOWDECK_SECRET_KEY, else the demo's kept key, else refuse (console.deploy).

@@ -14,64 +14,25 @@ node whose completion was recorded started again (the record is what a replay sk
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import psycopg
 import pytest
 from websockets.sync.client import connect as websocket
 
 from bench import standby
 from tests.acceptance import test_atomic_sigkill as atomic
-from tests.acceptance.support import PYTHON, Background, environment, manage, ok
+from tests.acceptance.standby_support import SETTINGS, answers, health, pair, prepare, query, until, web
+from tests.acceptance.support import Background, environment
 from tests.api.conftest import _free_port
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+__all__ = ["pair"]  # the fixture
 
 EXECUTIONS = 150
 DATABASE = "flowdeck_failover"
-
-
-@pytest.fixture
-def pair() -> Iterator[standby.Pair]:
-    try:
-        with standby.running() as running:
-            yield running
-    except standby.StandbyMissing as missing:
-        if os.environ.get("FLOWDECK_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"{missing} and FLOWDECK_REQUIRE_POSTGRES=1")
-        pytest.skip(str(missing))
-
-
-def _query(pair: standby.Pair, sql: str) -> list[tuple[Any, ...]]:
-    with psycopg.connect(pair.url(DATABASE), autocommit=True, connect_timeout=5) as conn:
-        return conn.execute(sql).fetchall()
-
-
-def _health(port: int, token: str) -> int:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/api/v1/health", headers={"Authorization": f"Bearer {token}"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            return int(answer.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-
-
-def _until(check: Any, seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} within {seconds:g}s")
-        time.sleep(0.05)
+ENDED = "SELECT count(*) FROM flowstore_execution WHERE status_kind IN ('completed', 'failed', 'cancelled')"
 
 
 class Listener:
@@ -109,17 +70,11 @@ class Listener:
 def test_workers_web_and_live_feed_ride_a_failover_without_loss(pair: standby.Pair, tmp_path: Path) -> None:
     pair.create_database(DATABASE)
     url = pair.url(DATABASE)
-    env = environment(url, DJANGO_SETTINGS_MODULE=atomic.SETTINGS, FLOWDECK_LOG_LEVEL="WARNING")
-    prepare = (
-        "import json; from django.core.management import call_command; call_command('migrate', verbosity=0); "
-        f"from tests.acceptance.atomic_flows import start_many; start_many({EXECUTIONS}); "
-        "from tests.api.seed_users import seed; print(json.dumps(seed()))"
-    )
-    credentials = json.loads(ok(manage(url, "shell", "-c", prepare, env=env)).stdout.splitlines()[-1])
+    env = environment(url, DJANGO_SETTINGS_MODULE=SETTINGS, FLOWDECK_LOG_LEVEL="WARNING")
+    credentials = prepare(url, env, EXECUTIONS)
     token = credentials["operator_token"]
     port = _free_port()
-    web = Background("web", [PYTHON, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                             "flowdeck.console.asgi:application"], env, tmp_path)  # fmt: skip
+    server = web(env, tmp_path, port)
     workers = [
         Background.manage(
             f"workers-{i}",
@@ -127,7 +82,7 @@ def test_workers_web_and_live_feed_ride_a_failover_without_loss(pair: standby.Pa
             tmp_path,
             "flowdeck_workers",
             *atomic.WORKER_ARGS,
-            DJANGO_SETTINGS_MODULE=atomic.SETTINGS,
+            DJANGO_SETTINGS_MODULE=SETTINGS,
             FLOWDECK_LOG_LEVEL="WARNING",
         )
         for i in (1, 2)
@@ -135,30 +90,27 @@ def test_workers_web_and_live_feed_ride_a_failover_without_loss(pair: standby.Pa
     listener: Listener | None = None
 
     def ended() -> int:
-        ends = "('completed', 'failed', 'cancelled')"
-        return int(
-            _query(pair, f"SELECT count(*) FROM flowstore_execution WHERE status_kind IN {ends}")[0][0]
-        )
+        return int(query(url, ENDED)[0][0])
 
     def logs() -> str:
-        return "\n".join(p.explain() for p in (web, *workers))
+        return "\n".join(p.explain() for p in (server, *workers))
 
     try:
-        _until(lambda: _answers(port, token), 60, "the web process did not answer")
+        until(lambda: answers(port, token), 60, "the web process did not answer")
         listener = Listener(port, credentials["operator_session"])
-        _until(lambda: ended() >= EXECUTIONS // 4, 60, "the workers did not end a quarter of the load")
+        until(lambda: ended() >= EXECUTIONS // 4, 60, "the workers did not end a quarter of the load")
 
         before = ended()
         pair.kill_primary()
         killed = time.monotonic()
-        _until(lambda: _health(port, token) == 503, 30, "health did not say 503 with no primary")
+        until(lambda: health(port, token) == 503, 30, "health did not say 503 with no primary")
         # the standby is promoted only once every worker process has met the outage (its wake listener
         # lost its connection), so each of them runs through it rather than past it
         lost = "wake listener lost its connection"
-        _until(lambda: all(lost in w.stderr for w in workers), 30, "a worker did not notice the outage")
+        until(lambda: all(lost in w.stderr for w in workers), 30, "a worker did not notice the outage")
         pair.promote()
         promoted = time.monotonic()
-        _until(lambda: _health(port, token) == 200, 60, "health did not come back to 200 on the new primary")
+        until(lambda: health(port, token) == 200, 60, "health did not come back to 200 on the new primary")
         back = time.monotonic()
 
         atomic.finish_while_progressing(ended, executions=EXECUTIONS)
@@ -167,7 +119,7 @@ def test_workers_web_and_live_feed_ride_a_failover_without_loss(pair: standby.Pa
         assert not listener.closed, listener.closed
         assert any(at > promoted for at in listener.heard), "the live feed heard nothing after the promotion"
 
-        _assert_nothing_lost_or_doubled(pair)
+        _assert_nothing_lost_or_doubled(url)
         print(
             f"\nfailover: {before}/{EXECUTIONS} ended at the kill; promoted {promoted - killed:.1f}s after "
             f"it; health 200 again {back - promoted:.1f}s after the promotion; {EXECUTIONS} completed once"
@@ -175,41 +127,34 @@ def test_workers_web_and_live_feed_ride_a_failover_without_loss(pair: standby.Pa
     finally:
         if listener is not None:
             listener.close()
-        for process in (*workers, web):
+        for process in (*workers, server):
             process.close()
 
 
-def _answers(port: int, token: str) -> bool:
-    try:
-        return _health(port, token) == 200
-    except OSError:
-        return False
-
-
-def _assert_nothing_lost_or_doubled(pair: standby.Pair) -> None:
-    statuses = _query(pair, "SELECT status_kind, count(*) FROM flowstore_execution GROUP BY status_kind")
+def _assert_nothing_lost_or_doubled(url: str) -> None:
+    statuses = query(url, "SELECT status_kind, count(*) FROM flowstore_execution GROUP BY status_kind")
     assert statuses == [("completed", EXECUTIONS)]
-    completed = _query(
-        pair,
+    completed = query(
+        url,
         "SELECT execution_id, count(*) FROM flowstore_event WHERE kind = 'Completed' GROUP BY execution_id",
     )
     assert len(completed) == EXECUTIONS
     assert {n for _, n in completed} == {1}, completed
-    rows = _query(pair, "SELECT execution_id, node, count(*) FROM fulfilment_posting GROUP BY 1, 2")
+    rows = query(url, "SELECT execution_id, node, count(*) FROM fulfilment_posting GROUP BY 1, 2")
     doubled = [(eid, node, n) for eid, node, n in rows if node in ("post", "tally") and n != 1]
     assert doubled == []
     assert sum(1 for _, node, _ in rows if node in ("post", "tally")) == 2 * EXECUTIONS
     # a node whose completion is recorded never starts again: no StepStarted after its StepCompleted
-    rerun = _query(
-        pair,
+    rerun = query(
+        url,
         "SELECT s.execution_id, s.data::jsonb->>'step_name' FROM flowstore_event s"
         " JOIN flowstore_event c ON c.execution_id = s.execution_id AND c.kind = 'StepCompleted'"
         "  AND c.data::jsonb->>'step_name' = s.data::jsonb->>'step_name' AND c.seq < s.seq"
         " WHERE s.kind = 'StepStarted'",
     )
     assert rerun == []
-    twice = _query(
-        pair,
+    twice = query(
+        url,
         "SELECT execution_id, data::jsonb->>'step_name', count(*) FROM flowstore_event"
         " WHERE kind = 'StepCompleted' GROUP BY 1, 2 HAVING count(*) > 1",
     )
