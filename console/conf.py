@@ -99,6 +99,7 @@ class _Declared(pydantic.BaseModel):
     FLOWDECK_TRANSACTION_POOLER: pydantic.StrictBool = False
     FLOWDECK_LISTEN_DATABASE_ALIAS: str | None = None
     FLOWDECK_WRITES_DATABASE_ALIAS: str | None = None
+    FLOWDECK_READ_REPLICA_ALIAS: str | None = None
     FLOWDECK_HEARTBEAT_SECONDS: Seconds = 5
     FLOWDECK_DEMO_STOP_SECONDS: Seconds = 30
     FLOWDECK_DEMO_PREVIOUS_FLOWS: Annotated[str, pydantic.AfterValidator(_module_or_none)] = ""
@@ -109,7 +110,10 @@ class _Declared(pydantic.BaseModel):
     )
 
     @pydantic.field_validator(
-        "FLOWDECK_DATABASE_ALIAS", "FLOWDECK_LISTEN_DATABASE_ALIAS", "FLOWDECK_WRITES_DATABASE_ALIAS"
+        "FLOWDECK_DATABASE_ALIAS",
+        "FLOWDECK_LISTEN_DATABASE_ALIAS",
+        "FLOWDECK_WRITES_DATABASE_ALIAS",
+        "FLOWDECK_READ_REPLICA_ALIAS",
     )
     @classmethod
     def _defined(cls, alias: str | None, info: pydantic.ValidationInfo) -> str | None:
@@ -188,6 +192,9 @@ class FlowdeckSettings:
     - `writes_database_alias` (`FLOWDECK_WRITES_DATABASE_ALIAS`): the alias group commit's connections
       (claims, the writes under a claim) use (None: `database_alias`); one that keeps a session lets them
       prepare their statements behind a transaction pooler.
+    - `read_replica_alias` (`FLOWDECK_READ_REPLICA_ALIAS`): a streaming replica of `database_alias` the
+      console's list, overview, search, timeline and history read from (None: they read the primary);
+      starts, signals, operator actions and the live feed stay on the primary (docs/failover.md).
     - `heartbeat` (`FLOWDECK_HEARTBEAT_SECONDS`): how often a worker process publishes its health.
     - `demo_stop` (`FLOWDECK_DEMO_STOP_SECONDS`): how long the demo waits for its workers to stop.
     - `demo_previous_flows` (`FLOWDECK_DEMO_PREVIOUS_FLOWS`): the flows module (declaring `FLOWS`, as
@@ -211,6 +218,7 @@ class FlowdeckSettings:
     transaction_pooler: bool = False
     listen_database_alias: str | None = None
     writes_database_alias: str | None = None
+    read_replica_alias: str | None = None
     heartbeat: timedelta = timedelta(seconds=5)
     demo_stop: timedelta = timedelta(seconds=30)
     demo_previous_flows: str = ""
@@ -233,6 +241,7 @@ class FlowdeckSettings:
             transaction_pooler=d.FLOWDECK_TRANSACTION_POOLER,
             listen_database_alias=d.FLOWDECK_LISTEN_DATABASE_ALIAS,
             writes_database_alias=d.FLOWDECK_WRITES_DATABASE_ALIAS,
+            read_replica_alias=d.FLOWDECK_READ_REPLICA_ALIAS,
             heartbeat=timedelta(seconds=d.FLOWDECK_HEARTBEAT_SECONDS),
             demo_stop=timedelta(seconds=d.FLOWDECK_DEMO_STOP_SECONDS),
             demo_previous_flows=d.FLOWDECK_DEMO_PREVIOUS_FLOWS,

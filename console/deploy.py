@@ -156,6 +156,7 @@ class Environment(pydantic.BaseModel):
     FLOWDECK_TRANSACTION_POOLER: Flag = False
     FLOWDECK_LISTEN_DATABASE_URL: str | None = None
     FLOWDECK_WRITES_DATABASE_URL: str | None = None
+    FLOWDECK_READ_REPLICA_DATABASE_URL: str | None = None
 
 
 def environment(environ: Mapping[str, str]) -> Environment:

@@ -21,6 +21,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Iterable
 from datetime import timedelta
+from typing import cast
 
 from flowdeck.console import discovery
 from flowdeck.console.conf import flowdeck_settings
@@ -32,6 +33,7 @@ from flowdeck.store.django import errors as store_errors
 from flowdeck.store.django import joined, sqlite_connection
 from flowdeck.store.django.joined import CallerTransaction
 from flowdeck.store.django.pooling import Pooling
+from flowdeck.store.django.replica import ReplicaReads
 from flowdeck.store.django.store import DjangoStore
 
 __all__ = [
@@ -42,6 +44,8 @@ __all__ = [
     "engine",
     "make_engine",
     "open_store",
+    "reader",
+    "replica_lag",
     "reset",
     "serve",
     "served_engine",
@@ -57,6 +61,8 @@ _store: DjangoStore | None = None
 _engine: FlowEngine | None = None
 _registered = False
 _served = False  # every discovered version served in memory (`served_engine`), maybe not yet registered
+_reader: FlowEngine | None = None  # the console's reads on the read replica (`reader`)
+_replica: ReplicaReads | None = None
 
 
 def store() -> DjangoStore:
@@ -83,6 +89,8 @@ def _steps_made_safe(alias: str) -> str:
     """The steps' own ORM work on the store's database is made safe as the store's is (on SQLite: WAL, a
     busy timeout, IMMEDIATE), in every thread that runs steps."""
     body_threads.prepare_threads("store", functools.partial(sqlite_connection.mark_steps_thread, alias))
+    # a step that met a lost connection (a restart, a failover) leaves it closed, so its retry reconnects
+    body_threads.recover_threads("store", store_errors.drop_broken_connections)
     return alias
 
 
@@ -176,6 +184,36 @@ def served_engine() -> FlowEngine:
         return _engine
 
 
+async def reader() -> FlowEngine:
+    """The engine the console's list, overview, search, timeline and history read through: on the read
+    replica (`FLOWDECK_READ_REPLICA_ALIAS`) when one is configured, falling back to the primary while it
+    does not answer; else the web process's engine. It serves every discovered version in memory and
+    writes nothing: starts, signals and operator actions go through `engine()`, on the primary."""
+    global _reader, _replica
+    primary = await engine()
+    alias = flowdeck_settings().read_replica_alias
+    if alias is None:
+        return primary
+    with _lock:
+        if _reader is None:
+            # the replica's own connections only: the primary's LISTEN and writers' aliases are not for it
+            pooling = Pooling(transaction=flowdeck_settings().transaction_pooler)
+            replica = DjangoStore(using=alias, pool_size=2, listen=False, pooling=pooling, replica=True)
+            _replica = ReplicaReads(replica, primary.store)
+            built = FlowEngine(cast(spi.FlowStore, _replica), (), transient=TRANSIENT)
+            built.declare_rate_limits(declared_rate_limits())
+            for workflow_id, flow in discovery.served(None):
+                built.serve(workflow_id, flow)
+            _reader = built
+        return _reader
+
+
+async def replica_lag() -> float | None:
+    """Seconds the read replica is behind (None: it does not answer); 0 without a replica configured."""
+    await reader()
+    return 0.0 if _replica is None else await _replica.lag()
+
+
 def caller_transaction() -> CallerTransaction | None:
     """The calling thread's atomic block on the store's database, whose writes a start, a signal or a
     cancel may join; None outside one (autocommit)."""
@@ -190,11 +228,14 @@ def joins_record(store: spi.FlowStore, alias: str) -> bool:
 
 def reset() -> None:
     """Forget the process's store and engine (tests that switch databases call this)."""
-    global _store, _engine, _registered, _served
+    global _store, _engine, _registered, _served, _reader, _replica
     with _lock:
+        if _replica is not None:
+            _replica.close()
         if _store is not None:
             _store.close()
         _store, _engine, _registered, _served = None, None, False, False
+        _reader, _replica = None, None
 
 
 def _forget_after_fork() -> None:

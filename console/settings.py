@@ -12,9 +12,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-import dj_database_url
-
-from flowdeck.console import csp, deploy
+from flowdeck.console import csp, database_url, deploy
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -82,7 +80,7 @@ ASGI_APPLICATION = "flowdeck.console.asgi.application"
 def _database(url: str) -> dict[str, object]:
     # Request threads close their connection when the request ends (under ASGI each sync_to_async thread
     # would otherwise keep one open); the store's own thread pool keeps its connections for its lifetime.
-    config: dict[str, object] = dict(dj_database_url.parse(url, conn_max_age=0))
+    config: dict[str, object] = database_url.parse(url, conn_max_age=0)
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # WAL lets readers run beside the one writer; IMMEDIATE takes the write lock at BEGIN, so two
         # processes never both read-then-upgrade and deadlock (SQLite's SQLITE_BUSY on upgrade).
@@ -128,6 +126,8 @@ def _another_road(url: str | None, alias: str) -> str | None:
 
 FLOWDECK_LISTEN_DATABASE_ALIAS = _another_road(env.FLOWDECK_LISTEN_DATABASE_URL, "flowdeck_listen")
 FLOWDECK_WRITES_DATABASE_ALIAS = _another_road(env.FLOWDECK_WRITES_DATABASE_URL, "flowdeck_writes")
+# A streaming replica the console's lists, overview, search, timeline and history read (docs/failover.md)
+FLOWDECK_READ_REPLICA_ALIAS = _another_road(env.FLOWDECK_READ_REPLICA_DATABASE_URL, "flowdeck_replica")
 
 # ---- Security (issue 11, hardening): the secret key, deployment switches, login throttling, CSP ----------
 # No published fallback key: FLOWDECK_SECRET_KEY, else the demo's kept key, else refuse (console.deploy).

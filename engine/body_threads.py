@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["limit", "prepare_threads", "run_in_thread"]
+__all__ = ["limit", "prepare_threads", "recover_threads", "run_in_thread"]
 
 _bound = 32
 """Bodies blocked at once beyond this wait for a thread (the engine's default attempt slots are 32)."""
@@ -70,6 +70,31 @@ def prepare_threads(name: str, setup: Callable[[], None] | None) -> Callable[[],
     return replaced
 
 
+_recoveries: dict[str, Callable[[], None]] = {}
+
+
+def recover_threads(name: str, recover: Callable[[], None] | None) -> Callable[[], None] | None:
+    """Run `recover` on a body thread right after a body of it raised, in place of the one of the same name
+    (None drops it); answers the one it replaced. A composition root's repair of what the failure may have
+    left broken on that thread, such as a database connection the server ended (a failover): Django
+    reopens a thread's connection only once it is closed, and nothing else on a body thread closes it."""
+    with _lock:
+        replaced = _recoveries.pop(name, None)
+        if recover is not None:
+            _recoveries[name] = recover
+    return replaced
+
+
+def _recover() -> None:
+    with _lock:
+        recoveries = list(_recoveries.values())
+    for recover in recoveries:
+        try:
+            recover()
+        except Exception:  # a repair that fails leaves the next body to meet the same failure, and say so
+            continue
+
+
 def limit(threads: int) -> None:
     """Run sync bodies on at most `threads` threads from now on (threads already started stay)."""
     global _bound
@@ -103,6 +128,7 @@ def _serve() -> None:
                 prepared = _prepare()
             result = context.run(fn, *args)
         except BaseException as error:  # handed to the awaiting task, as to_thread does
+            _recover()
             _answer(loop, _fail, future, error)
         else:
             _answer(loop, _succeed, future, result)

@@ -18,7 +18,8 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 
-from flowdeck.console import badges, live, refusals, states, waits
+from flowdeck.console import badges, live, refusals, runtime, states, waits
+from flowdeck.console.conf import flowdeck_settings
 from flowdeck.console.models import OPERATE_PERMISSION, RUN_PERMISSION
 from flowdeck.engine import errors
 from flowdeck.store import spi
@@ -144,6 +145,26 @@ async def page(
     full = {**context, "live_after": after, "user": user, "nav": context.get("nav", "")}
     html = await sync_to_async(render_to_string)(template, full, request)
     return HttpResponse(html, status=status)
+
+
+LAG_SHOWN_AFTER = 1.0
+"""Seconds behind its primary past which a page reading the replica says so."""
+
+
+@dataclass(frozen=True)
+class ReplicaNotice:
+    """What a page reading the replica tells of it: how far behind it is, or that it does not answer."""
+
+    lag: float | None  # None: the replica does not answer, and the page read the primary
+
+
+async def replica_notice() -> ReplicaNotice | None:
+    """The notice of a page that read through `runtime.reader()`: None without a replica, or with one less
+    than `LAG_SHOWN_AFTER` behind."""
+    if flowdeck_settings().read_replica_alias is None:
+        return None
+    lag = await runtime.replica_lag()
+    return None if lag is not None and lag <= LAG_SHOWN_AFTER else ReplicaNotice(lag)
 
 
 async def fragment(

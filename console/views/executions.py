@@ -75,7 +75,7 @@ async def status_choices(store: spi.FlowStore) -> list[str]:
 
 
 async def _table(query: Query) -> dict[str, object]:
-    engine = await runtime.engine()
+    engine = await runtime.reader()
     served = parked.served_hashes(await engine.workflows.list())
     now = engine.store.now()
     error = ""
@@ -107,9 +107,10 @@ async def executions(request: HttpRequest) -> HttpResponse:
     table = await _table(query)
     if request.GET.get("partial") == "rows" or request.headers.get("HX-Request"):
         return await common.fragment(request, "flowdeck/console/partials/executions_table.html", table)
-    engine = await runtime.engine()
+    engine = await runtime.reader()
     context = {
         **table,
+        "replica": await common.replica_notice(),
         "nav": "executions",
         "status_choices": await status_choices(engine.store),
         "workflows": sorted(info.id for info in await engine.workflows.list()),

@@ -221,7 +221,7 @@ async def numbers(
 
 
 async def _context() -> dict[str, Any]:
-    engine = await runtime.engine()
+    engine = await runtime.reader()
     workflows = await engine.workflows.list()
     registered = sorted(info.id for info in workflows)
     return await numbers(engine.store, registered, states.served_hashes(workflows))
@@ -231,7 +231,9 @@ async def _context() -> dict[str, Any]:
 @require_GET
 async def overview(request: HttpRequest) -> HttpResponse:
     return await common.page(
-        request, "flowdeck/console/overview.html", {**(await _context()), "nav": "overview"}
+        request,
+        "flowdeck/console/overview.html",
+        {**(await _context()), "nav": "overview", "replica": await common.replica_notice()},
     )
 
 

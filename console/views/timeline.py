@@ -229,8 +229,9 @@ async def _folded(engine: Any, execution_id: str) -> timeline.Fold:
 
 
 async def timeline_of(execution_id: str) -> tuple[timeline.Timeline, datetime, dict[str, LaneState]]:
-    """The execution's waterfall as of the store's now, and each lane's state (`timeline_states`)."""
-    engine = await runtime.engine()
+    """The execution's waterfall as of the store's now, and each lane's state (`timeline_states`); read
+    from the read replica when there is one (`runtime.reader`)."""
+    engine = await runtime.reader()
     detail = await common.described(engine, execution_id)
     fold = await _folded(engine, execution_id)
     now = engine.store.now()
@@ -279,7 +280,7 @@ async def history_json(request: HttpRequest, execution_id: str) -> HttpResponse:
     from flowdeck.console.api import api  # the API's renderer writes the bytes the route would
 
     after = refusals.whole_number(request.GET, "after", 0)
-    engine = await runtime.engine()
+    engine = await runtime.reader()
     await common.described(engine, execution_id)
     page = await engine.executions.history(execution_id, None, after)
     document = schemas.history_of(page).model_dump(by_alias=True)

@@ -96,6 +96,23 @@ def translated(operation: str, using: str) -> Iterator[None]:
         raise
 
 
+def drop_broken_connections() -> None:
+    """Close this thread's Django connections that a failure left unusable (the server ended them: a
+    restart, a failover), so their next use connects again, to whichever server accepts writes now.
+
+    Django itself does this only around a request (`close_if_unusable_or_obsolete` on its signals); a
+    thread outside requests that met a lost connection would otherwise answer "the connection is closed"
+    for the rest of its life. A connection that saw no error is left alone without a round trip."""
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is None or not connection.errors_occurred or connection.in_atomic_block:
+            continue
+        with contextlib.suppress(Exception):
+            if connection.is_usable():  # as Django's own check: usable, the error was something else
+                connection.errors_occurred = False
+            else:
+                connection.close()
+
+
 def _drop_if_broken(using: str) -> None:
     with contextlib.suppress(Exception):
         connections[using].close_if_unusable_or_obsolete()

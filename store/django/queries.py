@@ -535,6 +535,16 @@ LISTEN_WAKE = Query(
     postgresql=f"LISTEN {WAKE_CHANNEL}",
 )
 
+# --- replica
+REPLICA_LAG = Query(
+    "replica_lag",
+    "PostgreSQL: seconds a replica's replay is behind: 0 once it replayed all it received, or off recovery.",
+    "SELECT 0",
+    postgresql="SELECT CASE WHEN NOT pg_is_in_recovery()"
+    " OR pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn()"
+    " THEN 0 ELSE EXTRACT(EPOCH FROM clock_timestamp() - pg_last_xact_replay_timestamp()) END",
+)
+
 # ------------------------------------------------------------------------------------- status tally
 
 STATUS_TALLY = Query(

@@ -35,7 +35,7 @@ def sums(tx: Tx, flow_id: str | None = None, status_kind: str | None = None) -> 
         clauses.append("status_kind = %(status_kind)s")
     where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
     found = tx.all(queries.STATUS_TALLY, params, where=where)
-    if sum(deltas for *_, deltas in found) > len(found) + COMPACT_AFTER:
+    if not tx.read_only and sum(deltas for *_, deltas in found) > len(found) + COMPACT_AFTER:
         compact(tx)
     return [(flow, kind, int(n)) for flow, kind, n, _ in found]
 

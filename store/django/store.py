@@ -79,8 +79,9 @@ class DjangoStore(
     one-statement writes, claims and reads (`group_commit.GroupCommit`; default 2: one batch in flight
     while the next gathers). `listen` (PostgreSQL) starts the LISTEN connection at the first blocking
     `claim_ready`. `pooling` (PostgreSQL): whether the alias goes through a transaction-mode pooler, and
-    the aliases the LISTEN connection and the writers use (`store/django/pooling.py`). Call `close()` (or
-    `await aclose()`) when done.
+    the aliases the LISTEN connection and the writers use (`store/django/pooling.py`). `replica`: `using`
+    is a streaming replica, read only (`store/django/replica.py`). Call `close()` (or `await aclose()`)
+    when done.
     """
 
     def __init__(
@@ -92,8 +93,10 @@ class DjangoStore(
         listen: bool = True,
         write_connections: int = 2,
         pooling: Pooling = DIRECT,
+        replica: bool = False,
     ) -> None:
         self.using = using
+        self.replica = replica
         self.clock = clock
         self.vendor: str = connections[using].vendor
         self.hub = WakeHub()
@@ -158,7 +161,7 @@ class DjangoStore(
         with translated(operation, self.using), transaction.atomic(using=self.using):
             connection = connections[self.using]
             with connection.cursor() as cursor:
-                return work(Tx(cursor, connection))
+                return work(Tx(cursor, connection, read_only=self.replica))
 
     def _lock_row(self, tx: Tx, execution_id: str) -> Locked | None:
         """Read and lock a row for a decision made in Python. A claim running meanwhile skips a locked row
@@ -168,6 +171,11 @@ class DjangoStore(
         if row is not None:
             self._wake_after_commit(tx)
         return row
+
+    async def replica_lag(self) -> float:
+        """Seconds this store's database replays behind its primary (0: caught up, or not a replica)."""
+        row = await self._run("replica lag", lambda tx: tx.one(queries.REPLICA_LAG))
+        return float(row[0] or 0)
 
     async def slot_freed(self) -> None:
         """A limited execution's attempt ended and gave its slots back: wake the pollers here and in the

@@ -20,10 +20,12 @@ __all__ = ["Locked", "Tx"]
 class Tx:
     """One transaction's cursor: runs the named queries, adapting times for the backend."""
 
-    def __init__(self, cursor: Any, connection: Any) -> None:
+    def __init__(self, cursor: Any, connection: Any, *, read_only: bool = False) -> None:
         self.cursor = cursor
         self.connection = connection
         self.vendor: str = connection.vendor
+        # on a streaming replica: reads only, and no read's housekeeping write (status_tally.compact)
+        self.read_only = read_only
 
     def adapt(self, params: Mapping[str, Any]) -> dict[str, Any]:
         ops = self.connection.ops

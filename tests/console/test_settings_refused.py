@@ -78,6 +78,10 @@ BAD = [
         'FLOWDECK_LISTEN_DATABASE_ALIAS = "direct"',
         "FLOWDECK_LISTEN_DATABASE_ALIAS: 'direct' is not in DATABASES (it has 'default')",
     ),
+    (
+        'FLOWDECK_READ_REPLICA_ALIAS = "replica"',
+        "FLOWDECK_READ_REPLICA_ALIAS: 'replica' is not in DATABASES (it has 'default')",
+    ),
     ("FLOWDECK_HEARTBEAT_SECONDS = 0", "FLOWDECK_HEARTBEAT_SECONDS: Input should be greater than 0 (got 0)"),
     (
         "FLOWDECK_DEMO_STOP_SECONDS = 10**9",

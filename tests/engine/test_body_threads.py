@@ -167,3 +167,31 @@ def test_a_forked_child_starts_its_own_body_threads() -> None:
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_recovery_runs_on_the_body_thread_after_a_body_raised_and_only_then() -> None:
+    recovered: list[str] = []
+
+    def recover() -> None:
+        recovered.append(threading.current_thread().name)
+
+    def fails() -> None:
+        raise ConnectionError("the server ended the connection")
+
+    async def main() -> type[BaseException] | None:
+        await body_threads.run_in_thread(lambda: None)
+        assert recovered == []  # a body that returned needs no repair
+        try:
+            await body_threads.run_in_thread(fails)
+        except ConnectionError as error:  # the body's own error still reaches its caller
+            return type(error)
+        return None
+
+    replaced = body_threads.recover_threads("test", recover)
+    try:
+        raised = asyncio.run(main())
+    finally:
+        body_threads.recover_threads("test", replaced)
+    assert raised is ConnectionError
+    assert len(recovered) == 1
+    assert recovered[0].startswith("flowdeck:body:")
