@@ -19,6 +19,7 @@ import abc
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from flowdeck.engine import forks, nodes, traversal, values
@@ -114,8 +115,12 @@ class Recorder(abc.ABC):
     def event(self, kind: spi.EventKind, **data: Any) -> spi.Event:
         return spi.Event(kind, self.flow_name, self.execution_id, self.clock.now(), data)
 
-    def started(self, path: str, **data: Any) -> spi.Event:
-        return self.event(spi.EventKind.STEP_STARTED, step_name=path, executor_id=self.executor_id, **data)
+    def started(self, path: str, token: datetime | None = None) -> spi.Event:
+        if token is None:  # `token`: the slot of the rate limit's token the run spends (named in history)
+            return self.event(spi.EventKind.STEP_STARTED, step_name=path, executor_id=self.executor_id)
+        return self.event(
+            spi.EventKind.STEP_STARTED, step_name=path, executor_id=self.executor_id, token=token.isoformat()
+        )
 
     def failed_event(self, path: str, error: BaseException) -> spi.Event:
         kind = type(error).__name__ if isinstance(error, FlowDomainError) else None

@@ -111,11 +111,10 @@ class Walker(traversal.Visitor[Awaitable[None]]):
             )
         # a rate-limited start names the token it runs on (its slot): the history shows each token's use
         token = None if knobs.rate_limit is None else await self.rate_limited(path, knobs.rate_limit, scope)
-        named = {} if token is None else {"token": token.isoformat()}
         notes: list[Any] = [] if undos is None else undos
         if path == rec.opened:  # its start went with the claim (interpreter.opening)
             announce, rec.opened = False, None
-        start = rec.started(path, **named) if announce else None
+        start = rec.started(path, token) if announce else None
         if start is not None or rec.unflushed or rec.deferred is not None:
             if start is not None:
                 rec.pending.append(start)
