@@ -208,3 +208,19 @@ def test_the_knob_is_a_name_or_a_name_and_a_key_function() -> None:
         Flow.init("bad").step("call", lambda ctx: None, rate_limit=("carrier-api", "not callable"))
     assert RateLimit(50, per="minute").describe() == "50 per minute"
     assert RateLimit(100).rate.interval == timedelta(milliseconds=10)
+
+
+def test_the_docs_example_limits_the_fulfilment_flows_carrier_calls() -> None:
+    """docs/rate-limits.md's worked example, examples/fulfilment/carrier.py: the fulfilment flow whose `ship`
+    (one call to the carrier's API) uses `carrier-api`, 50 a minute, which the module declares; registration
+    accepts it, and it is the fulfilment flow's structure (the plain one uses no limit)."""
+    from examples.fulfilment import carrier, flows
+    from flowdeck.engine import rate_limits, schema
+    from flowdeck.engine.nodes import RateUse
+
+    limited = carrier.fulfilment_by_carrier_api
+    assert list(rate_limits.uses(limited)) == [("ship", RateUse("carrier-api"))]
+    rate_limits.check(limited, carrier.RATE_LIMITS)
+    assert carrier.RATE_LIMITS["carrier-api"].rate.interval == timedelta(seconds=1.2)
+    assert list(rate_limits.uses(flows.fulfilment)) == []
+    assert schema.structural_hash(limited) == schema.structural_hash(flows.fulfilment)
