@@ -52,7 +52,8 @@ class Ledger:
                     ledger.sleep_until.setdefault(
                         data.get("step_name", ""), datetime.fromisoformat(data["until"])
                     )
-            ledger.note_reservation(event)
+            if event.kind is kind.RATE_LIMITED or (ledger.reserved and event.kind is kind.STEP_STARTED):
+                ledger.note_reservation(event)  # only then: most histories use no rate limit
             if event.kind in (kind.STEP_STARTED, kind.STEP_COMPLETED, kind.STEP_RETRIED, kind.STEP_FAILED):
                 ledger.last_step_event[data.get("step_name", "")] = event.kind
             elif event.kind is kind.ANSWERED:
