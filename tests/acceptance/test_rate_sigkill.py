@@ -12,7 +12,7 @@ finishes the rest. Then the history is read:
 - nothing is lost and nothing completed twice: every execution completed, each node completed once;
 - no recorded node is run again: no StepStarted of a node after its StepCompleted.
 
-About 40 s, a third of it the migration; the database, forker and kill loop are tests/acceptance/sigkill.py.
+15 to 30 s here (the migration included); the database, forker and kill loop are tests/acceptance/sigkill.py.
 """
 
 from __future__ import annotations
