@@ -35,7 +35,7 @@ wait for the write lock the caller's transaction holds).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -44,6 +44,7 @@ from flowdeck.console import rate_limits as console_rate_limits
 from flowdeck.console import schedules as console_schedules
 from flowdeck.console.limits import alimits as alimits
 from flowdeck.console.limits import aqueue_of as aqueue_of
+from flowdeck.console.limits import aqueues_of as aqueues_of
 from flowdeck.console.sync_bridge import FlowInTransaction as FlowInTransaction
 from flowdeck.console.sync_bridge import FlowSyncInAsyncContext as FlowSyncInAsyncContext
 from flowdeck.console.sync_bridge import blocking_read as blocking_read
@@ -81,6 +82,8 @@ __all__ = [
     "alimits",
     "queue_of",
     "aqueue_of",
+    "queues_of",
+    "aqueues_of",
     "create_schedule",
     "acreate_schedule",
     "pause_schedule",
@@ -468,6 +471,10 @@ def limits(workflow_id: str | None = None, busiest: int = 10) -> list[concurrenc
 
 def queue_of(execution_id: str) -> concurrency.Queued | None:
     return blocking_read("queue_of", lambda: aqueue_of(execution_id))
+
+
+def queues_of(execution_ids: Iterable[str]) -> dict[str, concurrency.Queued]:
+    return blocking_read("queues_of", lambda: aqueues_of(execution_ids))
 
 
 def schedules() -> list[console_schedules.Shown]:

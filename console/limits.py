@@ -3,6 +3,7 @@ is queued, where it stands, in one set of words for the execution page, REST, th
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -12,11 +13,14 @@ from flowdeck.store import concurrency, spi
 __all__ = [
     "alimits",
     "aqueue_of",
+    "aqueues_of",
     "count_json",
     "group_text",
     "limits_text",
     "queue_for",
+    "queue_json",
     "queue_line",
+    "queues_for",
     "wait_text",
 ]
 
@@ -63,6 +67,31 @@ async def queue_for(
     return await store.queue_of(state.execution_id)
 
 
+async def queues_for(
+    store: spi.FlowStore, items: Iterable[spi.ExecutionState], served: frozenset[str]
+) -> Mapping[str, concurrency.Queued]:
+    """Where each queued execution of a list page stands, by id: one read, and none when no row is queued
+    (the console's list, REST's list and search, `flowdeck ls`)."""
+    queued = states.ExecState.QUEUED
+    ids = [s.execution_id for s in items if states.standing_of(s, served).state is queued]
+    return await store.queues_of(ids) if ids else {}
+
+
+def queue_json(queued: concurrency.Queued | None) -> dict[str, Any] | None:
+    """Where a queued execution stands, as `flowdeck ls --json` and `show --json` carry it (REST: `queue`)."""
+    if queued is None:
+        return None
+    group = queued.group
+    return {
+        "workflow_id": group.flow_id,
+        "key": group.key,
+        "position": queued.position,
+        "capacity": queued.capacity,
+        "running": queued.running,
+        "text": queue_line(queued),
+    }
+
+
 def count_json(count: concurrency.GroupCount, now: datetime) -> dict[str, Any]:
     """One limit now as REST and `flowdeck limits --json` carry it."""
     oldest = count.oldest_queued
@@ -86,3 +115,9 @@ async def alimits(workflow_id: str | None = None, busiest: int = 10) -> list[con
 async def aqueue_of(execution_id: str) -> concurrency.Queued | None:
     """Where a queued execution stands in its limit's line (None when it is not queued). The client's."""
     return await (await runtime.engine()).store.queue_of(execution_id)
+
+
+async def aqueues_of(execution_ids: Iterable[str]) -> dict[str, concurrency.Queued]:
+    """Where each queued one of `execution_ids` stands, by id, in one read (the others absent): the
+    client's."""
+    return dict(await (await runtime.engine()).store.queues_of(list(execution_ids)))

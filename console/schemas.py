@@ -242,6 +242,7 @@ class ExecutionInfoDto(Wire):
     updated: datetime
     priority: int
     concurrency: ConcurrencyDto | None = None
+    queue: QueueDto | None = None  # set when `state` is `queued`: its limit's line and its place in it
 
 
 class ConcurrencyDto(Wire):
@@ -291,7 +292,6 @@ class NodeProgressDto(Wire):
 
 
 class ExecutionDetailDto(ExecutionInfoDto):
-    queue: QueueDto | None = None
     hash: str
     cancel_reason: str
     stop: StopDto | None
@@ -303,9 +303,12 @@ def waits_of(state: spi.ExecutionState) -> list[WaitDto]:
     return [WaitDto(path=w.path, kind=w.kind, detail=w.detail, limit=w.limit) for w in waits.waits_of(state)]
 
 
-def execution_info_of(state: spi.ExecutionState, served: frozenset[str]) -> ExecutionInfoDto:
-    """The execution's row on the wire; `served` (the version hashes some process serves) decides parked."""
-    return ExecutionInfoDto(**_info_fields(state, served))
+def execution_info_of(
+    state: spi.ExecutionState, served: frozenset[str], queued: concurrency.Queued | None = None
+) -> ExecutionInfoDto:
+    """The execution's row on the wire; `served` (the version hashes some process serves) decides parked;
+    `queued`: where it stands when it is queued (`limits.queues_for`)."""
+    return ExecutionInfoDto(**_info_fields(state, served), queue=queue_of(queued))
 
 
 def _info_fields(state: spi.ExecutionState, served: frozenset[str]) -> dict[str, Any]:

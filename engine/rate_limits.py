@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from flowdeck.engine import traversal
@@ -143,20 +143,28 @@ class Tokens:
     take: Callable[[str, str, store_rates.Rate], Awaitable[store_rates.Take]]
 
 
-async def admit(rec: Recorder, path: str, use: RateUse, key_of: Callable[[], Awaitable[Any]]) -> None:
-    """Let the node at `path` run once it holds a token of `use`; else park it until its slot.
+async def admit(
+    rec: Recorder, path: str, use: RateUse, key_of: Callable[[], Awaitable[Any]]
+) -> datetime | None:
+    """Let the node at `path` run once it holds a token of `use`, answering the token's slot (the node's
+    StepStarted names it: the history shows which token each run spent); else park it until its slot.
 
     A row left by an earlier attempt is that attempt's reservation: due (or satisfied), it is this run's
     token, spent here (dropped from what this attempt knows, so a loop's next iteration takes its own);
-    not due yet, the attempt parks on it again. `key_of` computes a per-key limit's key (a failure in it
-    is the program's mistake at `path`)."""
+    not due yet, the attempt parks on it again. Unless a start already ran on it (a run killed mid-body,
+    or its claim lost): the re-run takes a token of its own, so one token never pays for two calls (the
+    store replaces the row's instant with the new reservation's). `key_of` computes a per-key limit's
+    key (a failure in it is the program's mistake at `path`)."""
     row = store_rates.rate_row(path, use.name)
+    if row in rec.spent_reservations:  # a start (killed, or its claim lost) ran on it: take a new one
+        rec.waits.pop(row, None)
+        rec.spent_reservations.discard(row)
     wake = rec.waits.get(row)
     if wake is not None:
         due = isinstance(wake, spi.WakeAt) and rec.clock.now() >= wake.at
         if row in rec.satisfied or due:
             del rec.waits[row]
-            return
+            return wake.at if isinstance(wake, spi.WakeAt) else None
         raise Parked({row})
     tokens = rec.tokens
     if tokens is None or use.name not in tokens.limits:
@@ -164,7 +172,7 @@ async def admit(rec: Recorder, path: str, use: RateUse, key_of: Callable[[], Awa
     key = "" if use.key is None else str(await key_of())
     take = await tokens.take(use.name, key, tokens.limits[use.name].rate)
     if take.taken:
-        return
+        return take.slot
     until = take.slot.isoformat()
     event = rec.event(spi.EventKind.RATE_LIMITED, step_name=path, limit=use.name, key=key, until=until)
     await rec.wait(row, spi.WakeAt(take.slot), event)

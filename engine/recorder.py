@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from flowdeck.engine import forks, nodes, traversal, values
 from flowdeck.engine.config import Transient, never
 from flowdeck.engine.errors import FlowCancelled, FlowDomainError, FlowNondeterministicCollection
+from flowdeck.engine.ledger import Ledger
 from flowdeck.engine.outcomes import ClaimLost, Question, ResumedUnwind, mistake
 from flowdeck.store import spi
 from flowdeck.store.clock import Clock
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from flowdeck.engine.flow import Flow
     from flowdeck.engine.rate_limits import Tokens
 
-__all__ = ["Deferred", "Ledger", "RealRecorder", "Recorder", "listens"]
+__all__ = ["Deferred", "Ledger", "RealRecorder", "Recorder", "listens"]  # Ledger: re-exported
 
 Jobs = Sequence[Callable[[], Awaitable[None]]]
 
@@ -45,45 +45,6 @@ def listens(flow: Flow) -> bool:
         isinstance(place.node, nodes.Input | nodes.Sleep) and place.node.on_cancel is not None
         for place in traversal.walk(flow)
     )
-
-
-@dataclass
-class Ledger:
-    """What history says, derived once per attempt (spec §5.2 step 6)."""
-
-    completed: set[str] = field(default_factory=set)
-    compensated: set[str] = field(default_factory=set)
-    retried: Counter[str] = field(default_factory=Counter)
-    last_step_event: dict[str, spi.EventKind] = field(default_factory=dict)
-    # each sleep's first deadline, so a sleep whose row was retired (by a stop) keeps it on resume
-    sleep_until: dict[str, datetime] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, history: Iterable[spi.Event]) -> Ledger:
-        ledger = cls()
-        kind = spi.EventKind
-        for event in history:
-            data = event.data
-            match event.kind:
-                case kind.STEP_COMPLETED | kind.SLEEP_COMPLETED:
-                    ledger.completed.add(data.get("step_name", ""))
-                case kind.INPUT_DISCHARGED | kind.INPUT_SUPPLIED:
-                    ledger.completed.add(data.get("input_name", ""))
-                case kind.ANSWERED:
-                    ledger.completed.add(data.get("node", ""))
-                case kind.NODE_COMPENSATED:
-                    ledger.compensated.add(data.get("node_name", ""))
-                case kind.STEP_RETRIED:
-                    ledger.retried[data.get("step_name", "")] += 1
-                case kind.SLEEP_STARTED if "until" in data:
-                    ledger.sleep_until.setdefault(
-                        data.get("step_name", ""), datetime.fromisoformat(data["until"])
-                    )
-            if event.kind in (kind.STEP_STARTED, kind.STEP_COMPLETED, kind.STEP_RETRIED, kind.STEP_FAILED):
-                ledger.last_step_event[data.get("step_name", "")] = event.kind
-            elif event.kind is kind.ANSWERED:
-                ledger.last_step_event[data.get("node", "")] = event.kind
-        return ledger
 
 
 @dataclass(frozen=True)
@@ -131,6 +92,7 @@ class Recorder(abc.ABC):
         self.compensated = ledger.compensated
         self.retried = ledger.retried
         self.sleep_until = ledger.sleep_until
+        self.spent_reservations = ledger.spent
         # started and never finished, as history left them (F0004 for an at-most-once node)
         self.unfinished = {p for p, k in ledger.last_step_event.items() if k is spi.EventKind.STEP_STARTED}
         # a node whose start this attempt's claim recorded already (interpreter.opening): its run writes none
@@ -153,8 +115,12 @@ class Recorder(abc.ABC):
     def event(self, kind: spi.EventKind, **data: Any) -> spi.Event:
         return spi.Event(kind, self.flow_name, self.execution_id, self.clock.now(), data)
 
-    def started(self, path: str) -> spi.Event:
-        return self.event(spi.EventKind.STEP_STARTED, step_name=path, executor_id=self.executor_id)
+    def started(self, path: str, token: datetime | None = None) -> spi.Event:
+        if token is None:  # `token`: the slot of the rate limit's token the run spends (named in history)
+            return self.event(spi.EventKind.STEP_STARTED, step_name=path, executor_id=self.executor_id)
+        return self.event(
+            spi.EventKind.STEP_STARTED, step_name=path, executor_id=self.executor_id, token=token.isoformat()
+        )
 
     def failed_event(self, path: str, error: BaseException) -> spi.Event:
         kind = type(error).__name__ if isinstance(error, FlowDomainError) else None

@@ -13,7 +13,7 @@ import contextvars
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -109,12 +109,12 @@ class Walker(traversal.Visitor[Awaitable[None]]):
                 path,
                 "an at-most-once node was started and never finished: nobody knows whether it acted",
             )
-        if knobs.rate_limit is not None:
-            await self.rate_limited(path, knobs.rate_limit, scope)
+        # a rate-limited start names the token it runs on (its slot): the history shows each token's use
+        token = None if knobs.rate_limit is None else await self.rate_limited(path, knobs.rate_limit, scope)
         notes: list[Any] = [] if undos is None else undos
         if path == rec.opened:  # its start went with the claim (interpreter.opening)
             announce, rec.opened = False, None
-        start = rec.started(path) if announce else None
+        start = rec.started(path, token) if announce else None
         if start is not None or rec.unflushed or rec.deferred is not None:
             if start is not None:
                 rec.pending.append(start)
@@ -139,9 +139,9 @@ class Walker(traversal.Visitor[Awaitable[None]]):
             raise mistake(path, error) from error
         return result, notes
 
-    async def rate_limited(self, path: str, use: nodes.RateUse, scope: Scope) -> None:
-        """Hold a token of the node's rate limit before its start, or park until its slot
-        (`rate_limits.admit`); a key function's failure, or a limit no longer declared, is a mistake."""
+    async def rate_limited(self, path: str, use: nodes.RateUse, scope: Scope) -> datetime | None:
+        """Hold a token of the node's rate limit before its start (answering its slot), or park until its
+        slot (`rate_limits.admit`); a key function's failure, or a limit no longer declared, is a mistake."""
         key = use.key
 
         async def key_of() -> Any:
@@ -149,7 +149,7 @@ class Walker(traversal.Visitor[Awaitable[None]]):
             return await bodies.pure(key, self.context(scope, path))
 
         try:
-            await rate_limits.admit(self.rec, path, use, key_of)
+            return await rate_limits.admit(self.rec, path, use, key_of)
         except PASS_THROUGH:
             raise
         except Exception as error:

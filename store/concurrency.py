@@ -265,3 +265,9 @@ def queue_of(execution_id: str, items: Sequence[Slotted]) -> Queued | None:
         and group in (g for g, _ in groups_of(item.flow_id, item.limits))
     )
     return Queued(group, ahead + 1, capacity, held[group])
+
+
+def queues_of(execution_ids: Iterable[str], items: Sequence[Slotted]) -> dict[str, Queued]:
+    """`queue_of` for each of `execution_ids` over one read of `items`: the queued ones only."""
+    found = {eid: queue_of(eid, items) for eid in dict.fromkeys(execution_ids)}
+    return {eid: queued for eid, queued in found.items() if queued is not None}

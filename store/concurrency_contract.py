@@ -4,7 +4,7 @@ stands, and each limit's running and queued now. `spi.FlowStore` inherits them."
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from flowdeck.store import concurrency
 
@@ -18,6 +18,11 @@ class ConcurrencyContract(abc.ABC):
     async def queue_of(self, execution_id: str) -> concurrency.Queued | None:
         """Where the execution waits when it is queued (`ExecutionFilter.Queued`): the full group it waits
         on and its position in that group's line in claim order (1: next). None when it is not queued."""
+
+    @abc.abstractmethod
+    async def queues_of(self, execution_ids: Sequence[str]) -> Mapping[str, concurrency.Queued]:
+        """`queue_of` for several executions in one read (a list page's rows): each queued one's place,
+        keyed by its id; the others are absent."""
 
     @abc.abstractmethod
     async def limit_counts(

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from flowdeck.store import spi
+from flowdeck.store import rate_limits, spi
 from flowdeck.store.held import HeldClaim
 
 if TYPE_CHECKING:
@@ -74,7 +74,10 @@ class MemoryClaimed(HeldClaim):
                 return spi.WriteOutcome.CLAIM_LOST
             row, now = held
             waits = dict(row.waits)
-            waits.setdefault(path, wake)  # put-if-absent: a replayed sleep keeps its first deadline
+            if rate_limits.rate_row_matches(path):  # a new reservation supersedes the one a start spent
+                waits[path] = wake
+            else:
+                waits.setdefault(path, wake)  # put-if-absent: a replayed sleep keeps its first deadline
             self._commit(dataclasses.replace(row, waits=waits, updated=now), [*preceding, event])
             return spi.WriteOutcome.APPLIED
 

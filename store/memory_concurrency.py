@@ -4,7 +4,7 @@ store's lock, with the decisions `store.concurrency` writes once for every store
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +42,10 @@ class MemoryConcurrency:
     async def queue_of(self, execution_id: str) -> concurrency.Queued | None:
         with self._lock:
             return concurrency.queue_of(execution_id, self._slotted())
+
+    async def queues_of(self, execution_ids: Sequence[str]) -> Mapping[str, concurrency.Queued]:
+        with self._lock:
+            return concurrency.queues_of(execution_ids, self._slotted()) if execution_ids else {}
 
     async def limit_counts(
         self, workflow_id: str | None = None, busiest: int = 10

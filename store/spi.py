@@ -210,7 +210,9 @@ class Claimed(abc.ABC):
         self, path: str, wake: Wake, event: Event, *, preceding: Sequence[Event] = ()
     ) -> WriteOutcome:
         """Put-if-absent the wait row at `path` (an existing row keeps its wake, so a replayed sleep keeps
-        its deadline) and append the event either way. The claim is not released."""
+        its deadline) and append the event either way. A rate limit's row (`rate_limits.rate_row`) is the
+        exception: its wake is replaced, since a new reservation there means a start spent the old one.
+        The claim is not released."""
 
     @abc.abstractmethod
     async def renew_claim(self, lease: timedelta) -> bool:

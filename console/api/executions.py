@@ -21,7 +21,7 @@ from flowdeck.console.api.responses import DIAGRAM_OPENAPI, diagram_format, erro
 from flowdeck.console.views import list_query
 from flowdeck.engine import errors as engine_errors
 from flowdeck.engine import render
-from flowdeck.engine.engine import ExecutionDetail
+from flowdeck.engine.engine import ExecutionDetail, SearchResult
 from flowdeck.store import spi
 
 __all__ = ["router"]
@@ -77,9 +77,7 @@ async def list_executions(request: HttpRequest, params: Query[ListQuery]) -> sch
         result = await query.search(engine, served, params.limit, params.offset)
     except spi.FilterParseError as problem:
         raise ApiError(400, "invalid_filter", f"q: {problem}", {"parameter": "q"}) from None
-    return schemas.SearchResponse(
-        items=[schemas.execution_info_of(state, served) for state in result.items], total=result.total
-    )
+    return await _page(engine, result, served)
 
 
 @router.post("/executions/search", response={200: schemas.SearchResponse, **errors()}, by_alias=True)
@@ -92,9 +90,14 @@ async def search_executions(request: HttpRequest, payload: schemas.SearchRequest
         payload.workflow_id, payload.status, payload.limit, payload.offset, payload.id_prefix, payload.where
     )
     served = await states.served_by(engine)
-    return schemas.SearchResponse(
-        items=[schemas.execution_info_of(state, served) for state in result.items], total=result.total
-    )
+    return await _page(engine, result, served)
+
+
+async def _page(engine: Any, result: SearchResult, served: frozenset[str]) -> schemas.SearchResponse:
+    """A page of executions on the wire, each queued one with its place in its limit's line."""
+    queues = await limits.queues_for(engine.store, result.items, served)
+    items = [schemas.execution_info_of(s, served, queues.get(s.execution_id)) for s in result.items]
+    return schemas.SearchResponse(items=items, total=result.total)
 
 
 @router.post("/executions/cancel", response={200: schemas.CancelAllResponse, **errors()}, by_alias=True)

@@ -18,11 +18,11 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 
-from flowdeck.console import badges, live, refusals, runtime, states, waits
+from flowdeck.console import badges, limits, live, refusals, runtime, states, waits
 from flowdeck.console.conf import flowdeck_settings
 from flowdeck.console.models import OPERATE_PERMISSION, RUN_PERMISSION
 from flowdeck.engine import errors
-from flowdeck.store import spi
+from flowdeck.store import concurrency, spi
 
 __all__ = [
     "Row",
@@ -61,6 +61,7 @@ class Row:
     status: badges.Badge
     duration: timedelta | None  # created to ended, or to `now` when unended (None: no `now` was given)
     ended: bool
+    queue: str = ""  # a queued execution's place in its limit's line (`limits.queue_line`)
 
 
 waits_of = waits.waits_of
@@ -72,10 +73,13 @@ def badge_of(state: spi.ExecutionState) -> str:
 
 
 def row_of(
-    state: spi.ExecutionState, served: Collection[str] | None = None, now: datetime | None = None
+    state: spi.ExecutionState,
+    served: Collection[str] | None = None,
+    now: datetime | None = None,
+    queued: concurrency.Queued | None = None,
 ) -> Row:
-    """The row of `state`; `served` (version hashes some process serves) lets it read `parked`, and `now`
-    gives an unended execution its duration so far."""
+    """The row of `state`; `served` (version hashes some process serves) lets it read `parked`, `now`
+    gives an unended execution its duration so far, `queued` a queued one its place in line."""
     ended = state.status.terminal
     end = state.updated if ended else now
     status = badges.badge_of(state, served)
@@ -92,6 +96,7 @@ def row_of(
         status,
         None if end is None else max(timedelta(0), end - state.created),
         ended,
+        limits.queue_line(queued) if queued is not None else "",
     )
 
 

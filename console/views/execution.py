@@ -75,7 +75,7 @@ async def _panel_context(request: HttpRequest, detail: Any) -> dict[str, Any]:
         "detail": detail,
         "limits": limits.limits_text(state.concurrency),
         "queue": limits.queue_line(queued) if queued is not None else "",
-        "row": common.row_of(state, served, engine.store.now()),
+        "row": common.row_of(state, served, engine.store.now(), queued),
         "stop": detail.stop,
         "answer": await _answer_of(engine, detail.stop, state.execution_id),
         "failure": state.status if common.badge_of(state) == "failed" else None,

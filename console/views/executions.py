@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
-from flowdeck.console import activity, runtime
+from flowdeck.console import activity, limits, runtime
 from flowdeck.console.discovery import registered_flows
 from flowdeck.console.views import common, parked, saved_views
 from flowdeck.console.views.list_query import INSTANTS, PAGE_SIZE, PARKED, SORTS, Query
@@ -81,7 +81,9 @@ async def _table(query: Query) -> dict[str, object]:
     error = ""
     try:
         result = await query.search(engine, served, PAGE_SIZE, (query.page - 1) * PAGE_SIZE)
-        rows, total = [common.row_of(s, served, now) for s in result.items], result.total
+        queues = await limits.queues_for(engine.store, result.items, served)
+        rows = [common.row_of(s, served, now, queues.get(s.execution_id)) for s in result.items]
+        total = result.total
     except spi.FilterParseError as problem:
         rows, total, error = [], 0, str(problem)
     pages = max(1, -(-total // PAGE_SIZE))

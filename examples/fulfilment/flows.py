@@ -26,6 +26,7 @@ __all__ = [
     "approval",
     "follow_up",
     "fulfilment",
+    "fulfilment_named",
     "fulfilment_v1",
     "order_total",
     "payment",
@@ -91,7 +92,7 @@ payment = (
 )
 
 
-def _start(name: str) -> Flow:
+def _start(name: str, carrier_limit: str | None = None) -> Flow:
     return (
         Flow.init(name, meta=Meta(description="take an order from reservation to the customer's door"))
         .input("order", Order, description="the order, as the shop sends it")
@@ -110,19 +111,30 @@ def _start(name: str) -> Flow:
             payment,
             lambda ctx: {"order_id": ctx.order.id, "amount_cents": ctx.total, "card": ctx.order.card},
         )
-        .output("ship", lambda ctx: services.ship(ctx.key, ctx.execution_id, ctx.order), type=str)
+        .output(
+            "ship",
+            lambda ctx: services.ship(ctx.key, ctx.execution_id, ctx.order),
+            type=str,
+            rate_limit=carrier_limit,  # one call to the carrier's API: examples/fulfilment/carrier.py
+        )
     )
 
 
 fulfilment_v1 = _start("fulfilment")
 """The version before customers were told: kept for the demo's parked execution and `flowdeck resume`."""
 
-fulfilment = _start("fulfilment").step(
-    "notify",
-    lambda ctx: services.notify_customer(
-        ctx.key, ctx.execution_id, ctx.order.id, f"shipped with {ctx.ship}, {ctx.total} cents"
-    ),
-)
+
+def fulfilment_named(name: str, carrier_limit: str | None = None) -> Flow:
+    """The fulfilment flow under another name; `carrier_limit`: the rate limit booking a parcel uses."""
+    return _start(name, carrier_limit).step(
+        "notify",
+        lambda ctx: services.notify_customer(
+            ctx.key, ctx.execution_id, ctx.order.id, f"shipped with {ctx.ship}, {ctx.total} cents"
+        ),
+    )
+
+
+fulfilment = fulfilment_named("fulfilment")
 
 follow_up = (
     Flow.init("follow_up", meta=Meta(description="ask for a review once the delivery window has passed"))

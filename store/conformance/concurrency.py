@@ -209,6 +209,12 @@ class ConcurrencyCases(StoreCase):
         assert fx.ids(found) == {"e1", "e2", "e3"}
         rest = await fx.store.list_executions(WF1, spi.ExecutionFilter.Queued(False))
         assert fx.ids(rest) == {"e0", "alone"}
+        # a list page's rows in one read: the queued ones only, each as queue_of answers it
+        page = ["e3", "e0", "missing", "e1", "alone", "e2"]
+        assert await fx.store.queues_of(page) == {
+            eid: await fx.store.queue_of(eid) for eid in ("e1", "e2", "e3")
+        }
+        assert await fx.store.queues_of([]) == {}
 
     async def test_flowdeck_limit_counts(self, fx: StoreFixture) -> None:
         await self.limited(fx)

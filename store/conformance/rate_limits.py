@@ -98,3 +98,21 @@ class RateLimitCases(StoreCase):
         assert await listed(F.parse("rate-limited:carrier-api")) == {"e1"}
         assert await listed(F.RateLimited("nobody")) == set()
         assert await listed(F.Sleeping()) == {"e1", "e2", "e3"}
+
+    async def test_flowdeck_a_new_reservation_replaces_a_rate_row_where_a_sleep_keeps_its_first(
+        self, fx: StoreFixture
+    ) -> None:
+        """A re-run of a node whose start spent its reservation (a kill mid-body) reserves anew on the same
+        row: the row must wake at the new slot, not the spent one (a sleep's row stays put-if-absent)."""
+        await fx.mk_execution("e1")
+        handle = await fx.claim("e1")
+        now = fx.clock.now()
+        row = rate_limits.rate_row("ship", "carrier-api")
+        spent, anew = spi.WakeAt(now + timedelta(seconds=1)), spi.WakeAt(now + timedelta(seconds=5))
+        for wake in (spent, anew):
+            event = fx.event(spi.EventKind.RATE_LIMITED, "e1", step_name="ship", limit="carrier-api")
+            assert await handle.record_wait(row, wake, event) == spi.WriteOutcome.APPLIED
+            nap = fx.event(spi.EventKind.SLEEP_STARTED, "e1", step_name="nap")
+            assert await handle.record_wait("nap", wake, nap) == spi.WriteOutcome.APPLIED
+        state = await fx.state("e1")
+        assert dict(state.waits) == {row: anew, "nap": spent}

@@ -19,7 +19,7 @@ A dead worker's slot frees as its lease lapses: a holder is a row under a live l
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -196,6 +196,16 @@ class ConcurrencyReads:
         flow = " AND e.flow_id = (SELECT x.flow_id FROM flowstore_execution x WHERE x.id = %(id)s)"
         items = await self._run("queue_of", lambda tx: _slotted(tx, self.now(), flow, {"id": execution_id}))
         return concurrency.queue_of(execution_id, items)
+
+    async def queues_of(self, execution_ids: Sequence[str]) -> Mapping[str, concurrency.Queued]:
+        ids = list(dict.fromkeys(execution_ids))
+        if not ids:
+            return {}
+        params = {f"id{n}": eid for n, eid in enumerate(ids)}
+        named = ", ".join(f"%({name})s" for name in params)
+        flow = f" AND e.flow_id IN (SELECT x.flow_id FROM flowstore_execution x WHERE x.id IN ({named}))"
+        items = await self._run("queues_of", lambda tx: _slotted(tx, self.now(), flow, params))
+        return concurrency.queues_of(ids, items)
 
     async def limit_counts(
         self, workflow_id: str | None = None, busiest: int = 10

@@ -288,7 +288,7 @@ class PostgresWrites:
     async def record_wait(
         self, handle: DjangoClaimed, path: str, wake: spi.Wake, events: Sequence[spi.Event]
     ) -> spi.WriteOutcome:
-        wait = {"path": path, **rows.wait_columns(wake)}
+        wait = rows.wait_columns(path, wake)
         done = await self._claimed_write(handle, "record_wait", events, wait, insert_wait=True)
         return spi.WriteOutcome.CLAIM_LOST if done is None else spi.WriteOutcome.APPLIED
 

@@ -399,11 +399,12 @@ INSERT_MARK_IF_ABSENT = Query(
 
 INSERT_WAIT_IF_ABSENT = Query(
     "insert_wait_if_absent",
-    "Put-if-absent a wait row (a replayed sleep keeps its first deadline).",
+    "Put-if-absent a wait row (a replayed sleep keeps its first deadline); a rate limit's row "
+    "(`replaces`) takes the new reservation's instant instead.",
     """
     INSERT INTO flowstore_wait (execution_id, path, kind, at, field_name)
     VALUES (%(id)s, %(path)s, %(kind)s, %(at)s, %(field_name)s)
-    ON CONFLICT (execution_id, path) DO NOTHING
+    ON CONFLICT (execution_id, path) DO UPDATE SET at = excluded.at WHERE %(replaces)s
     """,
 )
 
@@ -717,7 +718,7 @@ _CLAIM_CTE = (
 _PUT_WAIT_CTE = (
     "put_wait AS (INSERT INTO flowstore_wait (execution_id, path, kind, at, field_name) "
     "SELECT id, %(path)s, %(kind)s, %(at)s::timestamptz, %(field_name)s FROM go "
-    "ON CONFLICT (execution_id, path) DO NOTHING)"
+    "ON CONFLICT (execution_id, path) DO UPDATE SET at = excluded.at WHERE %(replaces)s)"
 )
 
 

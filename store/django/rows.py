@@ -9,7 +9,7 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
-from flowdeck.store import concurrency, spi
+from flowdeck.store import concurrency, rate_limits, spi
 from flowdeck.store.django import models
 
 
@@ -42,10 +42,13 @@ def status_of(text: str) -> spi.Status:
     return spi.status_from_json(json.loads(text))
 
 
-def wait_columns(wake: spi.Wake) -> dict[str, Any]:
+def wait_columns(path: str, wake: spi.Wake) -> dict[str, Any]:
+    """A wait row's columns, and whether it replaces a row at its path (`replaces`: a rate limit's row,
+    where a new reservation supersedes one a start spent; any other row is put-if-absent)."""
+    row = {"path": path, "replaces": rate_limits.rate_row_matches(path)}
     if isinstance(wake, spi.WakeAt):
-        return {"kind": models.Wait.AT, "at": wake.at, "field_name": None}
-    return {"kind": models.Wait.ON_FIELD, "at": None, "field_name": wake.name}
+        return {**row, "kind": models.Wait.AT, "at": wake.at, "field_name": None}
+    return {**row, "kind": models.Wait.ON_FIELD, "at": None, "field_name": wake.name}
 
 
 def wake_of(kind: str, at: Any, field_name: str | None) -> spi.Wake:

@@ -246,7 +246,7 @@ class SqliteWrites:
             opened = handle._accept(tx, now, events)
             if opened is None:
                 return spi.WriteOutcome.CLAIM_LOST, None
-            wait = {"id": handle._id, "path": path, **rows.wait_columns(wake)}
+            wait = {"id": handle._id, **rows.wait_columns(path, wake)}
             tx.execute(queries.INSERT_WAIT_IF_ABSENT, wait)
             tx.insert_events(handle._id, opened.first_seq, opened.events)
             return spi.WriteOutcome.APPLIED, opened.cancel

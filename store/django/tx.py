@@ -74,9 +74,7 @@ class Tx:
         if self.one(queries.CREATE_EXECUTION, params) is None:
             return False
         for path, wake in deferral.initial_waits(event.data).items():
-            self.execute(
-                queries.INSERT_WAIT_IF_ABSENT, {"id": execution_id, "path": path, **rows.wait_columns(wake)}
-            )
+            self.execute(queries.INSERT_WAIT_IF_ABSENT, {"id": execution_id, **rows.wait_columns(path, wake)})
         self.insert_seeds(execution_id, fields)
         self.insert_events(execution_id, 1, [event])
         return True

@@ -13,18 +13,14 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import time
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
-from tests.acceptance.support import environment, manage, ok
-from tests.acceptance.test_schedule_sigkill import Forker, kill_loop
-from tests.store.django_support import POSTGRES_SERVER, require_postgres
+from tests.acceptance import sigkill
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -40,8 +36,11 @@ SEED = (
 
 
 def query(sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    with psycopg.connect(f"{POSTGRES_SERVER}/{DATABASE}", autocommit=True) as conn:
-        return conn.execute(sql, params).fetchall()
+    return sigkill.query(DATABASE, sql, *params)
+
+
+def completed() -> int:
+    return int(query("SELECT count(*) FROM flowstore_execution WHERE status_kind = 'completed'")[0][0])
 
 
 def bodies() -> dict[str, list[tuple[datetime, datetime]]]:
@@ -68,36 +67,18 @@ def overlapping(intervals: list[tuple[datetime, datetime]]) -> list[tuple[Any, A
 
 
 def test_one_per_key_holds_through_kills(tmp_path: Path) -> None:
-    require_postgres()
-    with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{DATABASE}"')
-    url = f"{POSTGRES_SERVER}/{DATABASE}"
-    env = environment(url, DJANGO_SETTINGS_MODULE=SETTINGS)
-    forker: Forker | None = None
-    try:
-        ok(manage(url, "migrate", "--verbosity", "0", env=env))
-        ok(manage(url, "shell", "-c", SEED, env=env))
-        forker = Forker(url, tmp_path, SETTINGS, ARGS)
-        kills = kill_loop(forker, most=6, within=10, delay=(0.3, 0.8))
-        last = forker.spawn()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            [(left,)] = query("SELECT count(*) FROM flowstore_execution WHERE status_kind <> 'completed'")
-            if left == 0:
-                break
-            time.sleep(0.2)
-        assert left == 0, forker.explain(last)
+    with sigkill.fresh_database(DATABASE) as url:
+        sigkill.prepare(url, SETTINGS, SEED)
+        with sigkill.forker(url, tmp_path, SETTINGS, ARGS) as forker:
+            kills = sigkill.kill_loop(forker, most=6, within=10, delay=(0.3, 0.8), seed=16)
+            last = forker.spawn()
+            assert sigkill.while_progressing(completed, EXECUTIONS) == EXECUTIONS, forker.explain(last)
         found = bodies()
         assert sum(len(v) for v in found.values()) >= EXECUTIONS
         for key, intervals in sorted(found.items()):
             assert overlapping(intervals) == [], f"two of {key} ran at once"
-        assert kills >= 3, f"only {kills} kills landed"
+        assert kills.count >= 3, f"only {kills.count} kills landed"
         print(
-            f"\nlimits SIGKILL loop: {kills} kills, {EXECUTIONS} executions, never two of a customer at once"
+            f"\nlimits SIGKILL loop: {kills.count} kills, {EXECUTIONS} executions, "
+            "never two of a customer at once"
         )
-    finally:
-        if forker is not None:
-            forker.close()
-        with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')

@@ -199,6 +199,7 @@ def test_search(operator: ApiClient) -> None:
         "updated": found["items"][0]["updated"],
         "priority": 0,
         "concurrency": None,
+        "queue": None,  # set on a queued execution: its limit's line and its place in it
     }
     page = operator.post("/executions/search", {"idPrefix": prefix, "limit": 1, "offset": 1}).body
     assert (page["total"], [i["executionId"] for i in page["items"]]) == (3, [f"{prefix}-1"])

@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.test import AsyncClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from flowdeck.console import client as client_module
 from flowdeck.console import discovery, live, metrics, runtime, states
 from flowdeck.console.discovery import discover
 from flowdeck.console.models import create_token
@@ -82,8 +83,34 @@ async def test_rest_reads_queued_with_key_and_position(engine: FlowEngine) -> No
     status, page = await _api("/executions?status=queued&workflow=per_customer")
     assert status == 200, page
     assert sorted(item["executionId"] for item in page["items"]) == ["q0", "q1", "q2"]
+    # the list's items carry the same `queue` as the execution's own read: its key and its position
+    by_id = {item["executionId"]: item["queue"] for item in page["items"]}
+    assert by_id["q1"] == detail["queue"]
+    assert (by_id["q0"]["key"], by_id["q0"]["position"], by_id["q2"]["key"], by_id["q2"]["position"]) == (
+        "ada",
+        1,
+        "bo",
+        1,
+    )
+    status, searched = await _api_post("/executions/search", {"workflowId": "per_customer"})
+    assert status == 200, searched
+    assert {item["executionId"]: item["queue"] for item in searched["items"]} == by_id
     status, running = await _api("/executions?status=running&workflow=per_customer")
     assert (status, running["items"]) == (200, [])
+
+
+async def _api_post(path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    token = await sync_to_async(_token)()
+    answer = await AsyncClient().post(
+        "/api/v1" + path, body, content_type="application/json", headers={"Authorization": f"Bearer {token}"}
+    )
+    return answer.status_code, answer.json()
+
+
+async def test_the_client_reads_where_each_queued_stands(engine: FlowEngine) -> None:
+    found = await client_module.aqueues_of(["q2", "q1", "nobody"])
+    assert {eid: (q.group.key, q.position) for eid, q in found.items()} == {"q1": ("ada", 2), "q2": ("bo", 1)}
+    assert found["q1"] == await client_module.aqueue_of("q1")
 
 
 async def test_rest_lists_the_limits(engine: FlowEngine) -> None:
@@ -109,6 +136,13 @@ async def test_the_pages_show_queued_and_the_limits(engine: FlowEngine) -> None:
     listed = (await client.get("/executions/?status=queued")).content.decode()
     assert "q0" in listed
     assert "q2" in listed
+    # each queued row says where it waits, as the execution page does: its key and its position
+    lines = re.findall(r'<span class="wait queue">([^<]*)</span>', listed)
+    assert sorted(lines) == [
+        "#1 in line for per_customer · key ada (0 of 1 running)",
+        "#1 in line for per_customer · key bo (0 of 1 running)",
+        "#2 in line for per_customer · key ada (0 of 1 running)",
+    ]
     overview = (await client.get("/")).content.decode()
     cells = re.findall(
         r'href="/executions/\?status=([a-z]+)&amp;workflow=per_customer" data-status="[^"]*">(\d+)<', overview
@@ -134,6 +168,9 @@ def test_the_cli_shows_queued_and_lists_limits(queued: None) -> None:
     assert (data["state"], data["queue"]["position"], data["concurrency"]["key"]) == ("queued", 2, "ada")
     listed = flow("ls", "--status", "queued", "--json")
     assert sorted(i["execution_id"] for i in json.loads(listed)["items"]) == ["q0", "q1", "q2"]
+    queues = {i["execution_id"]: i["queue"] for i in json.loads(listed)["items"]}
+    assert queues["q1"] == data["queue"]
+    assert "#2 in line for per_customer · key ada (0 of 1 running)" in flow("ls", "--status", "queued")
     table = flow("limits")
     assert "per_customer · key ada" in table
     assert json.loads(flow("limits", "--json"))["items"][0]["queued"] == 3

@@ -4,6 +4,7 @@ refused out of range with nothing written, and honoured by the workers' claim, o
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 
@@ -75,3 +76,31 @@ async def test_the_workers_run_the_higher_priority_first(store: spi.FlowStore, c
     assert [e for e in ran if e.startswith("high")] == ["high0", "high1", "high2"], ran
     assert [e for e in ran if e.startswith("low")] == ["low0", "low1", "low2"], ran
     assert sorted(first_four) == ["high0", "high1", "high2", "low0"], ran
+
+
+async def test_the_docs_example_claims_the_express_order_first(clock: ManualClock) -> None:
+    """docs/priorities.md's fulfilment example, examples/fulfilment/express.py: started after two standard
+    orders with no worker running, the express order (its workflow's default, 50) is claimed first."""
+    from examples.fulfilment.express import fulfilment_express
+    from examples.fulfilment.flows import fulfilment
+    from examples.fulfilment.services import Item, Order
+    from flowdeck.engine import schema
+    from flowdeck.store.memory import MemoryStore
+
+    store = MemoryStore(clock)
+    engine = make_engine(store, clock, [fulfilment, fulfilment_express])
+    for flow in (fulfilment, fulfilment_express):
+        await engine.register(flow.name, flow)
+    for eid, workflow in (
+        ("standard-1", "fulfilment"),
+        ("standard-2", "fulfilment"),
+        ("express", "fulfilment-express"),
+    ):
+        order = Order(id=eid, customer="ada", items=[Item(sku="mug", qty=1, price=900)])
+        await engine.workflows.start(workflow, execution_id=eid, inputs={"order": order})
+        await clock.advance(1)
+    assert (await store.get_execution("express")).priority == 50
+    version = schema.structural_hash(fulfilment)  # the express flow is the same version, under its own name
+    served = frozenset({("fulfilment", version), ("fulfilment-express", version)})
+    [first] = await store.claim_ready(served, "worker", timedelta(seconds=30), 1, timedelta(0))
+    assert first.state.execution_id == "express"

@@ -5,7 +5,9 @@ a flow using an undeclared limit (or a per-key one without a key) is refused at 
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -14,7 +16,7 @@ from flowdeck.engine.flow import Flow
 from flowdeck.engine.rate_limits import RateLimit
 from flowdeck.store import spi
 from flowdeck.store.clock import ManualClock
-from tests.engine.engine_support import advance, kinds, make_engine, until, waiting_for
+from tests.engine.engine_support import LEASE, advance, kinds, make_engine, until, waiting_for
 
 CARRIER = {"carrier-api": RateLimit(2, per="minute")}  # one token every 30 s
 PER_CARRIER = {"carrier-quota": RateLimit(1, per="minute", per_key=True)}
@@ -115,6 +117,47 @@ async def test_a_replay_asks_no_token_for_a_recorded_node(store: spi.FlowStore, 
     assert (bucket.taken, bucket.reserved) == (1, 0)
 
 
+async def test_a_run_killed_on_its_reserved_token_takes_a_token_of_its_own(
+    store: spi.FlowStore, clock: ManualClock
+) -> None:
+    """A woken node runs on the token it reserved; killed mid-body (its start recorded), its re-run must
+    not run on that token again: it reserves the next one and waits for it, so no token pays for two
+    calls. Each start names its token."""
+    calls: list[str] = []
+    hang = asyncio.Event()
+
+    async def ship(ctx: Any) -> None:
+        calls.append(ctx.execution_id)
+        if calls.count(ctx.execution_id) == 1 and len(calls) == 2:
+            await hang.wait()  # the second execution's first run: the process dies here
+
+    flow = Flow.init("shipping").step("ship", ship, rate_limit="carrier-api")
+    hourly = {"carrier-api": RateLimit(1, per="hour")}  # slots 1 h apart: a lapsed lease is far shorter
+    slot1 = clock.now()
+    async with make_engine(store, clock, [flow], rate_limits=hourly) as doomed:
+        first = await doomed.workflows.start("shipping")
+        assert (await until(store, first)).status == spi.Completed()
+        second = await doomed.workflows.start("shipping")
+        await until(store, second, waiting_for("ship#rate:carrier-api"))
+        await advance(clock, 3600)
+        await until(store, second, lambda s: len(calls) == 2)
+    async with make_engine(store, clock, [flow], rate_limits=hourly) as survivor:
+        await advance(clock, LEASE)  # the dead worker's claim lapses; the re-run reserves the next slot
+        state = await until(store, second, waiting_for("ship#rate:carrier-api"))
+        slot3 = slot1 + timedelta(hours=2)
+        assert state.waits == {"ship#rate:carrier-api": spi.WakeAt(slot3)}
+        assert calls == [first, second]
+        await advance(clock, slot3 - clock.now())
+        assert (await until(store, second)).status == spi.Completed()
+    assert survivor.executor_id
+    assert calls == [first, second, second]
+    events = (await store.get_history(second)).events
+    tokens = [e.data["token"] for e in events if e.kind is spi.EventKind.STEP_STARTED]
+    assert tokens == [(slot1 + timedelta(hours=1)).isoformat(), slot3.isoformat()]
+    [bucket] = await store.list_rate_buckets("carrier-api")
+    assert (bucket.taken, bucket.reserved) == (1, 2)
+
+
 async def test_a_key_function_that_fails_stops_the_execution(
     store: spi.FlowStore, clock: ManualClock
 ) -> None:
@@ -165,3 +208,19 @@ def test_the_knob_is_a_name_or_a_name_and_a_key_function() -> None:
         Flow.init("bad").step("call", lambda ctx: None, rate_limit=("carrier-api", "not callable"))
     assert RateLimit(50, per="minute").describe() == "50 per minute"
     assert RateLimit(100).rate.interval == timedelta(milliseconds=10)
+
+
+def test_the_docs_example_limits_the_fulfilment_flows_carrier_calls() -> None:
+    """docs/rate-limits.md's worked example, examples/fulfilment/carrier.py: the fulfilment flow whose `ship`
+    (one call to the carrier's API) uses `carrier-api`, 50 a minute, which the module declares; registration
+    accepts it, and it is the fulfilment flow's structure (the plain one uses no limit)."""
+    from examples.fulfilment import carrier, flows
+    from flowdeck.engine import rate_limits, schema
+    from flowdeck.engine.nodes import RateUse
+
+    limited = carrier.fulfilment_by_carrier_api
+    assert list(rate_limits.uses(limited)) == [("ship", RateUse("carrier-api"))]
+    rate_limits.check(limited, carrier.RATE_LIMITS)
+    assert carrier.RATE_LIMITS["carrier-api"].rate.interval == timedelta(seconds=1.2)
+    assert list(rate_limits.uses(flows.fulfilment)) == []
+    assert schema.structural_hash(limited) == schema.structural_hash(flows.fulfilment)

@@ -40,7 +40,7 @@ from flowdeck.console.management.commands._schema import require_schema
 from flowdeck.console.views import list_query
 from flowdeck.engine import errors, ids, places, render
 from flowdeck.engine.engine import ExecutionDetail, FlowEngine
-from flowdeck.store import concurrency, spi
+from flowdeck.store import spi
 
 __all__ = ["Command", "state_json"]
 
@@ -81,18 +81,6 @@ async def _answer_value(engine: FlowEngine, o: Mapping[str, Any]) -> Any:
 
 def _time(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
-
-
-def _queue_json(queued: concurrency.Queued | None) -> dict[str, Any] | None:
-    """Where a queued execution stands, as `show --json` carries it (REST's `queue`)."""
-    if queued is None:
-        return None
-    group = queued.group
-    return {"workflow_id": group.flow_id, "key": group.key, "position": queued.position} | {
-        "capacity": queued.capacity,
-        "running": queued.running,
-        "text": limits.queue_line(queued),
-    }
 
 
 def state_json(state: spi.ExecutionState, served: frozenset[str]) -> dict[str, Any]:
@@ -389,19 +377,22 @@ class Command(_output.SafeOutputCommand):
         page = await query.search(
             engine, served, o["limit"], o["offset"], prefix=o["prefix"], where=o["where"]
         )
+        queues = await limits.queues_for(engine.store, page.items, served)
         rows = [
             (
                 s.execution_id,
                 s.flow_id,
                 states.standing_of(s, served).line,
                 f"{s.updated:%Y-%m-%d %H:%M:%S}",
-                waits.line(s),
+                limits.queue_line(q) if (q := queues.get(s.execution_id)) else waits.line(s),
             )
             for s in page.items
         ]
         text = table(("execution", "workflow", "status", "updated", "waiting on"), rows)
         text += f"\n{len(page.items)} of {page.total}"
-        self.emit({"items": [state_json(s, served) for s in page.items], "total": page.total}, text)
+        queued = [limits.queue_json(queues.get(s.execution_id)) for s in page.items]
+        items = [state_json(s, served) | {"queue": q} for s, q in zip(page.items, queued, strict=True)]
+        self.emit({"items": items, "total": page.total}, text)
 
     async def do_show(self, engine: FlowEngine, o: Mapping[str, Any]) -> None:
         eid = o["execution_id"]
@@ -424,7 +415,7 @@ class Command(_output.SafeOutputCommand):
         ]
         data["history"] = [e.to_json() | {"seq": e.seq} for e in history]
         queued = await limits.queue_for(engine.store, detail.state, served)
-        data["queue"] = _queue_json(queued)
+        data["queue"] = limits.queue_json(queued)
         traced = o["show_traceback"] or o["verbosity"] >= 2
         self.emit(data, _show.text(detail, values, history, served, branches, traced, queued))
 
