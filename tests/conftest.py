@@ -1,10 +1,17 @@
-"""Shared test configuration: the conformance summary per backend."""
+"""Shared test configuration: the order files are handed out in, and the conformance summary per backend."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
 import pytest
+
+from tests import suite_order
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Hand the costliest files out first (`tests/suite_order.py` says why)."""
+    items[:] = suite_order.longest_first(items)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
