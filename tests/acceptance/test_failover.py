@@ -22,6 +22,7 @@ import pytest
 from websockets.sync.client import connect as websocket
 
 from bench import standby
+from tests.acceptance import sigkill
 from tests.acceptance import test_atomic_sigkill as atomic
 from tests.acceptance.standby_support import SETTINGS, answers, health, pair, prepare, query, until, web
 from tests.acceptance.support import Background, environment
@@ -113,7 +114,7 @@ def test_workers_web_and_live_feed_ride_a_failover_without_loss(pair: standby.Pa
         until(lambda: health(port, token) == 200, 60, "health did not come back to 200 on the new primary")
         back = time.monotonic()
 
-        atomic.finish_while_progressing(ended, executions=EXECUTIONS)
+        sigkill.while_progressing(ended, EXECUTIONS)
         assert ended() == EXECUTIONS, logs()
         assert all(w.process.poll() is None for w in workers), logs()  # the same processes carried on
         assert not listener.closed, listener.closed
