@@ -43,12 +43,25 @@ def test_a_shard_count_that_would_split_the_processes_unevenly_is_refused_before
     assert "--shards 3: each N must be at least 1 and divide --procs (4)" in run.stderr
 
 
+def test_a_chain_no_worker_serves_is_refused_rather_than_waited_for() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.shards", "--steps", "2"],
+        cwd=ROOT,
+        env=protocol.child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2
+    assert "--steps must be one of 3, 10" in run.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_w20_runs_every_n_at_a_tiny_size_and_drops_its_shard_databases() -> None:
     require_postgres()
-    tiny = ["--shards", "1", "2", "--executions", "8", "--steps", "2", "--workers", "2", "--procs", "2"]
-    tiny += ["--claimers", "2", "--rounds", "1", "--poll-timeout", "1"]
+    tiny = ["--shards", "1", "2", "--executions", "8", "--steps", "3", "--workers", "2", "--procs", "2"]
+    tiny += ["--claimers", "2", "--rounds", "1", "--poll-timeout", "1", "--timeout", "120"]
     run = subprocess.run(
         [sys.executable, "-m", "bench.shards", *tiny],
         cwd=ROOT,
