@@ -9,13 +9,13 @@ up, they move to the permanent generation, which no collection walks; what the p
 collected as before.
 
 A worker also spaces its young collections (`widen_young_generation`). CPython collects the young
-generation every 700 net allocations of tracked objects, and every tenth young pass and every tenth of
-those walk older generations too, so the number of passes over what outlives a node follows what the
-process allocates. A node allocates dozens of such objects, and a traced node (OpenTelemetry's SDK: the
-span, its attributes, events, links, the copy its processor exports) as many again, with what the exporter
-has not yet sent held across the passes: with the SDK on, the collector's share of a W1 worker's CPU went
-from about 5 to about 25 µs a node (`bench/PROFILE.md`, seventh pass). At 10,000 the passes are fewer and
-each walks more young objects; what is garbage at once never reaches them (reference counting frees it).
+generation every 700 net allocations of tracked objects, every tenth young pass walks the middle generation
+too and every tenth of those the old one, so the passes over what outlives a node follow what the process
+allocates. A traced node (OpenTelemetry's SDK: the span, its attributes, events, links, the copy its
+processor queues) allocates about as many such objects again as the engine's own, held until the exporter
+has them: with the SDK on, the collector's CPU in a W1 worker went from about 7 to about 30 µs a node on a
+busy machine, and to about 15 at 10,000 (`bench/PROFILE.md`, seventh pass). The passes are fewer and each
+walks more young objects; what is garbage at once never reaches them (reference counting frees it).
 """
 
 from __future__ import annotations
