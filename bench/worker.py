@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         traced.install_tracing()
     flowdeck_env.start_django(args.backend, args.database)
     heap.freeze_startup_heap()  # as `flowdeck_workers` does
+    heap.widen_young_generation()
     if args.profile:
         from pyinstrument import Profiler
 

@@ -28,3 +28,39 @@ def test_what_is_alive_at_startup_is_frozen_and_what_comes_later_is_collected_as
     finally:
         gc.unfreeze()  # the test process goes on collecting as before
     assert _walked(at_startup)
+
+
+def _young_passes(allocations: int) -> int:
+    """How many collections run while `allocations` tracked objects are made and kept."""
+    passes: list[int] = []
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if phase == "stop":
+            passes.append(info["generation"])
+
+    gc.callbacks.append(callback)
+    try:
+        kept = [[] for _ in range(allocations)]
+    finally:
+        gc.callbacks.remove(callback)
+    del kept
+    return len(passes)
+
+
+def test_a_worker_collects_its_young_objects_every_ten_thousand_allocations_not_every_seven_hundred() -> None:
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        gc.collect()
+        assert _young_passes(5_000) >= 5  # CPython's default: a pass per 700
+        heap.widen_young_generation()
+        assert gc.get_threshold() == (heap.YOUNG_THRESHOLD, 10, 10)  # the older generations' as they were
+        gc.collect()
+        assert _young_passes(5_000) == 0
+        heap.widen_young_generation(500)  # never narrower than it is
+        assert gc.get_threshold()[0] == heap.YOUNG_THRESHOLD
+        gc.set_threshold(0)  # a process that turned automatic collection off keeps it off
+        heap.widen_young_generation()
+        assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*saved)

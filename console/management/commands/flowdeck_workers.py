@@ -68,6 +68,7 @@ class Command(BaseCommand):
         flows = flows_to_serve(options.get("flows"))
         engine = build_engine(options)
         heap.freeze_startup_heap()
+        heap.widen_young_generation()
         with engine_logging(options["verbosity"], self.stderr._out):
             try:
                 event_loop.run(self.serve(engine, flows))
