@@ -358,15 +358,18 @@ CLEAR_CANCEL = Query(
 
 INSERT_EVENTS = Query(
     "insert_events",
-    "Append events (their seqs reserved by the UPDATE that opened the transaction).",
+    "Append events (seqs reserved by the UPDATE that opened the transaction; PostgreSQL: the partition key).",
     "INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data) VALUES {rows}",
+    postgresql="INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data, exec_created)"
+    " SELECT v.*, e.created FROM (VALUES {rows}) AS v JOIN flowstore_execution e ON e.id = %(ev_id)s",
 )
 
 
 def event_rows(
-    execution_id: str, first_seq: int, events: Sequence[tuple[str, Any, str]], params: dict
+    execution_id: str, first_seq: int, events: Sequence[tuple[str, Any, str]], params: dict, cast: str = ""
 ) -> str:
-    """The VALUES rows of INSERT_EVENTS for `(kind, timestamp, data)` triples numbered from `first_seq`."""
+    """The VALUES rows of INSERT_EVENTS for `(kind, timestamp, data)` triples numbered from `first_seq`
+    (`cast`: the timestamps' type, for PostgreSQL's VALUES list in a FROM)."""
     rows = []
     params["ev_id"] = execution_id
     for i, (flow_id, kind, timestamp, data) in enumerate(events):
@@ -375,7 +378,7 @@ def event_rows(
         params[f"ev{i}k"] = kind
         params[f"ev{i}t"] = timestamp
         params[f"ev{i}d"] = data
-        rows.append(f"(%(ev_id)s, %(ev{i}s)s, %(ev{i}f)s, %(ev{i}k)s, %(ev{i}t)s, %(ev{i}d)s)")
+        rows.append(f"(%(ev_id)s, %(ev{i}s)s, %(ev{i}f)s, %(ev{i}k)s, %(ev{i}t)s{cast}, %(ev{i}d)s)")
     return ", ".join(rows)
 
 
@@ -700,7 +703,7 @@ def claimed_write(
 
 # The pieces of `claimed_write`, in the order it chains them.
 _CLAIM_CTE = (
-    "claim AS (SELECT id, last_seq, cancel_requested, cancel_reason FROM flowstore_execution "
+    "claim AS (SELECT id, last_seq, cancel_requested, cancel_reason, created FROM flowstore_execution "
     "WHERE id = %(id)s AND claim_token = %(token)s AND claim_expiry > %(now)s FOR UPDATE)"
 )
 
@@ -753,8 +756,8 @@ def _history_cte(events: int) -> str:
         f"({i + 1}, %(ev{i}f)s, %(ev{i}k)s, %(ev{i}t)s::timestamptz, %(ev{i}d)s)" for i in range(events)
     )
     return (
-        "history AS (INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data) "
-        "SELECT claim.id, claim.last_seq + v.n, v.f, v.k, v.t, v.d "
+        "history AS (INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data, "
+        "exec_created) SELECT claim.id, claim.last_seq + v.n, v.f, v.k, v.t, v.d, claim.created "
         f"FROM claim JOIN go ON go.id = claim.id CROSS JOIN (VALUES {rows}) AS v(n, f, k, t, d))"
     )
 
@@ -808,11 +811,11 @@ CREATE_AT_ONCE = Query(
     history), and a racing create of the same id waits for the first to commit, then finds it.""",
     "",
     postgresql=f"""
-    WITH created AS ({_CREATE.format(serial="nextval('flowstore_claim_token')", answer="id")}),
+    WITH created AS ({_CREATE.format(serial="nextval('flowstore_claim_token')", answer="id, created")}),
     {{seeds}}{{deferred}}
     history AS (
-        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
-        SELECT id, 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s FROM created
+        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data, exec_created)
+        SELECT id, 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s, created FROM created
     )
     SELECT id, pg_notify('{WAKE_CHANNEL}', %(origin)s) FROM created
     """,
@@ -835,8 +838,8 @@ CREATE_CLAIMED_AT_ONCE = Query(
     WITH created AS ({_CREATE_CLAIMED.format(serial=_NEXTVAL, token=_NEXTVAL, answer=_EXEC_COLS_BARE)}),
     {{seeds}}
     history AS (
-        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
-        SELECT created.id, v.n, v.f, v.k, v.t, v.d
+        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data, exec_created)
+        SELECT created.id, v.n, v.f, v.k, v.t, v.d, created.created
         FROM created CROSS JOIN (VALUES {{history}}) AS v(n, f, k, t, d)
     )
     SELECT {_EXEC_COLS_BARE} FROM created
@@ -884,9 +887,9 @@ _DELIVERY_WRITES = """go AS (
         ON CONFLICT (execution_id, name) DO NOTHING RETURNING execution_id AS id
     ),
     history AS (
-        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
-        SELECT locked.id, locked.last_seq + 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s
-        FROM locked JOIN go ON go.id = locked.id
+        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data, exec_created)
+        SELECT locked.id, locked.last_seq + 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s,
+            locked.created FROM locked JOIN go ON go.id = locked.id
     ),"""
 
 DELIVER = Query(
@@ -899,7 +902,7 @@ DELIVER = Query(
     "",
     postgresql=f"""
     WITH locked AS (
-        SELECT id, last_seq FROM flowstore_execution
+        SELECT id, last_seq, created FROM flowstore_execution
         WHERE id = %(id)s AND status_kind NOT IN {TERMINAL} FOR UPDATE
     ),
     {_DELIVERY_WRITES}
@@ -946,7 +949,7 @@ DELIVER_AND_CLAIM = Query(
     "",
     postgresql=f"""
     WITH locked AS (
-        SELECT id, last_seq, status_kind, claim_expiry, xmin AS version FROM flowstore_execution
+        SELECT id, last_seq, status_kind, claim_expiry, xmin AS version, created FROM flowstore_execution
         WHERE id = %(id)s AND status_kind NOT IN {TERMINAL} FOR UPDATE
     ),
     {_DELIVERY_WRITES}

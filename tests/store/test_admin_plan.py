@@ -59,9 +59,10 @@ def with_events(seeded: str, django_db_blocker: Any) -> Iterator[str]:
     """Two events for each seeded execution (200,000 rows)."""
     with django_db_blocker.unblock(), connections[seeded].cursor() as cursor:
         cursor.execute(
-            "INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)"
+            "INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data, exec_created)"
             " SELECT 'x' || lpad(g::text, 6, '0'), s, 'wf' || (g % 3), 'Created',"
-            " timestamptz '2030-01-01' + g * interval '1 second', '{}'"
+            " timestamptz '2030-01-01' + g * interval '1 second', '{}',"
+            " timestamptz '2030-01-01' + g * interval '1 second'"
             " FROM generate_series(1, 100000) AS g, generate_series(1, 2) AS s"
         )
         cursor.execute("VACUUM ANALYZE flowstore_event")
