@@ -123,7 +123,7 @@ CLAIM_WITH_LEDGER = Query(
     concurrent claimers pass each other's rows by, I1; stamped with tokens from the sequence) and
     everything it hands over, in ONE statement (run in autocommit: one round trip, one transaction): each
     claimed row with its wait rows (and whether each is satisfied at `now`), its fields and its history, as
-    JSON arrays.""",
+    JSON arrays (its history read from its one partition, migration 0018).""",
     "",
     postgresql=f"""
     WITH ready AS (
@@ -149,7 +149,7 @@ CLAIM_WITH_LEDGER = Query(
         (SELECT json_agg(json_build_array(f.name, f.value, f.tag))
          FROM flowstore_field f WHERE f.execution_id = c.id),
         (SELECT json_agg(json_build_array(v.seq, v.flow_id, v.kind, v.timestamp, v.data) ORDER BY v.seq)
-         FROM flowstore_event v WHERE v.execution_id = c.id)
+         FROM flowstore_event v WHERE v.execution_id = c.id AND v.exec_created = c.created)
     FROM claimed c
     """,
 )
@@ -927,7 +927,8 @@ _LEDGER_OF_CLAIMED = """
             SELECT name, value, tag FROM flowstore_field WHERE execution_id = c.id
             UNION ALL SELECT %(name)s, %(value)s, %(tag)s WHERE c.id IS NOT NULL) f),
         (SELECT json_agg(json_build_array(v.seq, v.flow_id, v.kind, v.timestamp, v.data) ORDER BY v.seq)
-         FROM (SELECT seq, flow_id, kind, timestamp, data FROM flowstore_event WHERE execution_id = c.id
+         FROM (SELECT seq, flow_id, kind, timestamp, data FROM flowstore_event
+               WHERE execution_id = c.id AND exec_created = c.created
                UNION ALL SELECT c.seq, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s
                WHERE c.id IS NOT NULL) v)
 """
