@@ -21,6 +21,10 @@ R = TypeVar("R")
 class RetentionWrites:
     """The retention verbs, for `DjangoStore` to inherit (`_run` is the store's)."""
 
+    # Whether a purge takes whole day partitions where it can (PostgreSQL, migration 0018); W13 turns it off
+    # to measure the batched row delete alone on the same database.
+    whole_days = True
+
     async def _run(self, operation: str, work: Callable[[Any], R]) -> R:
         raise NotImplementedError
 
@@ -33,7 +37,7 @@ class RetentionWrites:
         limit: int,
     ) -> int:
         what = retention.Purge(ended_before, tuple(statuses), workflow_id)
-        known = self.__dict__.setdefault("_droppable_days", {})  # see partitions.Known
+        known = self.__dict__.setdefault("_droppable_days", {}) if self.whole_days else None
         return await self._run(
             "purge_ended", functools.partial(django_purge.purge_ended, what=what, limit=limit, known=known)
         )
