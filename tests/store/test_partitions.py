@@ -13,11 +13,13 @@ import pytest
 from django.db import connections
 
 from flowdeck.console import retention as console_retention
+from flowdeck.console import runtime
 from flowdeck.store import spi
 from flowdeck.store.clock import ManualClock
 from flowdeck.store.conformance.support import StoreFixture
 from flowdeck.store.django import partitions
 from flowdeck.store.django.store import DjangoStore
+from flowdeck.store.memory import MemoryStore
 from tests.store.django_support import database_access, postgres_alias
 
 __all__ = ["database_access", "postgres_alias"]
@@ -139,3 +141,18 @@ async def test_a_day_holding_a_live_execution_is_kept_whole_until_it_ended_and_a
     assert (await _partitions(postgres_alias)) == set()
     assert await store.get_execution("b1") is None
     assert await store.list_executions(None) == spi.ExecutionPage([], 0)
+
+
+async def test_the_workers_chore_prepares_today_and_the_coming_week(
+    world: tuple[DjangoStore, StoreFixture], postgres_alias: str
+) -> None:
+    store, fx = world
+    chore = runtime.history_chore(store, fx.clock)
+    assert chore is not None
+    assert (chore.name, chore.every) == ("history partitions", timedelta(hours=1))
+    await chore.run()
+    week = {partitions.name_of(DAY1 + timedelta(days=n)) for n in range(partitions.AHEAD + 1)}
+    assert await _partitions(postgres_alias) == week
+    await chore.run()  # the next round finds them made
+    assert await _partitions(postgres_alias) == week
+    assert runtime.history_chore(MemoryStore(), fx.clock) is None  # nothing to prepare elsewhere
