@@ -18,6 +18,7 @@ from flowdeck.store.django.queries import Query
 
 __all__ = [
     "ATTACH",
+    "CLAIMED_HISTORY",
     "COPY_EVENTS",
     "CREATE_PARTITIONED",
     "DEFAULT_HOLDS",
@@ -125,6 +126,22 @@ DROP = Query(
     "A partition whose executions are all gone, dropped with its rows (an exclusive lock, to the commit).",
     "",
     postgresql="DROP TABLE IF EXISTS {name}",
+)
+
+CLAIMED_HISTORY = Query(
+    "claimed_history",
+    """The history of executions a claim just took (`queries.CLAIM_WITH_LEDGER`), each up to the `last_seq`
+    its claim saw (`{claimed}`: VALUES rows of id, seq), as JSON arrays. The partition keys are constants
+    (`{keys}`: their `created`), so the planner keeps only their partitions: an unprepared statement whose
+    planning does not grow with the number of days.""",
+    "",
+    postgresql="""
+    SELECT v.execution_id,
+        json_agg(json_build_array(v.seq, v.flow_id, v.kind, v.timestamp, v.data) ORDER BY v.seq)
+    FROM flowstore_event v JOIN (VALUES {claimed}) AS c(id, n) ON v.execution_id = c.id AND v.seq <= c.n
+    WHERE v.exec_created IN {keys}
+    GROUP BY v.execution_id
+    """,
 )
 
 # ------------------------------------------------------------------------------- migration 0018

@@ -122,8 +122,9 @@ CLAIM_WITH_LEDGER = Query(
     """PostgreSQL: the claim (ready rows in `{order}`, as CLAIM_READY's, locked with SKIP LOCKED, so
     concurrent claimers pass each other's rows by, I1; stamped with tokens from the sequence) and
     everything it hands over, in ONE statement (run in autocommit: one round trip, one transaction): each
-    claimed row with its wait rows (and whether each is satisfied at `now`), its fields and its history, as
-    JSON arrays (its history read from its one partition, migration 0018).""",
+    claimed row with its `last_seq` and its wait rows (and whether each is satisfied at `now`) and its fields,
+    as JSON arrays; its history up to that seq then comes from its own partition (`partition_queries.
+    CLAIMED_HISTORY`): a subquery here would plan every day partition on every poll.""",
     "",
     postgresql=f"""
     WITH ready AS (
@@ -138,7 +139,7 @@ CLAIM_WITH_LEDGER = Query(
         SET executor = %(executor)s, claim_expiry = %(expiry)s,
             claim_token = nextval('flowstore_claim_token'), updated = %(now)s
         FROM ready WHERE e.id = ready.id
-        RETURNING {_EXEC_COLS}
+        RETURNING {_EXEC_COLS}, e.last_seq
     )
     SELECT c.*,
         (SELECT json_agg(json_build_array(w.path, w.kind, w.at, w.field_name,
@@ -147,9 +148,7 @@ CLAIM_WITH_LEDGER = Query(
                                   WHERE f.execution_id = w.execution_id AND f.name = w.field_name) END))
          FROM flowstore_wait w WHERE w.execution_id = c.id),
         (SELECT json_agg(json_build_array(f.name, f.value, f.tag))
-         FROM flowstore_field f WHERE f.execution_id = c.id),
-        (SELECT json_agg(json_build_array(v.seq, v.flow_id, v.kind, v.timestamp, v.data) ORDER BY v.seq)
-         FROM flowstore_event v WHERE v.execution_id = c.id AND v.exec_created = c.created)
+         FROM flowstore_field f WHERE f.execution_id = c.id)
     FROM claimed c
     """,
 )
