@@ -18,7 +18,6 @@ from flowdeck.store.django.queries import Query
 
 __all__ = [
     "ATTACH",
-    "CLAIMED_HISTORY",
     "COPY_EVENTS",
     "CREATE_PARTITIONED",
     "DEFAULT_HOLDS",
@@ -128,23 +127,22 @@ DROP = Query(
     postgresql="DROP TABLE IF EXISTS {name}",
 )
 
-CLAIMED_HISTORY = Query(
-    "claimed_history",
-    """The history of executions a claim just took (`queries.CLAIM_WITH_LEDGER`), each up to the `last_seq`
-    its claim saw (`{claimed}`: VALUES rows of id, seq), as JSON arrays. The partition keys are constants
-    (`{keys}`: their `created`), so the planner keeps only their partitions: an unprepared statement whose
-    planning does not grow with the number of days.""",
-    "",
-    postgresql="""
-    SELECT v.execution_id,
-        json_agg(json_build_array(v.seq, v.flow_id, v.kind, v.timestamp, v.data) ORDER BY v.seq)
-    FROM flowstore_event v JOIN (VALUES {claimed}) AS c(id, n) ON v.execution_id = c.id AND v.seq <= c.n
-    WHERE v.exec_created IN {keys}
-    GROUP BY v.execution_id
-    """,
-)
-
 # ------------------------------------------------------------------------------- migration 0018
+
+# The claim's read of a claimed execution's history (queries.CLAIM_WITH_LEDGER), in PL/pgSQL so that it is
+# not inlined: its query is planned apart, with the partition key known, on that one partition (and its plan
+# kept for the session), where a subquery of the claim would be planned over every day partition on every
+# poll. STABLE: it reads with the claim statement's own snapshot, as the subquery did.
+HISTORY_FUNCTION = f"""
+    CREATE FUNCTION flowstore_claimed_history(p_id varchar, p_created timestamptz) RETURNS json
+    LANGUAGE plpgsql STABLE AS $$
+    BEGIN
+        RETURN (SELECT json_agg(json_build_array(v.seq, v.flow_id, v.kind, v.timestamp, v.data)
+                                ORDER BY v.seq)
+                FROM {PARENT} v WHERE v.execution_id = p_id AND v.exec_created = p_created);
+    END
+    $$;
+"""
 
 CREATE_PARTITIONED = Query(
     "history_create_partitioned",
@@ -177,6 +175,7 @@ CREATE_PARTITIONED = Query(
     ) PARTITION BY RANGE (exec_created);
     ALTER SEQUENCE flowstore_event_ids OWNED BY {PARENT}.id;
     CREATE TABLE {DEFAULT} PARTITION OF {PARENT} DEFAULT;
+    {HISTORY_FUNCTION}
     """,
 )
 
@@ -227,5 +226,6 @@ UNPARTITION = Query(
     SELECT setval(pg_get_serial_sequence('{PARENT}', 'id'), COALESCE((SELECT MAX(id) FROM {PARENT}), 0) + 1,
                   false);
     DROP TABLE flowstore_event_partitioned;
+    DROP FUNCTION flowstore_claimed_history(varchar, timestamptz);
     """,
 )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connections
 
 from flowdeck.store import deferral, spi
-from flowdeck.store.django import partition_queries, queries, rows
+from flowdeck.store.django import queries, rows
 from flowdeck.store.django.claimed import DjangoClaimed
 from flowdeck.store.django.group_commit import GroupCommit
 from flowdeck.store.django.pooling import Pooling
@@ -116,27 +116,9 @@ class PostgresWrites:
             wake = queries.NEXT_WAKE.text("postgresql").format(served=served_sql)
             (next_wake,) = await self._statement("claim_ready", wake, params, prepare=False)
             return Ask([], now, rows.to_datetime(next_wake))
-        histories = await self._claimed_history(found)
-        width = len(queries.EXECUTION_COLUMNS)
-        claims = [_claim_of([*row[:width], *row[width + 1 :], histories.get(row[0])]) for row in found]
+        claims = [_claim_of(row) for row in found]
         claims.sort(key=claim_order_key)
         return Ask(claims, now)
-
-    async def _claimed_history(self, found: Sequence[Sequence[Any]]) -> dict[str, Any]:
-        """The claimed executions' histories as JSON, by id (`partition_queries.CLAIMED_HISTORY`)."""
-        width = len(queries.EXECUTION_COLUMNS)
-        params: dict[str, Any] = {}
-        claimed = []
-        for i, row in enumerate(found):
-            params[f"h{i}"], params[f"h{i}n"] = row[0], int(row[width])
-            claimed.append(f"(%(h{i})s, %(h{i}n)s::integer)")
-        created = queries.EXECUTION_COLUMNS.index("created")
-        keys = queries.in_list("k", sorted({row[created] for row in found}), params)
-        sql = partition_queries.CLAIMED_HISTORY.text("postgresql").format(
-            claimed=", ".join(claimed), keys=keys
-        )
-        answered = await self._statement("claim_ready", sql, params, all_rows=True, prepare=False)
-        return dict(answered)
 
     async def start_listening(self) -> None:
         if self._listen and self._listener is None:

@@ -122,9 +122,10 @@ CLAIM_WITH_LEDGER = Query(
     """PostgreSQL: the claim (ready rows in `{order}`, as CLAIM_READY's, locked with SKIP LOCKED, so
     concurrent claimers pass each other's rows by, I1; stamped with tokens from the sequence) and
     everything it hands over, in ONE statement (run in autocommit: one round trip, one transaction): each
-    claimed row with its `last_seq` and its wait rows (and whether each is satisfied at `now`) and its fields,
-    as JSON arrays; its history up to that seq then comes from its own partition (`partition_queries.
-    CLAIMED_HISTORY`): a subquery here would plan every day partition on every poll.""",
+    claimed row with its wait rows (and whether each is satisfied at `now`), its fields and its history, as
+    JSON arrays; the history through `flowstore_claimed_history` (migration 0018: planned apart, on the one
+    partition of the row's `created`, and only for a row claimed; a subquery here planned every day
+    partition on every poll, the empty ones too).""",
     "",
     postgresql=f"""
     WITH ready AS (
@@ -139,7 +140,7 @@ CLAIM_WITH_LEDGER = Query(
         SET executor = %(executor)s, claim_expiry = %(expiry)s,
             claim_token = nextval('flowstore_claim_token'), updated = %(now)s
         FROM ready WHERE e.id = ready.id
-        RETURNING {_EXEC_COLS}, e.last_seq
+        RETURNING {_EXEC_COLS}
     )
     SELECT c.*,
         (SELECT json_agg(json_build_array(w.path, w.kind, w.at, w.field_name,
@@ -148,7 +149,8 @@ CLAIM_WITH_LEDGER = Query(
                                   WHERE f.execution_id = w.execution_id AND f.name = w.field_name) END))
          FROM flowstore_wait w WHERE w.execution_id = c.id),
         (SELECT json_agg(json_build_array(f.name, f.value, f.tag))
-         FROM flowstore_field f WHERE f.execution_id = c.id)
+         FROM flowstore_field f WHERE f.execution_id = c.id),
+        flowstore_claimed_history(c.id, c.created)
     FROM claimed c
     """,
 )
