@@ -20,17 +20,20 @@ import functools
 import os
 import threading
 from collections.abc import AsyncIterator, Iterable
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import cast
+
+from django.db import connections
 
 from flowdeck.console import discovery
 from flowdeck.console.conf import flowdeck_settings
-from flowdeck.engine import body_threads, scheduler
+from flowdeck.engine import body_threads, maintenance, scheduler
 from flowdeck.engine.engine import FlowEngine
 from flowdeck.engine.rate_limits import RateLimit
 from flowdeck.store import spi
+from flowdeck.store.clock import Clock
 from flowdeck.store.django import errors as store_errors
-from flowdeck.store.django import joined, sqlite_connection
+from flowdeck.store.django import joined, partitions, sqlite_connection
 from flowdeck.store.django.joined import CallerTransaction
 from flowdeck.store.django.pooling import Pooling
 from flowdeck.store.django.replica import ReplicaReads
@@ -42,6 +45,7 @@ __all__ = [
     "caller_transaction",
     "close_store",
     "engine",
+    "history_chore",
     "make_engine",
     "open_store",
     "reader",
@@ -106,6 +110,20 @@ def close_store(store: spi.FlowStore) -> None:
     """Release a store `open_store` answered: its connections, threads and listener (blocking)."""
     if isinstance(store, DjangoStore):
         store.close()
+
+
+def history_chore(store: spi.FlowStore, clock: Clock) -> maintenance.Chore | None:
+    """The chore that prepares the history's day partitions ahead (PostgreSQL, migration 0018), every hour
+    on the engine's clock: today and the next `partitions.AHEAD` days, so that no insert waits for one. None
+    for a store that has no partitions to prepare (SQLite; another store)."""
+    if not isinstance(store, DjangoStore) or connections[store.using].vendor != "postgresql":
+        return None
+
+    async def prepare() -> None:
+        today = clock.now().astimezone(UTC).date()
+        await store.prepare_history(today, today + timedelta(days=partitions.AHEAD))
+
+    return maintenance.Chore("history partitions", timedelta(hours=1), prepare)
 
 
 def declared_rate_limits() -> dict[str, RateLimit]:

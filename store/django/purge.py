@@ -4,7 +4,8 @@
 A batch selects its ids kind by kind from the creation-ordered status index (oldest first; on PostgreSQL
 locked with SKIP LOCKED, so a purge never waits on a row another transaction holds), deletes their ledger
 rows (events, fields, progress marks, waits) and then the rows themselves, ended ones only. The batch is
-the transaction: keep `limit` small (hundreds) and the locks are held for milliseconds.
+the transaction: keep `limit` small (hundreds) and the locks are held for milliseconds. On PostgreSQL with
+the history partitioned (migration 0018), whole days go first: `store.django.partitions`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flowdeck.store import counts, retention
-from flowdeck.store.django import purge_queries, queries
+from flowdeck.store.django import partitions, purge_queries, queries
 
 if TYPE_CHECKING:
     from flowdeck.store.django.tx import Tx
@@ -27,7 +28,18 @@ def _flow(workflow_id: str | None, params: dict[str, Any]) -> str:
     return " AND flow_id = %(flow)s"
 
 
-def purge_ended(tx: Tx, what: retention.Purge, limit: int) -> int:
+def purge_ended(tx: Tx, what: retention.Purge, limit: int, known: partitions.Known | None = None) -> int:
+    """Up to `limit` executions: on a partitioned history first whole days (`partitions.purge_whole`), then
+    the batched row delete for what they leave."""
+    whole = (
+        partitions.purge_whole(tx, what, limit, known)
+        if known is not None and partitions.is_partitioned(tx)
+        else 0
+    )
+    return whole + _purge_rows(tx, what, limit - whole) if whole < limit else whole
+
+
+def _purge_rows(tx: Tx, what: retention.Purge, limit: int) -> int:
     params: dict[str, Any] = {"before": what.ended_before}
     flow = _flow(what.workflow_id, params)
     ids: list[str] = []

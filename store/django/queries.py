@@ -123,7 +123,9 @@ CLAIM_WITH_LEDGER = Query(
     concurrent claimers pass each other's rows by, I1; stamped with tokens from the sequence) and
     everything it hands over, in ONE statement (run in autocommit: one round trip, one transaction): each
     claimed row with its wait rows (and whether each is satisfied at `now`), its fields and its history, as
-    JSON arrays.""",
+    JSON arrays; the history through `flowstore_claimed_history` (migration 0018: planned apart, on the one
+    partition of the row's `created`, and only for a row claimed; a subquery here planned every day
+    partition on every poll, the empty ones too).""",
     "",
     postgresql=f"""
     WITH ready AS (
@@ -148,8 +150,7 @@ CLAIM_WITH_LEDGER = Query(
          FROM flowstore_wait w WHERE w.execution_id = c.id),
         (SELECT json_agg(json_build_array(f.name, f.value, f.tag))
          FROM flowstore_field f WHERE f.execution_id = c.id),
-        (SELECT json_agg(json_build_array(v.seq, v.flow_id, v.kind, v.timestamp, v.data) ORDER BY v.seq)
-         FROM flowstore_event v WHERE v.execution_id = c.id)
+        flowstore_claimed_history(c.id, c.created)
     FROM claimed c
     """,
 )
@@ -358,15 +359,18 @@ CLEAR_CANCEL = Query(
 
 INSERT_EVENTS = Query(
     "insert_events",
-    "Append events (their seqs reserved by the UPDATE that opened the transaction).",
+    "Append events (seqs reserved by the UPDATE that opened the transaction; PostgreSQL: the partition key).",
     "INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data) VALUES {rows}",
+    postgresql="INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data, exec_created)"
+    " SELECT v.*, e.created FROM (VALUES {rows}) AS v JOIN flowstore_execution e ON e.id = %(ev_id)s",
 )
 
 
 def event_rows(
-    execution_id: str, first_seq: int, events: Sequence[tuple[str, Any, str]], params: dict
+    execution_id: str, first_seq: int, events: Sequence[tuple[str, Any, str]], params: dict, cast: str = ""
 ) -> str:
-    """The VALUES rows of INSERT_EVENTS for `(kind, timestamp, data)` triples numbered from `first_seq`."""
+    """The VALUES rows of INSERT_EVENTS for `(kind, timestamp, data)` triples numbered from `first_seq`
+    (`cast`: the timestamps' type, for PostgreSQL's VALUES list in a FROM)."""
     rows = []
     params["ev_id"] = execution_id
     for i, (flow_id, kind, timestamp, data) in enumerate(events):
@@ -375,7 +379,7 @@ def event_rows(
         params[f"ev{i}k"] = kind
         params[f"ev{i}t"] = timestamp
         params[f"ev{i}d"] = data
-        rows.append(f"(%(ev_id)s, %(ev{i}s)s, %(ev{i}f)s, %(ev{i}k)s, %(ev{i}t)s, %(ev{i}d)s)")
+        rows.append(f"(%(ev_id)s, %(ev{i}s)s, %(ev{i}f)s, %(ev{i}k)s, %(ev{i}t)s{cast}, %(ev{i}d)s)")
     return ", ".join(rows)
 
 
@@ -711,7 +715,7 @@ def claimed_write(
 
 # The pieces of `claimed_write`, in the order it chains them.
 _CLAIM_CTE = (
-    "claim AS (SELECT id, last_seq, cancel_requested, cancel_reason FROM flowstore_execution "
+    "claim AS (SELECT id, last_seq, cancel_requested, cancel_reason, created FROM flowstore_execution "
     "WHERE id = %(id)s AND claim_token = %(token)s AND claim_expiry > %(now)s FOR UPDATE)"
 )
 
@@ -764,8 +768,8 @@ def _history_cte(events: int) -> str:
         f"({i + 1}, %(ev{i}f)s, %(ev{i}k)s, %(ev{i}t)s::timestamptz, %(ev{i}d)s)" for i in range(events)
     )
     return (
-        "history AS (INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data) "
-        "SELECT claim.id, claim.last_seq + v.n, v.f, v.k, v.t, v.d "
+        "history AS (INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data, "
+        "exec_created) SELECT claim.id, claim.last_seq + v.n, v.f, v.k, v.t, v.d, claim.created "
         f"FROM claim JOIN go ON go.id = claim.id CROSS JOIN (VALUES {rows}) AS v(n, f, k, t, d))"
     )
 
@@ -819,11 +823,11 @@ CREATE_AT_ONCE = Query(
     history), and a racing create of the same id waits for the first to commit, then finds it.""",
     "",
     postgresql=f"""
-    WITH created AS ({_CREATE.format(serial="nextval('flowstore_claim_token')", answer="id")}),
+    WITH created AS ({_CREATE.format(serial="nextval('flowstore_claim_token')", answer="id, created")}),
     {{seeds}}{{deferred}}
     history AS (
-        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
-        SELECT id, 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s FROM created
+        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data, exec_created)
+        SELECT id, 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s, created FROM created
     )
     SELECT id, pg_notify('{WAKE_CHANNEL}', %(origin)s) FROM created
     """,
@@ -846,8 +850,8 @@ CREATE_CLAIMED_AT_ONCE = Query(
     WITH created AS ({_CREATE_CLAIMED.format(serial=_NEXTVAL, token=_NEXTVAL, answer=_EXEC_COLS_BARE)}),
     {{seeds}}
     history AS (
-        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
-        SELECT created.id, v.n, v.f, v.k, v.t, v.d
+        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data, exec_created)
+        SELECT created.id, v.n, v.f, v.k, v.t, v.d, created.created
         FROM created CROSS JOIN (VALUES {{history}}) AS v(n, f, k, t, d)
     )
     SELECT {_EXEC_COLS_BARE} FROM created
@@ -895,9 +899,9 @@ _DELIVERY_WRITES = """go AS (
         ON CONFLICT (execution_id, name) DO NOTHING RETURNING execution_id AS id
     ),
     history AS (
-        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data)
-        SELECT locked.id, locked.last_seq + 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s
-        FROM locked JOIN go ON go.id = locked.id
+        INSERT INTO flowstore_event (execution_id, seq, flow_id, kind, timestamp, data, exec_created)
+        SELECT locked.id, locked.last_seq + 1, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s,
+            locked.created FROM locked JOIN go ON go.id = locked.id
     ),"""
 
 DELIVER = Query(
@@ -910,7 +914,7 @@ DELIVER = Query(
     "",
     postgresql=f"""
     WITH locked AS (
-        SELECT id, last_seq FROM flowstore_execution
+        SELECT id, last_seq, created FROM flowstore_execution
         WHERE id = %(id)s AND status_kind NOT IN {TERMINAL} FOR UPDATE
     ),
     {_DELIVERY_WRITES}
@@ -935,7 +939,8 @@ _LEDGER_OF_CLAIMED = """
             SELECT name, value, tag FROM flowstore_field WHERE execution_id = c.id
             UNION ALL SELECT %(name)s, %(value)s, %(tag)s WHERE c.id IS NOT NULL) f),
         (SELECT json_agg(json_build_array(v.seq, v.flow_id, v.kind, v.timestamp, v.data) ORDER BY v.seq)
-         FROM (SELECT seq, flow_id, kind, timestamp, data FROM flowstore_event WHERE execution_id = c.id
+         FROM (SELECT seq, flow_id, kind, timestamp, data FROM flowstore_event
+               WHERE execution_id = c.id AND exec_created = c.created
                UNION ALL SELECT c.seq, %(ev0f)s, %(ev0k)s, %(ev0t)s::timestamptz, %(ev0d)s
                WHERE c.id IS NOT NULL) v)
 """
@@ -957,7 +962,7 @@ DELIVER_AND_CLAIM = Query(
     "",
     postgresql=f"""
     WITH locked AS (
-        SELECT id, last_seq, status_kind, claim_expiry, xmin AS version FROM flowstore_execution
+        SELECT id, last_seq, status_kind, claim_expiry, xmin AS version, created FROM flowstore_execution
         WHERE id = %(id)s AND status_kind NOT IN {TERMINAL} FOR UPDATE
     ),
     {_DELIVERY_WRITES}

@@ -51,7 +51,8 @@ class Tx:
         if not events:
             return
         params: dict[str, Any] = {}
-        values = queries.event_rows(execution_id, first_seq, rows.event_values(events), params)
+        cast = "::timestamptz" if self.vendor == "postgresql" else ""
+        values = queries.event_rows(execution_id, first_seq, rows.event_values(events), params, cast)
         self.execute(queries.INSERT_EVENTS, params, rows=values)
 
     def create_execution(

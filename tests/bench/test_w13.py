@@ -1,6 +1,7 @@
 """W13's harness (`python -m bench.workloads w13`) runs at a tiny size and purges exactly the ended
-executions of W7's mix, with their ledger, while the worst W7 arm is searched. No timed assertion: the
-numbers are the lead's to run at size (1,000,000 ended executions) and live in bench/RESULTS.md."""
+executions of W7's mix, with their ledger, while the worst W7 arm is searched: by the batched row delete and
+by whole day partitions alike. No timed assertion: the numbers are the lead's to run at size (1,000,000
+ended executions) and live in bench/RESULTS.md."""
 
 from __future__ import annotations
 
@@ -48,3 +49,9 @@ def test_w13_purges_exactly_the_ended_executions_of_the_mix() -> None:
     assert result["tables_after"] == {"execution": 100, "event": 400, "field": 200, "wait": 72}
     assert result["ledger_rows_purged"] == 300 * 4 + 300 * 2
     assert result["searches_during"] >= 1
+    # the same purge by whole days (migration 0018): exactly the same rows went, and the ended
+    # executions' day partitions with them
+    by_days = result["partitions"]
+    assert (by_days["purged"], by_days["exact"], result["exact_all"]) == (300, True, True)
+    assert by_days["tables_after"] == result["tables_after"]
+    assert by_days["partitions_left"] < result["partitions_left"]

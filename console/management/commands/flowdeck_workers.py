@@ -105,18 +105,21 @@ class Command(BaseCommand):
         self.stdout.write("stopped")
 
     def chores(self, engine: FlowEngine) -> list[maintenance.Chore]:
-        """The maintenance this process runs beside its workers: the schedules' ticker, always; retention,
-        when FLOWDECK_RETENTION is set."""
-        ticker = scheduler.Scheduler(engine).chore()
+        """The maintenance this process runs beside its workers: the schedules' ticker, always; on
+        PostgreSQL the history's partitions prepared ahead; retention, when FLOWDECK_RETENTION is set."""
+        chores = [scheduler.Scheduler(engine).chore()]
+        history = runtime.history_chore(engine.store, engine.clock)
+        if history is not None:  # PostgreSQL: the history's day partitions, prepared ahead
+            chores.append(history)
         policy = flowdeck_settings().retention
         if policy is None:
-            return [ticker]
+            return chores
         age, every = durations.show_age(policy.older_than), durations.show_age(policy.every)
         self.stdout.write(
             f"retention: purging {', '.join(policy.statuses)} executions ended more than {age} ago, "
             f"every {every}, {policy.batch} per batch"
         )
-        return [ticker, retention.chore(engine.store, policy, engine.clock)]
+        return [*chores, retention.chore(engine.store, policy, engine.clock)]
 
     def _stop_now(self, engine: FlowEngine) -> None:
         held = engine.health().claims_held
