@@ -106,7 +106,7 @@ def cmd_w14(ns: argparse.Namespace) -> dict[str, Any]:
         from django.db import connections
 
         connections.close_all()
-        pg.drop(DATABASE)
+        pg.clear(DATABASE)  # emptied, not dropped: see pg.recreate
     unlimited = [r["nodes_per_s"] for r in rounds if not r["limited"]]
     limited = [r["nodes_per_s"] for r in rounds if r["limited"]]
     return {

@@ -242,7 +242,7 @@ def cmd_w12(ns: argparse.Namespace) -> dict[str, Any]:
         from django.db import connections
 
         connections.close_all()
-        pg.drop(DATABASE)
+        pg.clear(DATABASE)  # emptied, not dropped: see pg.recreate
     return {
         "system": "flowdeck",
         "backend": "postgres",

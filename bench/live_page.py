@@ -246,7 +246,7 @@ def cmd_w10(ns: argparse.Namespace) -> dict[str, Any]:
         stop(workers)
         stop(server)
     committed = _committed(ns.steps)
-    pg.drop(DATABASE)
+    pg.clear(DATABASE)  # emptied, not dropped: see pg.recreate
     fetches = shown.pop("__fetch_ms")
     json_fetches = shown.pop("__json")
     heard_at = {int(seq): at for seq, at in shown.pop("__heard").items()}

@@ -212,7 +212,7 @@ def measure_limits(size: dict[str, Any]) -> dict[str, Any]:
     found["psycopg_loop"] = attempt(
         "limit: psycopg loop", lambda: as_dict(limits.psycopg_loop(clients, seconds))
     )
-    pg.drop(pg.LIMITS_DB)
+    pg.clear(pg.LIMITS_DB)  # emptied, not dropped: see pg.recreate
     # L3: W1's own statements, same executions and slots, sent by a bare loop (bench/statement_loop.py)
     l3 = ("l3", "--executions", size["w1_executions"], "--steps", size["w1_steps"], "--workers", clients)
     found["L3"] = attempt("limit: L3 (the engine's statements, no engine)", child(FLOWDECK, *l3))

@@ -6,16 +6,21 @@ missing tool FAILS the test with that instruction: a diagram nobody checked is n
 
 from __future__ import annotations
 
+import atexit
 import html
 import json
+import os
 import re
+import select
 import shutil
 import subprocess
 import sysconfig
+import tempfile
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -44,20 +49,81 @@ def _node_script(name: str) -> Path:
 
 
 def _run_node(name: str, items: Sequence[str]) -> list[dict[str, Any]]:
-    script = _node_script(name)
-    proc = subprocess.run(
-        ["node", str(script)],
-        input=json.dumps(list(items)),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"{script.name} crashed ({proc.returncode}): {proc.stderr[-2000:]}")
-    results = json.loads(proc.stdout)
+    results = _server(name).ask(list(items))
     assert len(results) == len(items)
     return results
+
+
+class _NodeServer:
+    """One validator kept running (`--serve`) for the whole test process: it answers one batch per line.
+
+    Loading Mermaid under jsdom takes a second or more of CPU, which every batch used to pay again."""
+
+    def __init__(self, script: Path) -> None:
+        self.script = script
+        # A file, not a pipe: a chatty tool cannot block on a full pipe. It lives as long as the server.
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            ["node", str(script), "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log
+        )
+        self.pending = b""
+
+    def ask(self, items: list[str]) -> list[dict[str, Any]]:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(items).encode() + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            self._crashed("exited before the batch was sent")
+        return json.loads(self._line(deadline=time.monotonic() + 600))
+
+    def _line(self, deadline: float) -> bytes:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self._crashed("gave no answer within 600 s")
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                self._crashed("exited")
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line
+
+    def _crashed(self, what: str) -> NoReturn:
+        _SERVERS.pop(self.script, None)
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.log.seek(0)
+        stderr = self.log.read().decode(errors="replace")
+        self.close()
+        pytest.fail(f"{self.script.name} {what} ({self.proc.returncode}): {stderr[-2000:]}")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.log):
+            if stream is not None:
+                stream.close()
+
+
+_SERVERS: dict[Path, _NodeServer] = {}
+
+
+def _server(name: str) -> _NodeServer:
+    script = _node_script(name)  # every time: a missing tool fails the test even with a server running
+    if script not in _SERVERS:
+        _SERVERS[script] = _NodeServer(script)
+    return _SERVERS[script]
+
+
+@atexit.register
+def _close_servers() -> None:
+    for server in _SERVERS.values():
+        server.close()
 
 
 def mermaid(texts: Sequence[str]) -> list[dict[str, Any]]:

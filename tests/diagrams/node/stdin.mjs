@@ -1,8 +1,9 @@
 // Shared by the validators: read a JSON array from stdin, answer one JSON result per item on stdout.
-export async function eachItem(check) {
-  const chunks = [];
-  for await (const chunk of process.stdin) chunks.push(chunk);
-  const items = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+// With --serve the process stays up and answers one batch per line (a JSON array in, a JSON array out), so a
+// test session loads Mermaid, jsdom and elkjs once rather than once per batch (tests/diagrams/tools.py).
+import { createInterface } from "node:readline";
+
+async function answer(items, check) {
   const results = [];
   for (const item of items) {
     try {
@@ -11,5 +12,17 @@ export async function eachItem(check) {
       results.push({ ok: false, error: String(error && error.message ? error.message : error) });
     }
   }
-  process.stdout.write(JSON.stringify(results));
+  return results;
+}
+
+export async function eachItem(check) {
+  if (process.argv.includes("--serve")) {
+    for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+      process.stdout.write(JSON.stringify(await answer(JSON.parse(line), check)) + "\n");
+    }
+    return;
+  }
+  const chunks = [];
+  for await (const chunk of process.stdin) chunks.push(chunk);
+  process.stdout.write(JSON.stringify(await answer(JSON.parse(Buffer.concat(chunks).toString("utf8")), check)));
 }
