@@ -57,11 +57,11 @@ class _Statements:
 
     def __init__(self, flow_id: str, hash_: str, executor: str) -> None:
         from flowdeck.store import spi
-        from flowdeck.store.django import queries, rows
+        from flowdeck.store.django import queries, rows, verb_queries
         from flowdeck.store.events import encode_data
 
         self.encode = encode_data
-        self.names = queries.event_param_names
+        self.names = verb_queries.event_param_names
         self.flow_id = flow_id
         self.executor = executor
         self.claim_params: dict[str, Any] = {"executor": executor}
@@ -70,9 +70,9 @@ class _Statements:
         self.claim = queries.CLAIM_WITH_LEDGER.text("postgresql").format(
             served=served, order=queries.CLAIM_ORDER[False]
         )
-        self.first = queries.claimed_write(events=3)
-        self.step = queries.claimed_write(events=2)
-        self.finish = queries.claimed_write(
+        self.first = verb_queries.claimed_write(events=3)
+        self.step = verb_queries.claimed_write(events=2)
+        self.finish = verb_queries.claimed_write(
             events=3, set_status=True, release=True, delete_waits="all", unless_cancelled=True
         )
         self.completed = rows.status_columns(spi.Completed())

@@ -1,8 +1,9 @@
 """Group commit: the PostgreSQL store's one-statement operations, committed together when they come together.
 
 Every write under a claim (and every start, signal and renewal) is one statement in autocommit
-(`queries.claimed_write` and friends), and so are the claim and the read of one execution. Sent one by one
-from the store's threads, each cost two thread hops, a round trip and a commit (a WAL flush on the server).
+(`verb_queries.claimed_write` and friends), and so are the claim and the read of one execution. Sent one by
+one from the store's threads, each cost two thread hops, a round trip and a commit (a WAL flush on the
+server).
 Here they go out from the event loop itself over a few async connections. When the writer is idle, a
 statement goes at once, sent by its caller. When it is busy, statements queue, and a connection that comes
 free takes everything queued: one goes alone, in autocommit; several go as ONE transaction in pipeline

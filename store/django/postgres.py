@@ -1,6 +1,6 @@
 """`PostgresWrites`: the writer seam on PostgreSQL (see store/django/writes.py).
 
-Each hot operation is ONE statement in autocommit (`queries.claimed_write`, `CREATE_AT_ONCE`, `DELIVER`,
+Each hot operation is ONE statement in autocommit (`verb_queries.claimed_write`, `CREATE_AT_ONCE`, `DELIVER`,
 `CLAIM_WITH_LEDGER`...), sent from the event loop by `group_commit.GroupCommit`, which commits the
 statements that arrive together as one transaction: one round trip and no thread hop per write. A
 statement that NOTIFYs tells the other processes' listeners; this process's pollers hear it from the hub
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connections
 
 from flowdeck.store import deferral, spi
-from flowdeck.store.django import queries, rows
+from flowdeck.store.django import queries, rows, verb_queries
 from flowdeck.store.django.claimed import DjangoClaimed
 from flowdeck.store.django.group_commit import GroupCommit
 from flowdeck.store.django.pooling import Pooling
@@ -152,15 +152,15 @@ class PostgresWrites:
         fields: Mapping[str, spi.FieldData] | None,
         now: datetime,
     ) -> bool:
-        """`queries.CREATE_AT_ONCE`."""
+        """`verb_queries.CREATE_AT_ONCE`."""
         params = creation_params(execution_id, flow_id, hash, status, event, fields, now)
         params["origin"] = self._store.origin
         at = deferral.not_before_of(event.data)
         if at is not None:
             params.update(dp=deferral.PATH, dat=at)
-        seeds = queries.seed_fields(len(fields or {}))
-        sql = queries.CREATE_AT_ONCE.text("postgresql").format(
-            seeds=seeds, deferred=queries.deferred_wait(at is not None)
+        seeds = verb_queries.seed_fields(len(fields or {}))
+        sql = verb_queries.CREATE_AT_ONCE.text("postgresql").format(
+            seeds=seeds, deferred=verb_queries.deferred_wait(at is not None)
         )
         if await self._statement("create_execution_if_absent", sql, params) is None:
             return False
@@ -170,19 +170,19 @@ class PostgresWrites:
     async def create_claimed(
         self, params: dict[str, Any], fields: Mapping[str, spi.FieldData] | None, events: Sequence[spi.Event]
     ) -> Sequence[Any] | None:
-        """`queries.CREATE_CLAIMED_AT_ONCE`."""
-        seeds = queries.seed_fields(len(fields or {}))
-        history = queries.opening_history(len(events))
-        sql = queries.CREATE_CLAIMED_AT_ONCE.text("postgresql").format(seeds=seeds, history=history)
+        """`verb_queries.CREATE_CLAIMED_AT_ONCE`."""
+        seeds = verb_queries.seed_fields(len(fields or {}))
+        history = verb_queries.opening_history(len(events))
+        sql = verb_queries.CREATE_CLAIMED_AT_ONCE.text("postgresql").format(seeds=seeds, history=history)
         found: Sequence[Any] | None = await self._statement("create_claimed_if_absent", sql, params)
         return found
 
     async def signal(
         self, execution_id: str, name: str, value: spi.FieldData, event: spi.Event, now: datetime
     ) -> spi.SignalOutcome:
-        """`queries.DELIVER`; the transaction when its answer cannot tell (the row ended meanwhile)."""
+        """`verb_queries.DELIVER`; the transaction when its answer cannot tell (the row ended meanwhile)."""
         params = self._delivery_params(execution_id, name, value, event, now)
-        sql = queries.DELIVER.text("postgresql")
+        sql = verb_queries.DELIVER.text("postgresql")
         locked, delivered, status = (await self._statement("signal", sql, params))[:3]
         if delivered:
             self._store.hub.changed()
@@ -202,11 +202,11 @@ class PostgresWrites:
         executor_id: str,
         expiry: datetime,
     ) -> tuple[spi.SignalOutcome, Claim | None]:
-        """`queries.DELIVER_AND_CLAIM`; when its answer cannot tell (then nothing was written), a plain
+        """`verb_queries.DELIVER_AND_CLAIM`; when its answer cannot tell (then nothing was written), a plain
         `signal` that claims nothing."""
         params = self._delivery_params(execution_id, name, value, event, now)
         params.update(executor=executor_id, expiry=expiry)
-        sql = queries.DELIVER_AND_CLAIM.text("postgresql")
+        sql = verb_queries.DELIVER_AND_CLAIM.text("postgresql")
         found = await self._statement("signal_and_claim", sql, params)
         locked, delivered, status = found[:3]
         if delivered:
@@ -255,7 +255,7 @@ class PostgresWrites:
         params: Mapping[str, Any] | None = None,
         **shape: Any,
     ) -> bool | None:
-        """The write as one statement (`queries.claimed_write`). None: claim lost; False: the write-once
+        """The write as one statement (`verb_queries.claimed_write`). None: claim lost; False: the write-once
         gate or `unless_cancelled` refused (nothing written); True: applied. Whenever the claim held, the
         cancel flag is refreshed from the row."""
         store = self._store
@@ -264,12 +264,12 @@ class PostgresWrites:
         if params:
             values.update(params)
         for i, event in enumerate(events):
-            flow_key, kind_key, time_key, data_key = queries.event_param_names(i)
+            flow_key, kind_key, time_key, data_key = verb_queries.event_param_names(i)
             values[flow_key] = event.flow_id
             values[kind_key] = event.kind.value
             values[time_key] = event.timestamp
             values[data_key] = event.data_json()
-        sql = queries.claimed_write(events=len(events), **shape)
+        sql = verb_queries.claimed_write(events=len(events), **shape)
         found = await self._statement(operation, sql, values)
         if found is None:
             return None

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flowdeck.store import claim_order, spi
-from flowdeck.store.django import models, queries, rows
+from flowdeck.store.django import models, queries, rows, verb_queries
 
 if TYPE_CHECKING:
     from flowdeck.store.django.claimed import DjangoClaimed
@@ -200,8 +200,8 @@ def creation_params(
     following: Sequence[spi.Event] = (),
 ) -> dict[str, Any]:
     """The parameters a creating statement takes: the row, its Created event (`ev0…`) and the events
-    `following` it (`ev1…`, …; `last_seq` their count), its seed fields (`s{i}…`, as `queries.seed_fields`
-    numbers them)."""
+    `following` it (`ev1…`, …; `last_seq` their count), its seed fields (`s{i}…`, as
+    `verb_queries.seed_fields` numbers them)."""
     params: dict[str, Any] = {
         "id": execution_id,
         "flow_id": flow_id,
@@ -213,7 +213,7 @@ def creation_params(
         **rows.status_columns(status),
     }
     for i, values in enumerate(rows.event_values([event, *following])):
-        params.update(zip(queries.event_param_names(i), values, strict=True))
+        params.update(zip(verb_queries.event_param_names(i), values, strict=True))
     for i, (name, seed) in enumerate((fields or {}).items()):
         params.update({f"s{i}n": name, f"s{i}v": seed.value, f"s{i}t": seed.tag})
     return params
