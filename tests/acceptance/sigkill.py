@@ -180,6 +180,27 @@ def kill_loop(
     return Kills(kills, mid_flight)
 
 
+def killed_then_finished(
+    url: str,
+    folder: Path,
+    settings: str,
+    args: Sequence[str],
+    ended: Callable[[], int],
+    target: int,
+    *,
+    most: int,
+    within: float,
+    seed: int,
+) -> Kills:
+    """The kill loop over workers of `args` (`most` kills within `within` seconds), then one last worker,
+    which must bring `ended()` to `target` while it keeps making progress; answers the kills."""
+    with forker(url, folder, settings, args) as workers:
+        kills = kill_loop(workers, most=most, within=within, delay=(0.3, 0.8), seed=seed)
+        last = workers.spawn()
+        assert while_progressing(ended, target) == target, workers.explain(last)
+    return kills
+
+
 def holds_claims(database: str) -> Callable[[int], bool]:
     """`kill_loop`'s `holding` for a database: does the worker of this pid hold an execution's claim?"""
 

@@ -69,10 +69,9 @@ def overlapping(intervals: list[tuple[datetime, datetime]]) -> list[tuple[Any, A
 def test_one_per_key_holds_through_kills(tmp_path: Path) -> None:
     with sigkill.fresh_database(DATABASE) as url:
         sigkill.prepare(url, SETTINGS, SEED)
-        with sigkill.forker(url, tmp_path, SETTINGS, ARGS) as forker:
-            kills = sigkill.kill_loop(forker, most=6, within=10, delay=(0.3, 0.8), seed=16)
-            last = forker.spawn()
-            assert sigkill.while_progressing(completed, EXECUTIONS) == EXECUTIONS, forker.explain(last)
+        kills = sigkill.killed_then_finished(
+            url, tmp_path, SETTINGS, ARGS, completed, EXECUTIONS, most=6, within=10, seed=16
+        )
         found = bodies()
         assert sum(len(v) for v in found.values()) >= EXECUTIONS
         for key, intervals in sorted(found.items()):

@@ -59,10 +59,9 @@ def history() -> list[tuple[str, str, datetime, dict[str, Any]]]:
 def test_rate_limit_tokens_hold_through_kills(tmp_path: Path) -> None:
     with sigkill.fresh_database(DATABASE) as url:
         sigkill.prepare(url, SETTINGS, SEED)
-        with sigkill.forker(url, tmp_path, SETTINGS, ARGS) as forker:
-            kills = sigkill.kill_loop(forker, most=10, within=15, delay=(0.3, 0.8), seed=17)
-            last = forker.spawn()
-            assert sigkill.while_progressing(completed, EXECUTIONS) == EXECUTIONS, forker.explain(last)
+        kills = sigkill.killed_then_finished(
+            url, tmp_path, SETTINGS, ARGS, completed, EXECUTIONS, most=10, within=15, seed=17
+        )
         events = history()
     calls = check_tokens(events)
     check_nodes(events)

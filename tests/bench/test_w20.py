@@ -30,28 +30,26 @@ def test_an_execution_id_always_hashes_to_the_same_shard_and_ids_spread_evenly()
     assert all(800 <= n <= 1200 for n in spread.values()), spread
 
 
-def test_a_shard_count_that_would_split_the_processes_unevenly_is_refused_before_any_database_work() -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "bench.shards", "--shards", "1", "3", "--procs", "4"],
+def _shards(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m bench.shards ARGS`, for a refusal that comes before any database work."""
+    return subprocess.run(
+        [sys.executable, "-m", "bench.shards", *args],
         cwd=ROOT,
         env=protocol.child_env(),
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_a_shard_count_that_would_split_the_processes_unevenly_is_refused_before_any_database_work() -> None:
+    run = _shards("--shards", "1", "3", "--procs", "4")
     assert run.returncode == 2
     assert "--shards 3: each N must be at least 1 and divide --procs (4)" in run.stderr
 
 
 def test_a_chain_no_worker_serves_is_refused_rather_than_waited_for() -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "bench.shards", "--steps", "2"],
-        cwd=ROOT,
-        env=protocol.child_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = _shards("--steps", "2")
     assert run.returncode == 2
     assert "--steps must be one of 3, 10" in run.stderr
 
