@@ -163,17 +163,23 @@ class ReplicaNotice:
     lag: float | None  # None: the replica does not answer, and the page read the primary
 
 
-async def replica_notice() -> ReplicaNotice | None:
-    """The notice of a page that read through `runtime.reader()`: None without a replica, or with one less
-    than `LAG_SHOWN_AFTER` behind."""
+async def replica_context() -> dict[str, Any]:
+    """What a page or fragment that read through `runtime.reader()` says of the replica: nothing without one;
+    with one, `replica_slot` (the page keeps a place for the notice, and the fragments it refreshes replace
+    that place out of band, so a notice comes and goes without a reload) and `replica`, the notice, or None
+    while the replica is less than `LAG_SHOWN_AFTER` behind."""
     if flowdeck_settings().read_replica_alias is None:
-        return None
+        return {}
     lag = await runtime.replica_lag()
-    return None if lag is not None and lag <= LAG_SHOWN_AFTER else ReplicaNotice(lag)
+    notice = None if lag is not None and lag <= LAG_SHOWN_AFTER else ReplicaNotice(lag)
+    return {"replica_slot": True, "replica": notice}
 
 
 async def fragment(
     request: HttpRequest, template: str, context: Mapping[str, Any], status: int = 200
 ) -> HttpResponse:
     html = await sync_to_async(render_to_string)(template, dict(context), request)
+    if context.get("replica_slot"):  # the page's replica notice, replaced out of band (`replica_context`)
+        notice = {"replica": context["replica"], "oob": True}
+        html += await sync_to_async(render_to_string)("flowdeck/console/partials/replica_notice.html", notice)
     return HttpResponse(html, status=status)

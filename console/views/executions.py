@@ -108,11 +108,12 @@ async def executions(request: HttpRequest) -> HttpResponse:
     query = Query.of(request)
     table = await _table(query)
     if request.GET.get("partial") == "rows" or request.headers.get("HX-Request"):
-        return await common.fragment(request, "flowdeck/console/partials/executions_table.html", table)
+        context = {**table, **(await common.replica_context())}
+        return await common.fragment(request, "flowdeck/console/partials/executions_table.html", context)
     engine = await runtime.reader()
     context = {
         **table,
-        "replica": await common.replica_notice(),
+        **(await common.replica_context()),
         "nav": "executions",
         "status_choices": await status_choices(engine.store),
         "workflows": sorted(info.id for info in await engine.workflows.list()),

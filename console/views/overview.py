@@ -233,7 +233,7 @@ async def overview(request: HttpRequest) -> HttpResponse:
     return await common.page(
         request,
         "flowdeck/console/overview.html",
-        {**(await _context()), "nav": "overview", "replica": await common.replica_notice()},
+        {**(await _context()), "nav": "overview", **(await common.replica_context())},
     )
 
 
@@ -241,4 +241,5 @@ async def overview(request: HttpRequest) -> HttpResponse:
 @require_GET
 async def overview_numbers(request: HttpRequest) -> HttpResponse:
     """The numbers part alone (the page polls it every `REFRESH_SECONDS`)."""
-    return await common.fragment(request, "flowdeck/console/partials/overview_numbers.html", await _context())
+    context = {**(await _context()), **(await common.replica_context())}
+    return await common.fragment(request, "flowdeck/console/partials/overview_numbers.html", context)

@@ -179,6 +179,17 @@
     });
   }
 
+  /** What htmx does with a fragment's `hx-swap-oob` parts, for a fragment we fetched ourselves: each
+   *  replaces the page's element of its id (the replica notice rides along with the list's rows). */
+  function swapOutOfBand(root) {
+    root.querySelectorAll("[hx-swap-oob]").forEach((part) => {
+      part.remove();
+      part.removeAttribute("hx-swap-oob");
+      const current = document.getElementById(part.id);
+      if (current) current.replaceWith(part);
+    });
+  }
+
   function executionsPage() {
     const table = document.getElementById("table");
     const refresh = paced(async () => {
@@ -188,6 +199,7 @@
       try {
         const html = await fetchText(`${location.pathname}?${params}`);
         table.innerHTML = html; // our own server-escaped fragment
+        swapOutOfBand(table);
         table.querySelectorAll("input[name=ids]").forEach((i) => { i.checked = checked.has(i.value); });
         if (window.htmx) window.htmx.process(table);
         tickCountdowns();

@@ -24,6 +24,9 @@ __all__ = ["pair"]  # the fixture
 
 DATABASE = "flowdeck_replica"
 NOTICE = 'id="replica-notice"'
+NOTICE_START = '<p class="message warn replica-notice" id="replica-notice"'
+SLOT = '<div id="replica-slot"'
+REFRESHED = ("/overview/numbers/", "/executions/?partial=rows")
 
 
 def test_the_list_reads_the_replica_says_its_lag_and_falls_back_to_the_primary(
@@ -38,6 +41,11 @@ def test_the_list_reads_the_replica_says_its_lag_and_falls_back_to_the_primary(
     session, port = credentials["operator_session"], _free_port()
     server = web(env, tmp_path, port)
     api = ApiClient(f"http://127.0.0.1:{port}", token=credentials["operator_token"])
+
+    def fragment(path: str) -> str:
+        status, html = page(port, path, session)
+        assert status == 200, html[-2000:] + server.explain()
+        return html
 
     def listed() -> str:
         status, html = page(port, "/executions/", session)
@@ -61,12 +69,18 @@ def test_the_list_reads_the_replica_says_its_lag_and_falls_back_to_the_primary(
         status, overview = page(port, "/", session)
         assert status == 200
         assert NOTICE in overview
+        # The parts the pages refresh on their own carry the notice out of band, so it comes and goes
+        # without a reload: the overview's numbers and the list's rows.
+        for refreshed in REFRESHED:
+            assert f'{SLOT} hx-swap-oob="true">{NOTICE_START}' in fragment(refreshed), refreshed
 
         query(replica, "SELECT pg_wal_replay_resume()")
         pair.replayed()
         html = listed()
         assert "late-0000" in html
         assert NOTICE not in html
+        for refreshed in REFRESHED:
+            assert f'{SLOT} hx-swap-oob="true"></div>' in fragment(refreshed), refreshed  # the notice gone
 
         pair.standby.kill()
         html = listed()  # the replica refuses: the same list, read from the primary

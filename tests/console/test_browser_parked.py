@@ -67,6 +67,23 @@ def _on_screen_middle(page: Any, box: dict[str, float]) -> tuple[float, float]:
     return box["x"] + box["width"] / 2, (top + bottom) / 2
 
 
+SETTLED = """() => !document.querySelector('.htmx-request')
+    && [...document.querySelectorAll('.parked-group')].every(
+        g => g.querySelector('.inspection')?.childElementCount > 0)
+    && [...document.querySelectorAll('.diagram')].every(d => d.dataset.viewed)"""
+
+
+def _settled_point_on(page: Any, stage: Any) -> tuple[float, float]:
+    """A point in the middle of `stage` once the page has stopped moving: no htmx request in flight, every
+    group's first inspection loaded and every drawing opened, and the stage the topmost element there."""
+    page.wait_for_function(SETTLED)
+    stage.evaluate("(d) => d.scrollIntoView({block: 'center'})")
+    x, y = _on_screen_middle(page, stage.bounding_box())
+    on_stage = stage.evaluate("(d, [x, y]) => d.contains(document.elementFromPoint(x, y))", [x, y])
+    assert on_stage, f"something covers the drawing at {(x, y)}"
+    return x, y
+
+
 def test_the_parked_version_beside_the_newest(parked_demo: Console, page: Any) -> None:
     _login(page, parked_demo)
     group = _group(page)
@@ -101,10 +118,10 @@ def test_the_parked_version_beside_the_newest(parked_demo: Console, page: Any) -
     before = group.evaluate(views)
     assert _same(*before)
     # Other tests on this live server park fulfilment under other versions, whose groups may come first and
-    # push this one below the window: bring the drawing into view, then drag from a point on screen.
+    # push this one below the window, and whose inspections load on their own and grow the page above it:
+    # let every inspection land, bring the drawing into view, then drag from a point that is on it.
     old_stage = group.locator("figure.version-old .diagram")
-    old_stage.evaluate("(d) => d.scrollIntoView({block: 'center'})")
-    x, y = _on_screen_middle(page, old_stage.bounding_box())
+    x, y = _settled_point_on(page, old_stage)
     page.mouse.move(x, y)
     page.mouse.down()
     page.mouse.move(x + 200, y, steps=8)
