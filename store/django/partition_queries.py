@@ -1,6 +1,6 @@
-"""The raw SQL of the history's time partitions (PostgreSQL only; `store.django.partitions` runs it, migration
-0018 builds the partitioned table with it). Apart from `queries` and written the same way: each statement
-named and described.
+"""The raw SQL of the history's time partitions (PostgreSQL only; `store.django.partitions` runs it). Apart
+from `queries` and written the same way: each statement named and described. Migration 0018, which built the
+partitioned table, keeps its own frozen copy of the SQL it ran (a migration imports no product module).
 
 `flowstore_event` is partitioned by RANGE on `exec_created`, the creation instant of the event's execution
 (not the event's own time): every event of one execution lands in one partition, so a partition can go as a
@@ -18,8 +18,6 @@ from flowdeck.store.django.queries import Query
 
 __all__ = [
     "ATTACH",
-    "COPY_EVENTS",
-    "CREATE_PARTITIONED",
     "DEFAULT_HOLDS",
     "DROP",
     "HELD",
@@ -125,107 +123,4 @@ DROP = Query(
     "A partition whose executions are all gone, dropped with its rows (an exclusive lock, to the commit).",
     "",
     postgresql="DROP TABLE IF EXISTS {name}",
-)
-
-# ------------------------------------------------------------------------------- migration 0018
-
-# The claim's read of a claimed execution's history (queries.CLAIM_WITH_LEDGER), in PL/pgSQL so that it is
-# not inlined: its query is planned apart, with the partition key known, on that one partition (and its plan
-# kept for the session), where a subquery of the claim would be planned over every day partition on every
-# poll. STABLE: it reads with the claim statement's own snapshot, as the subquery did.
-HISTORY_FUNCTION = f"""
-    CREATE FUNCTION flowstore_claimed_history(p_id varchar, p_created timestamptz) RETURNS json
-    LANGUAGE plpgsql STABLE AS $$
-    BEGIN
-        RETURN (SELECT json_agg(json_build_array(v.seq, v.flow_id, v.kind, v.timestamp, v.data)
-                                ORDER BY v.seq)
-                FROM {PARENT} v WHERE v.execution_id = p_id AND v.exec_created = p_created);
-    END
-    $$;
-"""
-
-CREATE_PARTITIONED = Query(
-    "history_create_partitioned",
-    """Migration 0018: the unpartitioned history renamed aside, and the partitioned one in its place with the
-    same columns plus `exec_created`; the partition key joins the primary key and the (execution, seq)
-    constraint (PostgreSQL requires it; every event of an execution carries the same value, so the
-    constraint still says one event per seq). PostgreSQL 15 has no identity column on a partitioned table:
-    `id` takes a sequence of its own, owned by the column, started after the old table's last id.""",
-    "",
-    postgresql=f"""
-    ALTER TABLE {PARENT} RENAME TO flowstore_event_unpartitioned;
-    ALTER TABLE flowstore_event_unpartitioned
-        RENAME CONSTRAINT fs_event_unique_seq TO fs_event_unique_seq_old;
-    ALTER TABLE flowstore_event_unpartitioned
-        RENAME CONSTRAINT flowstore_event_pkey TO flowstore_event_pkey_old;
-    CREATE SEQUENCE flowstore_event_ids;
-    SELECT setval('flowstore_event_ids', COALESCE((SELECT MAX(id) FROM flowstore_event_unpartitioned), 0) + 1,
-                  false);
-    CREATE TABLE {PARENT} (
-        id bigint NOT NULL DEFAULT nextval('flowstore_event_ids'),
-        seq integer NOT NULL,
-        flow_id varchar(255) NOT NULL,
-        kind varchar(32) NOT NULL,
-        timestamp timestamptz NOT NULL,
-        data text NOT NULL,
-        execution_id varchar(255) NOT NULL,
-        exec_created timestamptz NOT NULL,
-        CONSTRAINT flowstore_event_pkey PRIMARY KEY (id, exec_created),
-        CONSTRAINT fs_event_unique_seq UNIQUE (execution_id, seq, exec_created)
-    ) PARTITION BY RANGE (exec_created);
-    ALTER SEQUENCE flowstore_event_ids OWNED BY {PARENT}.id;
-    CREATE TABLE {DEFAULT} PARTITION OF {PARENT} DEFAULT;
-    {HISTORY_FUNCTION}
-    """,
-)
-
-OLDEST = Query(
-    "history_oldest",
-    "Migration 0018: the oldest execution's creation (the first day a partition is made for), if any.",
-    "",
-    postgresql="SELECT MIN(created) FROM flowstore_execution",
-)
-
-COPY_EVENTS = Query(
-    "history_copy",
-    """Migration 0018: every event carried over with its execution's creation as its partition key (an event
-    whose execution is gone, possible since 0011 dropped the constraint, keeps its own time), in id order;
-    then the old table dropped.""",
-    "",
-    postgresql=f"""
-    INSERT INTO {PARENT} (id, seq, flow_id, kind, timestamp, data, execution_id, exec_created)
-    SELECT v.id, v.seq, v.flow_id, v.kind, v.timestamp, v.data, v.execution_id,
-        COALESCE(e.created, v.timestamp)
-    FROM flowstore_event_unpartitioned v LEFT JOIN flowstore_execution e ON e.id = v.execution_id
-    ORDER BY v.id;
-    DROP TABLE flowstore_event_unpartitioned;
-    ALTER SEQUENCE flowstore_event_ids RENAME TO flowstore_event_id_seq;
-    """,
-)
-
-UNPARTITION = Query(
-    "history_unpartition",
-    "Migration 0018 reversed: the history as one plain table again (identity id, the old constraints).",
-    "",
-    postgresql=f"""
-    ALTER TABLE {PARENT} RENAME TO flowstore_event_partitioned;
-    ALTER TABLE flowstore_event_partitioned RENAME CONSTRAINT fs_event_unique_seq TO fs_event_unique_seq_p;
-    ALTER TABLE flowstore_event_partitioned RENAME CONSTRAINT flowstore_event_pkey TO flowstore_event_pkey_p;
-    CREATE TABLE {PARENT} (
-        id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-        seq integer NOT NULL,
-        flow_id varchar(255) NOT NULL,
-        kind varchar(32) NOT NULL,
-        timestamp timestamptz NOT NULL,
-        data text NOT NULL,
-        execution_id varchar(255) NOT NULL,
-        CONSTRAINT fs_event_unique_seq UNIQUE (execution_id, seq)
-    );
-    INSERT INTO {PARENT} (id, seq, flow_id, kind, timestamp, data, execution_id)
-    SELECT id, seq, flow_id, kind, timestamp, data, execution_id FROM flowstore_event_partitioned ORDER BY id;
-    SELECT setval(pg_get_serial_sequence('{PARENT}', 'id'), COALESCE((SELECT MAX(id) FROM {PARENT}), 0) + 1,
-                  false);
-    DROP TABLE flowstore_event_partitioned;
-    DROP FUNCTION flowstore_claimed_history(varchar, timestamptz);
-    """,
 )

@@ -1,7 +1,7 @@
 """Migration 0018 carries an existing PostgreSQL database over: a database migrated to 0017 with executions
 and their events (recent ones, one older than the days given partitions, an event whose execution is gone)
 keeps every event row, each in the partition of its execution's creation, the ids go on from the last one,
-and unapplying it gives the plain table back with the same rows."""
+unapplying it gives the plain table back with the same rows, and applying it again partitions them again."""
 
 from __future__ import annotations
 
@@ -96,5 +96,14 @@ def test_migration_0018_carries_the_history_over_and_back() -> None:
             assert conn.execute(
                 "SELECT relkind FROM pg_class WHERE relname = 'flowstore_event'"
             ).fetchone() == ("r",)
+
+        # and forward again: the reversed schema is one 0018 applies to (the same rows, partitioned again)
+        api_support._run(env, "manage.py", "migrate", "flowstore", "--verbosity", "0")
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute(EVENT_ROWS).fetchall() == after
+            assert conn.execute(
+                "SELECT relkind FROM pg_class WHERE relname = 'flowstore_event'"
+            ).fetchone() == ("p",)
     finally:
         api_support._drop_database(name)
