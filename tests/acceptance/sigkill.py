@@ -1,8 +1,8 @@
 """What every SIGKILL loop shares (the atomic, pooled, schedules, concurrency limits and rate limits ones): a
-database of its own on the PostgreSQL server, migrated and seeded in one warm `manage.py` call; the warm
-parent that forks `flowdeck_workers` processes (tests/acceptance/forking_workers.py: a Django start-up costs
-seconds on a loaded machine, a fork milliseconds); and the loop that SIGKILLs a serving worker after a short
-random delay and replaces it.
+database of its own on the PostgreSQL server, a copy of a migrated template, seeded in a warm `manage.py`
+call; the warm parent that forks `flowdeck_workers` processes (tests/acceptance/forking_workers.py: a Django
+start-up costs seconds on a loaded machine, a fork milliseconds); and the loop that SIGKILLs a serving worker
+after a short random delay and replaces it.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import psycopg
 import pytest
 
 from tests.acceptance.support import PYTHON, ROOT, environment, manage, ok
+from tests.postgres_templates import create_migrated
 from tests.store.django_support import POSTGRES_SERVER, require_postgres
 
 SLOTS = 2  # workers alive at once
@@ -39,11 +40,9 @@ def _server(sql: str) -> None:
 
 @contextlib.contextmanager
 def fresh_database(database: str) -> Iterator[str]:
-    """A new, empty database for one loop (PostgreSQL required: a missing server fails the test, never
-    skips it), dropped afterwards whatever happened; yields its URL."""
+    """The URL of a database for one loop, which `prepare` makes (PostgreSQL required: a missing server
+    fails the test, never skips it), dropped afterwards whatever happened."""
     require_postgres()
-    _server(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-    _server(f'CREATE DATABASE "{database}"')
     try:
         yield f"{POSTGRES_SERVER}/{database}"
     finally:
@@ -51,10 +50,16 @@ def fresh_database(database: str) -> Iterator[str]:
 
 
 def prepare(url: str, settings: str, seed: str = "") -> None:
-    """Migrate the database at `url` and run `seed` (Python, in a Django shell of `settings`) after it: one
-    Django start-up for both, straight to PostgreSQL as a deployment runs `migrate`."""
-    code = "from django.core.management import call_command\ncall_command('migrate', verbosity=0)\n" + seed
-    ok(manage(url, "shell", "-c", code, env=environment(url, DJANGO_SETTINGS_MODULE=settings)))
+    """The database at `url` made again as `migrate` leaves it under `settings` (a copy of the suite's
+    migrated template: tests/postgres_templates.py), then `seed` run in a Django shell of `settings`."""
+
+    def migrate(at: str) -> None:
+        env = environment(at, DJANGO_SETTINGS_MODULE=settings)
+        ok(manage(at, "migrate", "--verbosity", "0", env=env))
+
+    create_migrated(url.rsplit("/", 1)[1], settings, migrate)
+    if seed:
+        ok(manage(url, "shell", "-c", seed, env=environment(url, DJANGO_SETTINGS_MODULE=settings)))
 
 
 def _parent_of(pid: int) -> int | None:

@@ -22,6 +22,7 @@ import pytest
 
 from tests.acceptance.support import warm_manage
 from tests.api.client import ApiClient, Live
+from tests.postgres_templates import create_migrated
 from tests.store.django_support import POSTGRES_SERVER, _process_alive, require_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,13 +37,30 @@ def _free_port() -> int:
 
 def _create_database(name: str) -> None:
     with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
-        for (stale,) in conn.execute(
-            "SELECT datname FROM pg_database WHERE datname LIKE %s", (DB_PREFIX + "%",)
-        ).fetchall():
-            if not _process_alive(stale.removeprefix(DB_PREFIX)):
-                conn.execute(f'DROP DATABASE IF EXISTS "{stale}" WITH (FORCE)')
+        _drop_stale(conn)
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _drop_stale(conn: psycopg.Connection) -> None:
+    """The databases of test processes that are gone (killed before their teardown)."""
+    for (stale,) in conn.execute(
+        "SELECT datname FROM pg_database WHERE datname LIKE %s", (DB_PREFIX + "%",)
+    ).fetchall():
+        if not _process_alive(stale.removeprefix(DB_PREFIX)):
+            conn.execute(f'DROP DATABASE IF EXISTS "{stale}" WITH (FORCE)')
+
+
+def migrated_database(name: str, env: dict[str, str]) -> None:
+    """Database `name` as `manage.py migrate` leaves it under `env`'s settings (a copy of the suite's
+    migrated template: tests/postgres_templates.py)."""
+    with psycopg.connect(f"{POSTGRES_SERVER}/postgres", autocommit=True) as conn:
+        _drop_stale(conn)
+
+    def migrate(url: str) -> None:
+        _run({**env, "DATABASE_URL": url}, "manage.py", "migrate", "--verbosity", "0")
+
+    create_migrated(name, env["DJANGO_SETTINGS_MODULE"], migrate)
 
 
 def _drop_database(name: str) -> None:
@@ -99,7 +117,6 @@ def serve(tmp_path_factory: pytest.TempPathFactory, label: str = "") -> Iterator
     needs for itself (one whose state it breaks)."""
     require_postgres()
     name = f"{DB_PREFIX}{os.getpid()}" + (f"_{label}" if label else "")
-    _create_database(name)
     logs = tmp_path_factory.mktemp(f"live-api{label}")
     env = {
         **os.environ,
@@ -108,7 +125,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory, label: str = "") -> Iterator
         "PYTHONPATH": str(ROOT),
         "FLOWDECK_LOG_LEVEL": "WARNING",
     }
-    _run(env, "manage.py", "migrate", "--verbosity", "0")
+    migrated_database(name, env)
     credentials = json.loads(_run(env, "-m", "tests.api.seed_users"))
     port = _free_port()
     server_log = logs / "server.log"

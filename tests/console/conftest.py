@@ -46,7 +46,6 @@ class Console:
 def console_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     require_postgres()
     name = f"{DB_PREFIX}{os.getpid()}_console"
-    api_support._create_database(name)
     logs = tmp_path_factory.mktemp("live-console")
     env = {
         **os.environ,
@@ -58,7 +57,7 @@ def console_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
         "FLOWDECK_TEST_RELEASES": str(logs / "releases"),
     }
     (logs / "releases").mkdir()
-    api_support._run(env, "manage.py", "migrate", "--verbosity", "0")
+    api_support.migrated_database(name, env)
     credentials = json.loads(api_support._run(env, "-m", "tests.api.seed_users"))
     port = api_support._free_port()
     server_log, workers_log = logs / "server.log", logs / "workers.log"
