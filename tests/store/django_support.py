@@ -156,7 +156,7 @@ def postgres_alias(django_db_setup: None, django_db_blocker: Any) -> Iterator[st
     require_postgres()
     if POSTGRES_ALIAS not in _PREPARED:
         create_postgres_database()
-        add_alias(POSTGRES_ALIAS, postgres_config())
+        add_alias(POSTGRES_ALIAS, postgres_config() | {"ENGINE": "tests.postgres_flush"})  # see its base.py
         with django_db_blocker.unblock():
             migrate(POSTGRES_ALIAS)
         _PREPARED.add(POSTGRES_ALIAS)
