@@ -70,7 +70,7 @@ def with_events(seeded: str, django_db_blocker: Any) -> Iterator[str]:
         yield seeded
     finally:
         with django_db_blocker.unblock(), connections[seeded].cursor() as cursor:
-            cursor.execute("DELETE FROM flowstore_event")
+            cursor.execute("TRUNCATE flowstore_event")  # 200,000 rows: faster than DELETE
 
 
 @pytest.mark.postgres

@@ -31,6 +31,7 @@ from tests.store.django_support import (
     remove_alias,
     sqlite_alias,
     sqlite_config,
+    truncate_store,
 )
 
 __all__ = ["backend_alias", "database_access", "postgres_alias", "sqlite_alias"]
@@ -93,6 +94,7 @@ def seeded_postgres(postgres_alias: str, django_db_blocker: Any) -> Iterator[str
         try:
             yield postgres_alias
         finally:
+            truncate_store(postgres_alias)
             store.reset()
             store.close()
 

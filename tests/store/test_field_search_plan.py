@@ -16,7 +16,7 @@ from flowdeck.store import spi
 from flowdeck.store.django import queries
 from flowdeck.store.django.store import DjangoStore, executions_matching
 from flowdeck.store.field_terms import parse_field_term
-from tests.store.django_support import database_access, postgres_alias
+from tests.store.django_support import database_access, postgres_alias, truncate_store
 
 __all__ = ["database_access", "postgres_alias"]
 
@@ -59,6 +59,7 @@ def seeded(postgres_alias: str, django_db_blocker: Any) -> Iterator[str]:
         try:
             yield postgres_alias
         finally:
+            truncate_store(postgres_alias)
             store.reset()
             store.close()
 

@@ -16,7 +16,7 @@ from django.db.models.expressions import RawSQL
 from flowdeck.store import spi
 from flowdeck.store.django import counts, models, search
 from flowdeck.store.django.store import DjangoStore
-from tests.store.django_support import database_access, postgres_alias
+from tests.store.django_support import database_access, postgres_alias, truncate_store
 
 __all__ = ["database_access", "postgres_alias"]
 
@@ -59,6 +59,7 @@ def seeded(postgres_alias: str, django_db_blocker: Any) -> Iterator[str]:
         try:
             yield postgres_alias
         finally:
+            truncate_store(postgres_alias)
             store.reset()
             store.close()
 
