@@ -118,34 +118,43 @@ def serve(tmp_path_factory: pytest.TempPathFactory, label: str = "") -> Iterator
     require_postgres()
     name = f"{DB_PREFIX}{os.getpid()}" + (f"_{label}" if label else "")
     logs = tmp_path_factory.mktemp(f"live-api{label}")
-    env = {
+    env = server_environment(name, "tests.api.settings")
+    with serving(name, env, logs) as (base, credentials):
+        yield Live(
+            base=base,
+            credentials=credentials,
+            server_log=logs / "server.log",
+            workers_log=logs / "workers.log",
+            run=lambda *args: _run(env, *args),
+            database=name,
+        )
+
+
+def server_environment(database: str, settings: str, **more: str) -> dict[str, str]:
+    """A live server's environment: its PostgreSQL database and its settings module."""
+    return {
         **os.environ,
-        "DATABASE_URL": f"{POSTGRES_SERVER}/{name}",
-        "DJANGO_SETTINGS_MODULE": "tests.api.settings",
+        "DATABASE_URL": f"{POSTGRES_SERVER}/{database}",
+        "DJANGO_SETTINGS_MODULE": settings,
         "PYTHONPATH": str(ROOT),
         "FLOWDECK_LOG_LEVEL": "WARNING",
+        **more,
     }
-    migrated_database(name, env)
+
+
+@contextlib.contextmanager
+def serving(database: str, env: dict[str, str], logs: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """Daphne and the workers (`tests.api.workers`) of `env` on `database`, migrated and its users seeded;
+    yields the server's address and the users' credentials, logs in `logs` (server.log, workers.log); the
+    processes stopped and the database dropped afterwards."""
+    migrated_database(database, env)
     credentials = json.loads(_run(env, "-m", "tests.api.seed_users"))
     port = _free_port()
     server_log = logs / "server.log"
-    workers_log = logs / "workers.log"
-    with server_log.open("wb") as server_out, workers_log.open("wb") as workers_out:
+    with server_log.open("wb") as server_out, (logs / "workers.log").open("wb") as workers_out:
+        daphne = ["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "flowdeck.console.asgi:application"]
         server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "flowdeck.console.asgi:application",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=server_out,
-            stderr=subprocess.STDOUT,
+            [sys.executable, *daphne], cwd=ROOT, env=env, stdout=server_out, stderr=subprocess.STDOUT
         )
         workers = subprocess.Popen(
             [sys.executable, "-m", "tests.api.workers"],
@@ -154,21 +163,13 @@ def serve(tmp_path_factory: pytest.TempPathFactory, label: str = "") -> Iterator
             stdout=workers_out,
             stderr=subprocess.STDOUT,
         )
-    base = f"http://127.0.0.1:{port}"
     try:
         _wait_until_up(port, server, server_log)
-        yield Live(
-            base=base,
-            credentials=credentials,
-            server_log=server_log,
-            workers_log=workers_log,
-            run=lambda *args: _run(env, *args),
-            database=name,
-        )
+        yield f"http://127.0.0.1:{port}", credentials
     finally:
         _stop(workers)
         _stop(server)
-        _drop_database(name)
+        _drop_database(database)
 
 
 @pytest.fixture

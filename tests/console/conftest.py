@@ -3,10 +3,7 @@ in production) and a headless Chromium driven by Playwright, for the tests marke
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +13,7 @@ import pytest
 
 from tests.api import conftest as api_support
 from tests.api.client import ApiClient
-from tests.store.django_support import POSTGRES_SERVER, require_postgres
+from tests.store.django_support import require_postgres
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -47,51 +44,12 @@ def console_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     require_postgres()
     name = f"{DB_PREFIX}{os.getpid()}_console"
     logs = tmp_path_factory.mktemp("live-console")
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"{POSTGRES_SERVER}/{name}",
-        "DJANGO_SETTINGS_MODULE": "tests.console.settings",
-        "PYTHONPATH": str(ROOT),
-        "FLOWDECK_LOG_LEVEL": "WARNING",
-        # where a test releases `slow_undo`'s undo (tests/console/flows.py): `releases_of(console)`
-        "FLOWDECK_TEST_RELEASES": str(logs / "releases"),
-    }
+    # where a test releases `slow_undo`'s undo (tests/console/flows.py): `releases_of(console)`
     (logs / "releases").mkdir()
-    api_support.migrated_database(name, env)
-    credentials = json.loads(api_support._run(env, "-m", "tests.api.seed_users"))
-    port = api_support._free_port()
-    server_log, workers_log = logs / "server.log", logs / "workers.log"
-    with server_log.open("wb") as server_out, workers_log.open("wb") as workers_out:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "flowdeck.console.asgi:application",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=server_out,
-            stderr=subprocess.STDOUT,
-        )
-        workers = subprocess.Popen(
-            [sys.executable, "-m", "tests.api.workers"],
-            cwd=ROOT,
-            env=env,
-            stdout=workers_out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        api_support._wait_until_up(port, server, server_log)
-        yield Console(f"http://127.0.0.1:{port}", credentials, server_log, workers_log)
-    finally:
-        api_support._stop(workers)
-        api_support._stop(server)
-        api_support._drop_database(name)
+    releases = {"FLOWDECK_TEST_RELEASES": str(logs / "releases")}
+    env = api_support.server_environment(name, "tests.console.settings", **releases)
+    with api_support.serving(name, env, logs) as (base, credentials):
+        yield Console(base, credentials, logs / "server.log", logs / "workers.log")
 
 
 @pytest.fixture(scope="module")
