@@ -70,12 +70,13 @@ def _on_screen_middle(page: Any, box: dict[str, float]) -> tuple[float, float]:
 SETTLED = """() => !document.querySelector('.htmx-request')
     && [...document.querySelectorAll('.parked-group')].every(
         g => g.querySelector('.inspection')?.childElementCount > 0)
-    && [...document.querySelectorAll('.diagram')].every(d => d.dataset.viewed)"""
+    && [...document.querySelectorAll('.diagram')].every(d => d.dataset.viewed || !d.querySelector('svg'))"""
 
 
 def _settled_point_on(page: Any, stage: Any) -> tuple[float, float]:
     """A point in the middle of `stage` once the page has stopped moving: no htmx request in flight, every
-    group's first inspection loaded and every drawing opened, and the stage the topmost element there."""
+    group's first inspection loaded and every drawing opened (a drawing that failed to render has no svg and
+    never opens), and the stage the topmost element there."""
     page.wait_for_function(SETTLED)
     stage.evaluate("(d) => d.scrollIntoView({block: 'center'})")
     x, y = _on_screen_middle(page, stage.bounding_box())
