@@ -23,6 +23,12 @@ execution's remaining work, and the execution's trace would split at every signa
 
 Attribute names are Flowdeck's own under `flowdeck.` (below); span names follow Temporal's habit of
 `Verb:name` (`StartFlow:orders`, `RunAttempt:orders`, `RunNode:charge`, `Compensate:charge`).
+
+What is the same for every span of an attempt (execution id, workflow id and version, executor, attempt
+number) is on the attempt's span only; a node's span carries its key and try number from its start (so a
+sampler and a processor's `on_start` see them) and its outcome at its end, nothing else unless it failed.
+Each attribute costs the SDK 1–2 µs of checks (`python -m bench.span_cost`, against a bare span of about
+12 µs), and a viewer finds the rest one level up, on the node's parent.
 """
 
 from __future__ import annotations
