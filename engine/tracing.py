@@ -27,8 +27,8 @@ Attribute names are Flowdeck's own under `flowdeck.` (below); span names follow 
 What is the same for every span of an attempt (execution id, workflow id and version, executor, attempt
 number) is on the attempt's span only; a node's span carries its key and try number from its start (so a
 sampler and a processor's `on_start` see them) and its outcome at its end, nothing else unless it failed.
-Each attribute costs the SDK 1–2 µs of checks (`python -m bench.span_cost`, against a bare span of about
-12 µs), and a viewer finds the rest one level up, on the node's parent.
+Each attribute costs the SDK 1.5–3 µs of checks on the bench machine, where a bare span costs about 19
+(`bench/PROFILE.md`, eighth pass), and a viewer finds the rest one level up, on the node's parent.
 """
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ def _close(span: Span, error: BaseException | None, outcome: str = "", code: str
     """Set the outcome, failure kind or stop code and status of `span` from `error`, and end it. The outcome
     alone goes by `set_attribute`; with a kind or a code, all in one `set_attributes`. Every call takes the
     span's lock; the SDK checks a mapping as a whole before its values, about 1.5 µs more than one value
-    alone (`python -m bench.span_cost`)."""
+    alone (`bench/PROFILE.md`, eighth pass)."""
     word, kind, stop = _judge(error)
     word = outcome or word
     stop = code or stop
