@@ -11,8 +11,10 @@ throughput. The rows:
 - `untraced node`: a node's try with tracing off (its log context only), what both W18 arms pay;
 - `traced node`: `Attempt.node`, `Node.enter`, `Node.leave`, `Node.end`, what a traced try adds;
 - `SDK span` / `SDK span, current`: the SDK calls that span needs and nothing of Flowdeck's (start with the
-  key and try number, the outcome, end), and the same with the span made current around the body, as the
-  issue's structure requires (a body's own spans are its node's children);
+  key and try number, the outcome by `set_attribute`, end), and the same with the span made current around
+  the body, as the issue's structure requires (a body's own spans are its node's children);
+- `SDK span, bare`: a span started and ended with no attribute, the SDK's floor (what the three attributes
+  cost is the difference);
 - `attempt`: `Tracing.attempt` and `Attempt.end` (the start's context extracted from the Created event);
 - `kept`, `dropped`: `--spans` traced node tries, the exporter keeping every span (`InMemorySpanExporter`,
   W18's) or dropping each batch (as an exporter that sends them does), with the collector's own CPU.
@@ -95,8 +97,16 @@ def _sdk(tracer: Any, parent: otel_context.Context, current: bool) -> Callable[[
             span = tracer.start_span("RunNode:step1", parent, attributes={KEY: "step1", TRY: 1})
             if current:
                 otel_context.detach(otel_context.attach(trace.set_span_in_context(span, parent)))
-            span.set_attributes({OUTCOME: "completed"})
+            span.set_attribute(OUTCOME, "completed")
             span.end()
+
+    return run
+
+
+def _bare(tracer: Any, parent: otel_context.Context) -> Callable[[int], None]:
+    def run(n: int) -> None:
+        for _ in range(n):
+            tracer.start_span("RunNode:step1", parent).end()
 
     return run
 
@@ -127,6 +137,7 @@ def _paths(reps: int) -> dict[str, float]:
         "traced node": _best(_tries(attempt), 5000, reps, exporter.clear),
         "SDK span": _best(_sdk(tracer, parent, False), 5000, reps, exporter.clear),
         "SDK span, current": _best(_sdk(tracer, parent, True), 5000, reps, exporter.clear),
+        "SDK span, bare": _best(_bare(tracer, parent), 5000, reps, exporter.clear),
         "attempt": _best(_attempts(traces, history), 2000, reps, exporter.clear),
     }
     attempt.leave(token)

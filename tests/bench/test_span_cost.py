@@ -28,11 +28,20 @@ def test_every_row_is_printed_and_in_the_json_line(capsys: pytest.CaptureFixture
         gc.unfreeze()  # it freezes its heap as a worker does; the test process goes on collecting as before
     lines = capsys.readouterr().out.splitlines()
     found = json.loads(lines[-1])
-    rows = ["untraced node", "traced node", "SDK span", "SDK span, current", "attempt", "dropped", "kept"]
+    rows = [
+        "untraced node",
+        "traced node",
+        "SDK span",
+        "SDK span, current",
+        "SDK span, bare",
+        "attempt",
+        "dropped",
+        "kept",
+    ]
     assert all(found[row] > 0 for row in rows)
     assert [line.split("  ")[0] for line in lines[:-1]] == [
-        *rows[:6],
+        *rows[:7],
         "dropped, collector",
-        *rows[6:],
+        *rows[7:],
         "kept, collector",
     ]
