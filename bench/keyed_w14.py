@@ -80,13 +80,14 @@ def _round(ns: argparse.Namespace, limited: bool) -> dict[str, Any]:
     else:
         asyncio.run(workloads.start_chains(f"chain{ns.steps}", ns.steps, ns.executions))
         workflow_id, env = f"chain{ns.steps}", {}
-    began, ended, _, cpu_seconds, _ = workloads.run_w1_workers(ns, workflow_id, env)
+    began, ended, _, cpu_seconds, database_seconds = workloads.run_w1_workers(ns, workflow_id, env)
     nodes = ns.executions * ns.steps
     found = {
         "limited": limited,
         "seconds": ended - began,
         "nodes_per_s": nodes / (ended - began),
         "cpu_us_per_node": cpu_seconds / nodes * 1e6,
+        "database_cpu_us_per_node": database_seconds / nodes * 1e6,
     }
     if limited:
         found["most_running_per_key"] = most_running_per_key()

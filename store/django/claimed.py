@@ -98,10 +98,7 @@ class DjangoClaimed(HeldClaim):
     async def finish(
         self, outcome: spi.ClaimOutcome, *, preceding: Sequence[spi.Event] = ()
     ) -> spi.StatusOutcome:
-        done = await self._writes.finish(self, outcome, preceding)
-        if done is spi.StatusOutcome.APPLIED and self.state.concurrency is not None:
-            await self._store.slot_freed()
-        return done
+        return await self._writes.finish(self, outcome, preceding)
 
     async def record_atomically(
         self, path: str, body: Callable[[], R], complete: Callable[[R], spi.Completion]
@@ -212,7 +209,8 @@ class DjangoClaimed(HeldClaim):
     def _finish_in(
         self, tx: Tx, outcome: spi.ClaimOutcome, preceding: Sequence[spi.Event], now: datetime
     ) -> Answered[spi.StatusOutcome]:
-        """`finish` in the transaction `tx`."""
+        """`finish` in the transaction `tx`. A limited execution's ending gives its slots back and wakes the
+        pollers at its commit, here and in the other processes (nothing else would, store.concurrency)."""
         match outcome:
             case spi.Terminal(status, event):
                 if not status.terminal:
@@ -230,7 +228,6 @@ class DjangoClaimed(HeldClaim):
                 if opened is None:
                     return spi.StatusOutcome.CLAIM_LOST, None
                 self._retire_waits_except(tx, waiting_on)
-                self._store._wake_after_commit(tx)
             case spi.Stop(status, event):
                 if not isinstance(status, spi.Stopped):
                     return self._refused(tx, now), None
@@ -241,6 +238,8 @@ class DjangoClaimed(HeldClaim):
                 tx.execute(queries.DELETE_WAITS, {"id": self._id})
             case _:
                 raise TypeError(f"not a claim outcome: {outcome!r}")
+        if isinstance(outcome, spi.Suspended) or self.state.concurrency is not None:
+            self._store._wake_after_commit(tx)
         tx.insert_events(self._id, opened.first_seq, opened.events)
         return spi.StatusOutcome.APPLIED, opened.cancel
 

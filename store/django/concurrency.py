@@ -1,19 +1,25 @@
-"""The Django store's limited claim: concurrency limits decided in the claim's own transaction.
+"""The Django store's limited claim: concurrency limits decided in the claim's own atomic step.
 
 A version whose workflow declares limits (`WorkflowMeta.concurrency`, learned from `put_workflow`, which every
 engine calls for each version it serves before it claims) is claimed here, never by the one-statement claim
-of the hot path, which thus costs an unlimited project nothing. One transaction on a store thread:
+of the hot path, which thus costs an unlimited project nothing.
 
-1. PostgreSQL: an advisory lock per limited workflow (`CONCURRENCY_LOCK`, sorted, so two claimers never
-   wait on each other in a cycle). The statements after it take their snapshots after the lock, so they see
-   every earlier claimer's commit; the lock is the transaction's, so it goes with its commit. SQLite: the
-   IMMEDIATE transaction's write lock already excludes every other writer.
-2. The slots held now per workflow (`WORKFLOW_SLOTS_HELD`), and the ready rows with room in claim order
-   (`CLAIM_LIMITED`, each with its key's holders).
-3. In order, each row its groups still have room for (`concurrency.Room`: the holders plus what this claim
-   took), stamped (`STAMP_LIMITED`).
+PostgreSQL: ONE statement through group commit, as the unlimited claim (`PostgresWrites.claim_limited`:
+`concurrency_queries.CLAIM_LIMITED_AT_ONCE`, a call of `flowstore_claim_limited`, migration 0019). The
+function takes an advisory lock per limited workflow (sorted, so two claimers never wait on each other in a
+cycle; the transaction's, so it goes with the commit), then reads the ready rows with room in claim order,
+each with its key's and its workflow's holders (`LIMITED_CANDIDATES`, a statement whose snapshot is taken
+after the locks, so it sees every earlier claimer's commit), takes them in order while their groups have
+room (`concurrency.Room`'s rule, in PL/pgSQL) and stamps them, handing over each row's waits, fields and
+history (`LIMITED_STAMP`).
+
+SQLite: one transaction on the store thread (`claim_in`), whose IMMEDIATE write lock already excludes every
+other writer: the slots held per workflow (`WORKFLOW_SLOTS_HELD`), the ready rows with room
+(`CLAIM_LIMITED`), each taken while its groups have room (`concurrency.Room`), stamped (`STAMP_LIMITED`).
 
 A dead worker's slot frees as its lease lapses: a holder is a row under a live lease (`store.concurrency`).
+An ending gives its slot back with the write that records it, which also wakes the pollers (the ending's
+statement NOTIFYs on PostgreSQL; `DjangoClaimed._finish_in` on both).
 """
 
 from __future__ import annotations
@@ -25,16 +31,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowdeck.store import concurrency, spi
 from flowdeck.store.django import concurrency_queries, queries, rows
+from flowdeck.store.django.postgres import PostgresWrites
 from flowdeck.store.django.tx import Tx
 from flowdeck.store.django.writes import Ask, Claim, claim_order_key, claimed_ledgers, claimed_waits
 
 if TYPE_CHECKING:
     from flowdeck.store.django.store import DjangoStore
 
-__all__ = ["LOCK_SPACE", "ConcurrencyReads", "ask", "claim_in", "limited_versions"]
-
-LOCK_SPACE = 0x464C4443  # the advisory locks' first key ("FLDC"): Flowdeck's concurrency, no one else's
-SCAN = 4  # candidates read per claimable slot asked for (some may share a group that fills in this claim)
+__all__ = ["ConcurrencyReads", "ask", "claim_in", "limited_versions"]
 
 
 def limited_versions(info: spi.WorkflowInfo) -> set[tuple[str, str]]:
@@ -51,8 +55,9 @@ async def ask(
     now: datetime,
     order: str,
 ) -> Ask:
-    """A claim serving limited versions (or versions not judged yet): theirs in a transaction that counts
-    the slots (`claim_in`), then the others' on the hot path with what is left of `limit`."""
+    """A claim serving limited versions (or versions not judged yet): theirs where the slots are counted
+    (PostgreSQL: one statement, `PostgresWrites.claim_limited`; SQLite: a transaction, `claim_in`), then the
+    others' on the hot path with what is left of `limit`."""
     for pair in served - store._limited.keys():
         info = await store.get_workflow(*pair)
         store._limited[pair] = info is not None and bool(limited_versions(info))
@@ -60,7 +65,12 @@ async def ask(
     work = functools.partial(
         claim_in, served=limited, executor_id=executor_id, expiry=expiry, limit=limit, now=now, order=order
     )
-    asked = await store._run("claim_ready", work) if limited else Ask([], now)
+    if not limited:
+        asked = Ask([], now)
+    elif isinstance(store._writes, PostgresWrites):
+        asked = await store._writes.claim_limited(limited, executor_id, expiry, limit, now, order)
+    else:
+        asked = await store._run("claim_ready", work)
     rest = served - limited
     if not rest or len(asked.claims) >= limit:
         return asked
@@ -79,15 +89,13 @@ def claim_in(
     now: datetime,
     order: str,
 ) -> Ask:
-    """Claim up to `limit` ready rows of the limited `served` versions within their limits; when none,
-    the next instant one may come ready with no write (a lease lapsing, a sleep coming due)."""
+    """SQLite: claim up to `limit` ready rows of the limited `served` versions within their limits, in the
+    store's IMMEDIATE transaction; when none, the next instant one may come ready with no write (a lease
+    lapsing, a sleep coming due) and the data version the caller's wait watches."""
     if limit <= 0 or not served:
         return Ask([], now)
     flows = sorted({flow_id for flow_id, _ in served})
-    if tx.vendor == "postgresql":
-        for flow_id in flows:
-            tx.one(concurrency_queries.CONCURRENCY_LOCK, {"space": LOCK_SPACE, "flow_id": flow_id})
-    params: dict[str, Any] = {"now": now, "limit": limit * SCAN}
+    params: dict[str, Any] = {"now": now, "limit": limit * concurrency_queries.SCAN}
     room = concurrency.Room()
     held = tx.all(concurrency_queries.WORKFLOW_SLOTS_HELD, params, flows=queries.in_list("wf", flows, params))
     for flow_id, count in held:
@@ -105,7 +113,7 @@ def claim_in(
         (next_wake,) = tx.one(
             queries.NEXT_WAKE, params, served=queries.served_predicate(sorted(served), params)
         )
-        version = tx.one(queries.DATA_VERSION)[0] if tx.vendor == "sqlite" else None
+        (version,) = tx.one(queries.DATA_VERSION)
         return Ask([], now, rows.to_datetime(next_wake), version)
     claims = _handed_over(tx, stamped, now)
     claims.sort(key=claim_order_key)
@@ -145,10 +153,8 @@ def _stamp(
     """Claim the chosen rows, each under a fresh token; the columns of those still free."""
     if not ids:
         return []
-    first = 0
-    if tx.vendor == "sqlite":
-        (last,) = tx.one(queries.TAKE_TOKENS, {"n": len(ids)})
-        first = last - len(ids) + 1
+    (last,) = tx.one(queries.TAKE_TOKENS, {"n": len(ids)})
+    first = last - len(ids) + 1
     stamped = []
     for i, eid in enumerate(ids):
         found = tx.one(

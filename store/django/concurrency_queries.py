@@ -2,27 +2,49 @@
 slots held (a limited row, claimable, under a live lease), the ready rows with room, each stamped. Apart from
 `queries` (the catalogue of every other statement) and written the same way: each statement named and
 described, with a `postgresql` text where the backends differ.
+
+PostgreSQL claims in ONE statement (`CLAIM_LIMITED_AT_ONCE`) through `flowstore_claim_limited` (migration
+0019, `CLAIM_FUNCTION`): the function takes the advisory locks, then runs `LIMITED_CANDIDATES` and
+`LIMITED_STAMP`, handed to it as text, each with a snapshot of its own taken after the locks. SQLite counts
+and stamps in its IMMEDIATE transaction (`WORKFLOW_SLOTS_HELD`, `CLAIM_LIMITED`, `STAMP_LIMITED`).
 """
 
 from __future__ import annotations
 
-from flowdeck.store.django.queries import CLAIMABLE, EXEC_COLS_BARE, READY_WHERE, Query
+from flowdeck.store.django.queries import (
+    CLAIMABLE,
+    EXEC_COLS,
+    EXEC_COLS_BARE,
+    EXECUTION_COLUMNS,
+    READY_WHERE,
+    Query,
+    handed_over,
+)
 
-__all__ = ["CLAIM_LIMITED", "CONCURRENCY_LOCK", "SLOTTED", "STAMP_LIMITED", "WORKFLOW_SLOTS_HELD"]
+__all__ = [
+    "LOCK_SPACE",
+    "SCAN",
+    "CLAIM_FUNCTION",
+    "CLAIM_LIMITED",
+    "CLAIM_LIMITED_AT_ONCE",
+    "DROP_CLAIM_FUNCTION",
+    "LIMITED_CANDIDATES",
+    "LIMITED_STAMP",
+    "SLOTTED",
+    "STAMP_LIMITED",
+    "WORKFLOW_SLOTS_HELD",
+    "positional_served",
+]
+
+LOCK_SPACE = 0x464C4443  # the advisory locks' first key ("FLDC"): Flowdeck's concurrency, no one else's
+SCAN = 4  # candidates read per claimable slot asked for (some may share a group that fills in this claim)
 
 _HOLDS = f"h.status_kind IN {CLAIMABLE} AND h.claim_expiry > %(now)s"
 
-CONCURRENCY_LOCK = Query(
-    "concurrency_lock",
-    """PostgreSQL: the transaction's lock on one workflow's limited claims (released at its end), so each
-    claimer's counting statement, taken after it, sees every earlier claimer's commit.""",
-    "",
-    postgresql="SELECT pg_advisory_xact_lock(%(space)s, hashtext(%(flow_id)s))",
-)
-
 WORKFLOW_SLOTS_HELD = Query(
     "workflow_slots_held",
-    "The slots of workflow limits held now, per workflow among `{flows}` (index `fs_exec_slot_holders`).",
+    """SQLite: the slots of workflow limits held now, per workflow among `{flows}` (index
+    `fs_exec_slot_holders`).""",
     f"""
     SELECT h.flow_id, COUNT(*) FROM flowstore_execution h
     WHERE h.flow_id IN {{flows}} AND h.concurrency_limit > 0 AND {_HOLDS}
@@ -37,10 +59,10 @@ _KEY_HELD = f"""(SELECT COUNT(*) FROM flowstore_execution h
 
 CLAIM_LIMITED = Query(
     "claim_limited",
-    """The ready rows of limited versions (`{served}`) in `{order}`, at most `limit`, each with the slots of
-    its key held now; rows whose key is full are passed by, and so are the rows under a workflow limit of a
-    workflow whose slots are all held (`{full}`: a predicate on those workflows). The caller takes them in
-    order while their groups have room (`concurrency.Room`).""",
+    """SQLite: the ready rows of limited versions (`{served}`) in `{order}`, at most `limit`, each with the
+    slots of its key held now; rows whose key is full are passed by, and so are the rows under a workflow
+    limit of a workflow whose slots are all held (`{full}`: a predicate on those workflows). The caller
+    takes them in order while their groups have room (`concurrency.Room`).""",
     f"""
     SELECT s.id, s.flow_id, s.concurrency_limit, s.concurrency_key, s.concurrency_per_key, s.key_held
     FROM (
@@ -58,20 +80,184 @@ CLAIM_LIMITED = Query(
 
 STAMP_LIMITED = Query(
     "stamp_limited",
-    """A limited claim's stamp of one chosen row, if its claim is still free (a write in between, such as
-    another path's claim, keeps it); its columns. PostgreSQL takes the token from the sequence.""",
+    """SQLite: a limited claim's stamp of one chosen row, if its claim is still free; its columns.""",
     f"""
     UPDATE flowstore_execution
     SET executor = %(executor)s, claim_expiry = %(expiry)s, claim_token = %(token)s, updated = %(now)s
     WHERE id = %(id)s AND (claim_expiry IS NULL OR claim_expiry <= %(now)s)
     RETURNING {EXEC_COLS_BARE}
     """,
+)
+
+# ------------------------------------------------------------------------------------------ PostgreSQL
+
+# The types of the columns a limited claim answers (the execution's, then the three it hands over), for the
+# column definition list a function returning `SETOF record` is called with. A column of EXECUTION_COLUMNS
+# without a type here fails at import.
+_TYPES = {
+    "id": "varchar",
+    "flow_id": "varchar",
+    "hash": "varchar",
+    "status": "text",
+    "executor": "varchar",
+    "claim_expiry": "timestamptz",
+    "claim_token": "bigint",
+    "created": "timestamptz",
+    "updated": "timestamptz",
+    "cancel_requested": "boolean",
+    "cancel_reason": "text",
+    "priority": "smallint",
+    "concurrency_limit": "integer",
+    "concurrency_key": "varchar",
+    "concurrency_per_key": "integer",
+}
+_ANSWER = ", ".join(f"{column} {_TYPES[column]}" for column in EXECUTION_COLUMNS)
+
+CLAIM_FUNCTION = Query(
+    "claim_function",
+    """Migration 0019: `flowstore_claim_limited`, the limited claim's one call (CLAIM_LIMITED_AT_ONCE). In
+    PL/pgSQL because its statements must not share a snapshot: it takes the transaction's advisory lock per
+    limited workflow (`p_flows`, sorted, so two claimers never wait on each other in a cycle; released at
+    the commit), then runs `p_candidates` (LIMITED_CANDIDATES), whose snapshot, taken after the locks, sees
+    every earlier claimer's commit. It takes the candidates in order while each of their groups has room
+    (`store.concurrency.Room`: the holders each candidate carries, `flow_held` and `key_held`, plus what
+    this call took), at most `p_limit`, and returns what `p_stamp` (LIMITED_STAMP) answers for them. The
+    statements come as text, so that the readiness rule (`queries.READY_WHERE`) and the columns handed over
+    stay in the catalogues, not frozen here; SECURITY INVOKER (the default): it runs what its caller could
+    run itself.""",
+    "",
+    postgresql="""
+    CREATE FUNCTION flowstore_claim_limited(
+        p_space integer, p_flows text[], p_candidates text, p_stamp text, p_pair_flows text[],
+        p_pair_hashes text[], p_now timestamptz, p_limit integer, p_scan integer, p_executor text,
+        p_expiry timestamptz
+    ) RETURNS SETOF record LANGUAGE plpgsql VOLATILE AS $$
+    DECLARE
+        flow text;
+        r record;
+        taken jsonb := '{}';
+        chosen text[] := '{}';
+        key_group text;
+        key_taken integer;
+        flow_taken integer;
+    BEGIN
+        FOREACH flow IN ARRAY p_flows LOOP
+            PERFORM pg_advisory_xact_lock(p_space, hashtext(flow));
+        END LOOP;
+        FOR r IN EXECUTE p_candidates USING p_now, p_flows, p_pair_flows, p_pair_hashes, p_limit * p_scan LOOP
+            flow_taken := COALESCE((taken ->> ('w:' || r.flow_id))::integer, 0);
+            CONTINUE WHEN r.concurrency_limit > 0 AND r.flow_held + flow_taken >= r.concurrency_limit;
+            IF r.concurrency_per_key > 0 AND r.concurrency_key IS NOT NULL THEN
+                key_group := 'k:' || length(r.flow_id) || ':' || r.flow_id || r.concurrency_key;
+                key_taken := COALESCE((taken ->> key_group)::integer, 0);
+                CONTINUE WHEN r.key_held + key_taken >= r.concurrency_per_key;
+                taken := taken || jsonb_build_object(key_group, key_taken + 1);
+            END IF;
+            IF r.concurrency_limit > 0 THEN
+                taken := taken || jsonb_build_object('w:' || r.flow_id, flow_taken + 1);
+            END IF;
+            chosen := chosen || r.id::text;
+            EXIT WHEN cardinality(chosen) >= p_limit;
+        END LOOP;
+        IF cardinality(chosen) > 0 THEN
+            RETURN QUERY EXECUTE p_stamp USING chosen, p_executor, p_expiry, p_now;
+        END IF;
+    END
+    $$
+    """,
+)
+
+DROP_CLAIM_FUNCTION = Query(
+    "drop_claim_function",
+    "Migration 0019 reversed.",
+    "",
+    postgresql="""
+    DROP FUNCTION flowstore_claim_limited(integer, text[], text, text, text[], text[], timestamptz, integer,
+        integer, text, timestamptz)
+    """,
+)
+
+CLAIM_LIMITED_AT_ONCE = Query(
+    "claim_limited_at_once",
+    """PostgreSQL: a limited claim as ONE statement (run in autocommit through group commit, as the unlimited
+    claim is): `flowstore_claim_limited` (CLAIM_FUNCTION) with its statements' texts, its columns those of
+    CLAIM_WITH_LEDGER (`postgres._claim_of` decodes them).""",
+    "",
     postgresql=f"""
-    UPDATE flowstore_execution
-    SET executor = %(executor)s, claim_expiry = %(expiry)s, claim_token = nextval('flowstore_claim_token'),
-        updated = %(now)s
-    WHERE id = %(id)s AND (claim_expiry IS NULL OR claim_expiry <= %(now)s)
-    RETURNING {EXEC_COLS_BARE}
+    SELECT * FROM flowstore_claim_limited(
+        %(space)s::integer, %(flows)s::text[], %(candidates)s::text, %(stamp)s::text, %(pair_flows)s::text[],
+        %(pair_hashes)s::text[], %(now)s::timestamptz, %(limit)s::integer, %(scan)s::integer,
+        %(executor)s::text, %(expiry)s::timestamptz
+    ) AS c({_ANSWER}, waits json, fields json, history json)
+    """,
+)
+
+# PostgreSQL, inside the function: positional parameters ($1 its now, $2 the limited workflows, $3 and $4
+# the served pairs' workflows and hashes, $5 how many candidates).
+_PG_HOLDS = f"h.status_kind IN {CLAIMABLE} AND h.claim_expiry > $1"
+_PG_KEY_HELD = f"""(SELECT COUNT(*) FROM flowstore_execution h
+            WHERE h.flow_id = e.flow_id AND h.concurrency_key = e.concurrency_key
+              AND h.concurrency_per_key > 0 AND {_PG_HOLDS})"""
+
+
+def positional_served(pairs: int) -> str:
+    """LIMITED_CANDIDATES' `{served}`: ORs of equalities, the i-th served pair as `$3[i]`, `$4[i]` (folded to
+    constants when the statement is planned, so the claim indexes serve it as they serve the hot path)."""
+    terms = [f"(e.flow_id = $3[{i}] AND e.hash = $4[{i}])" for i in range(1, pairs + 1)]
+    return "(" + " OR ".join(terms) + ")" if terms else "FALSE"
+
+
+LIMITED_CANDIDATES = Query(
+    "limited_candidates",
+    """PostgreSQL, run by `flowstore_claim_limited` after its locks: CLAIM_LIMITED's candidates (at most $5
+    ready rows of the served limited versions, `{served}` from `positional_served`, in `{order}`, each with
+    the slots of its key held now, `key_held`, and of its workflow, `flow_held`), passing by the rows whose
+    key or workflow is full. The workflows' holders are counted once (`wf`), and only when a candidate has
+    a workflow limit.""",
+    "",
+    postgresql=f"""
+    WITH wf AS MATERIALIZED (
+        SELECT h.flow_id, COUNT(*) AS n FROM flowstore_execution h
+        WHERE h.flow_id = ANY($2) AND h.concurrency_limit > 0 AND {_PG_HOLDS}
+        GROUP BY h.flow_id
+    )
+    SELECT s.id, s.flow_id, s.concurrency_limit, s.concurrency_key, s.concurrency_per_key, s.key_held,
+        s.flow_held
+    FROM (
+        SELECT e.id, e.flow_id, e.concurrency_limit, e.concurrency_key, e.concurrency_per_key,
+            e.priority, e.created, e.serial,
+            CASE WHEN e.concurrency_per_key > 0 THEN {_PG_KEY_HELD} ELSE 0 END AS key_held,
+            CASE WHEN e.concurrency_limit > 0
+                THEN COALESCE((SELECT wf.n FROM wf WHERE wf.flow_id = e.flow_id), 0) ELSE 0 END AS flow_held
+        FROM flowstore_execution e
+        WHERE {READY_WHERE.replace("%(now)s", "$1")}
+    ) AS s
+    WHERE (s.concurrency_per_key = 0 OR s.key_held < s.concurrency_per_key)
+        AND (s.concurrency_limit = 0 OR s.flow_held < s.concurrency_limit)
+    ORDER BY {{order}}
+    LIMIT $5
+    """,
+)
+
+LIMITED_STAMP = Query(
+    "limited_stamp",
+    """PostgreSQL, run by `flowstore_claim_limited` with the rows it chose ($1): each stamped for executor
+    $2 until $3 under a token from the sequence, if still claimable and free at $4 (a row another
+    transaction holds is waited for, then judged again as it committed), and handed over as
+    CLAIM_WITH_LEDGER hands its rows over (`queries.handed_over`). The status is judged inside a CASE so
+    that the rows are found by the primary key: on a young table (statistics from when it was empty) the
+    planner otherwise scanned every claimable row by the claim index for the few chosen.""",
+    "",
+    postgresql=f"""
+    WITH claimed AS (
+        UPDATE flowstore_execution e
+        SET executor = $2, claim_expiry = $3, claim_token = nextval('flowstore_claim_token'), updated = $4
+        WHERE e.id = ANY($1)
+            AND CASE WHEN e.status_kind IN {CLAIMABLE} THEN e.claim_expiry IS NULL OR e.claim_expiry <= $4
+                ELSE FALSE END
+        RETURNING {EXEC_COLS}
+    )
+    {handed_over("$4")}
     """,
 )
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connections
 
 from flowdeck.store import deferral, spi
-from flowdeck.store.django import queries, rows, verb_queries
+from flowdeck.store.django import concurrency_queries, queries, rows, verb_queries
 from flowdeck.store.django.claimed import DjangoClaimed
 from flowdeck.store.django.group_commit import GroupCommit
 from flowdeck.store.django.pooling import Pooling
@@ -115,6 +115,49 @@ class PostgresWrites:
         if not found:
             wake = queries.NEXT_WAKE.text("postgresql").format(served=served_sql)
             (next_wake,) = await self._statement("claim_ready", wake, params, prepare=False)
+            return Ask([], now, rows.to_datetime(next_wake))
+        claims = [_claim_of(row) for row in found]
+        claims.sort(key=claim_order_key)
+        return Ask(claims, now)
+
+    async def claim_limited(
+        self,
+        served: frozenset[tuple[str, str]],
+        executor_id: str,
+        expiry: datetime,
+        limit: int,
+        now: datetime,
+        order: str,
+    ) -> Ask:
+        """The claim of limited versions, their slots counted, in one autocommit statement
+        (`concurrency_queries.CLAIM_LIMITED_AT_ONCE`, see store/django/concurrency.py); when it found
+        nothing, the next wake-up instant in a second (read-only) one."""
+        if limit <= 0 or not served:
+            return Ask([], now)
+        pairs = sorted(served)
+        candidates = concurrency_queries.LIMITED_CANDIDATES.text("postgresql").format(
+            served=concurrency_queries.positional_served(len(pairs)), order=order.replace("e.", "s.")
+        )
+        params: dict[str, Any] = {
+            "space": concurrency_queries.LOCK_SPACE,
+            "flows": sorted({flow_id for flow_id, _ in pairs}),
+            "candidates": candidates,
+            "stamp": concurrency_queries.LIMITED_STAMP.text("postgresql"),
+            "pair_flows": [flow_id for flow_id, _ in pairs],
+            "pair_hashes": [hash_ for _, hash_ in pairs],
+            "now": now,
+            "limit": limit,
+            "scan": concurrency_queries.SCAN,
+            "executor": executor_id,
+            "expiry": expiry,
+        }
+        claim = concurrency_queries.CLAIM_LIMITED_AT_ONCE.text("postgresql")
+        found = await self._statement("claim_ready", claim, params, all_rows=True, prepare=False)
+        if not found:
+            wake_params: dict[str, Any] = {"now": now}
+            served_sql = queries.served_predicate(pairs, wake_params)
+            wake = queries.NEXT_WAKE.text("postgresql").format(served=served_sql)
+            (next_wake,) = await self._statement("claim_ready", wake, wake_params, prepare=False)
             return Ask([], now, rows.to_datetime(next_wake))
         claims = [_claim_of(row) for row in found]
         claims.sort(key=claim_order_key)
@@ -333,7 +376,9 @@ class PostgresWrites:
         self, handle: DjangoClaimed, outcome: spi.ClaimOutcome, preceding: Sequence[spi.Event]
     ) -> spi.StatusOutcome:
         """One statement per ending; the transaction for a refusal only it answers (a status on the wrong
-        side of terminal)."""
+        side of terminal). A limited execution's ending gives its slots back: its statement NOTIFYs
+        (`freed`)."""
+        freed = handle.state.concurrency is not None
         match outcome:
             case spi.Terminal(status, event) if status.terminal:
                 done = await self._claimed_write(
@@ -345,6 +390,8 @@ class PostgresWrites:
                     release=True,
                     delete_waits="all",
                     unless_cancelled=isinstance(status, spi.Completed),
+                    notify=freed,
+                    freed=freed,
                 )
                 if done is False:  # a Completed ending refused by the cancel request on the locked row
                     return spi.StatusOutcome.CANCEL_REQUESTED
@@ -359,6 +406,7 @@ class PostgresWrites:
                     delete_waits="except",
                     keep=len(keep),
                     notify=True,
+                    freed=freed,
                 )
             case spi.Stop(status, event) if isinstance(status, spi.Stopped):
                 done = await self._claimed_write(
@@ -369,6 +417,8 @@ class PostgresWrites:
                     set_status=True,
                     release=True,
                     delete_waits="all",
+                    notify=freed,
+                    freed=freed,
                 )
             case _:
                 return await handle._finish_in_transaction(outcome, preceding)

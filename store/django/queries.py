@@ -115,6 +115,25 @@ CLAIM_READY = Query(
     """,
 )
 
+
+def handed_over(now: str) -> str:
+    """PostgreSQL: what a claim hands over, selected from its CTE `claimed` (the stamped rows' columns,
+    `EXEC_COLS`): each row with its wait rows (and whether each is satisfied at `now`, a parameter's
+    placeholder), its fields and its history, as JSON arrays (`postgres._claim_of` decodes them). The
+    unlimited claim (CLAIM_WITH_LEDGER) and the limited one (`concurrency_queries.LIMITED_STAMP`) end
+    with it."""
+    return f"""SELECT c.*,
+        (SELECT json_agg(json_build_array(w.path, w.kind, w.at, w.field_name,
+                CASE WHEN w.kind = 'at' THEN w.at <= {now}
+                     ELSE EXISTS (SELECT 1 FROM flowstore_field f
+                                  WHERE f.execution_id = w.execution_id AND f.name = w.field_name) END))
+         FROM flowstore_wait w WHERE w.execution_id = c.id),
+        (SELECT json_agg(json_build_array(f.name, f.value, f.tag))
+         FROM flowstore_field f WHERE f.execution_id = c.id),
+        flowstore_claimed_history(c.id, c.created)
+    FROM claimed c"""
+
+
 CLAIM_WITH_LEDGER = Query(
     "claim_with_ledger",
     """PostgreSQL: the claim (ready rows in `{order}`, as CLAIM_READY's, locked with SKIP LOCKED, so
@@ -140,16 +159,7 @@ CLAIM_WITH_LEDGER = Query(
         FROM ready WHERE e.id = ready.id
         RETURNING {EXEC_COLS}
     )
-    SELECT c.*,
-        (SELECT json_agg(json_build_array(w.path, w.kind, w.at, w.field_name,
-                CASE WHEN w.kind = 'at' THEN w.at <= %(now)s
-                     ELSE EXISTS (SELECT 1 FROM flowstore_field f
-                                  WHERE f.execution_id = w.execution_id AND f.name = w.field_name) END))
-         FROM flowstore_wait w WHERE w.execution_id = c.id),
-        (SELECT json_agg(json_build_array(f.name, f.value, f.tag))
-         FROM flowstore_field f WHERE f.execution_id = c.id),
-        flowstore_claimed_history(c.id, c.created)
-    FROM claimed c
+    {handed_over("%(now)s")}
     """,
 )
 
@@ -643,6 +653,7 @@ __all__ = [name for name, value in globals().items() if isinstance(value, Query)
     "WAKE_CHANNEL",
     "Query",
     "event_rows",
+    "handed_over",
     "in_list",
     "served_predicate",
 ]

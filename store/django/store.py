@@ -177,11 +177,6 @@ class DjangoStore(
         row = await self._run("replica lag", lambda tx: tx.one(queries.REPLICA_LAG))
         return float(row[0] or 0)
 
-    async def slot_freed(self) -> None:
-        """A limited execution's attempt ended and gave its slots back: wake the pollers here and in the
-        other processes, for its queued executions (a finish wakes nobody otherwise, store.concurrency)."""
-        await self._run("slot freed", self._wake_after_commit)
-
     def _wake_after_commit(self, tx: Tx, *, registration: bool = False) -> None:
         """This write can make a row ready: wake local callers at commit, tell the other processes."""
         self._writes.notify(tx, registration=registration)

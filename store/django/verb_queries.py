@@ -51,6 +51,7 @@ def claimed_write(
     release: bool = False,
     clear_cancel: bool = False,
     notify: bool = False,
+    freed: bool = False,
     unless_cancelled: bool = False,
 ) -> str:
     """PostgreSQL: a whole write under a claim as ONE statement (run in autocommit, so one round trip and
@@ -73,7 +74,10 @@ def claimed_write(
     `notify` (an attempt ending Suspended), a fourth column says whether the row
     may now be ready or has a deadline pollers must learn of (a cancel request, no rows kept, a kept row
     satisfied, a kept sleep, or a write that raced it), and only then the statement NOTIFYs the other
-    processes' pollers: an execution suspended on inputs nobody gave yet wakes nobody.
+    processes' pollers: an execution suspended on inputs nobody gave yet wakes nobody. With `freed` too (a
+    limited execution's ending, which gives its slots back), that column is true and the statement NOTIFYs
+    whenever the claim held: a queued execution may now have room, and nothing else would wake its
+    claimers (the ending's own statement says so; no transaction of its own, store.concurrency).
     """
     parts = [_CLAIM_CTE, _go_cte(gate, unless_cancelled)]
     if extra_fields:
@@ -85,7 +89,7 @@ def claimed_write(
     if events:
         parts.append(_history_cte(events))
     parts.append(_stamped_cte(events, set_status, release, clear_cancel))
-    signal = _wake_columns(keep) if notify else ""
+    signal = _wake_columns(keep, freed) if notify else ""
     answer = (
         "stamped.cancel_requested IS NOT NULL, COALESCE(stamped.cancel_requested, claim.cancel_requested), "
         "COALESCE(stamped.cancel_reason, claim.cancel_reason)"
@@ -171,8 +175,9 @@ def _stamped_cte(events: int, set_status: bool, release: bool, clear_cancel: boo
     )
 
 
-def _wake_columns(keep: int) -> str:
-    """`notify`'s fourth column (whether the row may now be ready) and the NOTIFY sent only then."""
+def _wake_columns(keep: int, freed: bool) -> str:
+    """`notify`'s fourth column (whether the row may now be ready, or, `freed`, always) and the NOTIFY sent
+    only then."""
     kept = "w.path IN (" + ", ".join(f"%(keep{i})s" for i in range(keep)) + ")" if keep else "FALSE"
     # The wait rows and fields as the statement's snapshot has them (its DELETE is not visible to it),
     # narrowed to the kept rows. A write that committed while this statement waited for the row lock
@@ -186,6 +191,8 @@ def _wake_columns(keep: int) -> str:
         f"WHERE w.execution_id = claim.id AND {kept} AND (w.kind = 'at' OR EXISTS (SELECT 1 FROM "
         "flowstore_field f WHERE f.execution_id = w.execution_id AND f.name = w.field_name))))"
     )
+    if freed:
+        wakes = "TRUE"
     return (
         f", {wakes} AS wakes, CASE WHEN stamped.cancel_requested IS NOT NULL AND {wakes} "
         f"THEN pg_notify('{WAKE_CHANNEL}', %(origin)s) END"
