@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from django.db import connections
 
-from flowdeck.store import spi
+from flowdeck.store import concurrency, spi
 from flowdeck.store.clock import ManualClock, SystemClock
 from flowdeck.store.django import sqlite_connection
 from flowdeck.store.django.store import DjangoStore, counted, executions_matching
@@ -369,6 +369,39 @@ async def test_a_signal_through_another_store_wakes_a_blocked_poll(backend_alias
         assert delivered == spi.Delivered()
         claimed = await asyncio.wait_for(poll, 10)
         assert [c.state.execution_id for c in claimed] == ["e1"]
+    finally:
+        await waiting.aclose()
+        await writing.aclose()
+
+
+async def test_a_limited_ending_through_another_store_wakes_the_poll_waiting_for_its_slot(
+    backend_alias: str,
+) -> None:
+    """An execution queued behind its key's one slot is claimed as soon as the holder ends in another
+    process (the ending's own statement NOTIFYs on PostgreSQL; SQLite's data_version watch), long before
+    the holder's lease would have lapsed."""
+    alias = backend_alias
+    waiting, writing = (
+        DjangoStore(alias, SystemClock(), pool_size=2),
+        DjangoStore(alias, SystemClock(), pool_size=2),
+    )
+    waiting.reset()
+    limits = concurrency.event_data(concurrency.Limits(key="k", per_key=1))
+    meta = spi.WorkflowMeta(concurrency="1 per key")
+    try:
+        await writing.put_workflow(spi.WorkflowInfo(id=WF1, structural_hash="", meta=meta))
+        for eid in ("e1", "e2"):
+            created = spi.Event(spi.EventKind.CREATED, WF1, eid, ManualClock().now(), limits)
+            assert await writing.create_execution_if_absent(eid, WF1, "", spi.Running(), created)
+        [holder] = await writing.claim_ready(SERVED, "ex", timedelta(seconds=60), 2, timedelta(0))
+        assert holder.state.execution_id == "e1"
+        poll = asyncio.ensure_future(waiting.claim_ready(SERVED, "ex", LEASE, 1, timedelta(seconds=30)))
+        await asyncio.sleep(0.3)  # let the poll ask once and block (real time: a real clock store)
+        assert not poll.done()
+        ending = _event("e1", spi.EventKind.COMPLETED)
+        assert await holder.finish(spi.Terminal(spi.Completed(), ending)) is spi.StatusOutcome.APPLIED
+        claimed = await asyncio.wait_for(poll, 10)
+        assert [c.state.execution_id for c in claimed] == ["e2"]
     finally:
         await waiting.aclose()
         await writing.aclose()

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from flowdeck.store import spi
+from flowdeck.store import concurrency, spi
 from flowdeck.store.clock import ManualClock
 from flowdeck.store.django.group_commit import GroupCommit
 from flowdeck.store.django.postgres import PostgresWrites
@@ -288,3 +288,38 @@ def store_one_writer(postgres_alias: str, database_access: None) -> Iterator[Dja
     store.reset()
     yield store
     store.close()
+
+
+# ------------------------------------------------------------------------------------ limited claims
+
+
+def _keyed(eid: str, key: str) -> spi.Event:
+    """A Created event under one running per `key` (what an engine's start of a limited workflow records)."""
+    data = concurrency.event_data(concurrency.Limits(key=key, per_key=1))
+    return spi.Event(spi.EventKind.CREATED, WF1, eid, ManualClock().now(), data)
+
+
+async def test_a_limited_claim_and_its_ending_are_one_statement_each(store: DjangoStore) -> None:
+    """The claim of a limited version counts the slots in the statement that claims, sent through group
+    commit as the unlimited claim is (no transaction of its own on a store thread), and the ending gives
+    its slot back in the statement that records it (no second transaction to wake the claimers)."""
+    meta = spi.WorkflowMeta(concurrency="1 per key")
+    await store.put_workflow(spi.WorkflowInfo(id=WF1, structural_hash="", meta=meta))
+    for eid, key in [("a1", "a"), ("a2", "a"), ("b1", "b")]:
+        assert await store.create_execution_if_absent(eid, WF1, "", spi.Running(), _keyed(eid, key))
+    writer = _writer(store)
+    writes, transactions = writer.writes, writer.transactions
+
+    claimed = {h.state.execution_id: h for h in await store.claim_ready(SERVED, "ex", LEASE, 3, timedelta(0))}
+
+    assert sorted(claimed) == ["a1", "b1"]  # a2 waits for a1's slot
+    assert (writer.writes - writes, writer.transactions - transactions) == (1, 1)
+    assert [h.state.execution_id for h in await store.claim_ready(SERVED, "ex", LEASE, 3, timedelta(0))] == []
+
+    ending = spi.Event(spi.EventKind.COMPLETED, WF1, "a1", ManualClock().now(), {})
+    writes, transactions = writer.writes, writer.transactions
+    assert await claimed["a1"].finish(spi.Terminal(spi.Completed(), ending)) is spi.StatusOutcome.APPLIED
+    assert (writer.writes - writes, writer.transactions - transactions) == (1, 1)
+
+    again = await store.claim_ready(SERVED, "ex", LEASE, 3, timedelta(0))
+    assert [h.state.execution_id for h in again] == ["a2"]
