@@ -18,9 +18,10 @@ def _process_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
-def _database_seconds() -> dict[int, float]:
+def _database_seconds(sessions_of: str | None = None) -> dict[int, float]:
     """CPU seconds so far of every PostgreSQL server process on this machine, by pid (the server runs
-    here: the bench's database is on 127.0.0.1)."""
+    here: the bench's database is on 127.0.0.1); with `sessions_of`, only the sessions on that database
+    (a backend's title names its database), which other sessions' work on a shared machine leaves out."""
     found: dict[int, float] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -29,26 +30,33 @@ def _database_seconds() -> dict[int, float]:
             with open(f"/proc/{entry.name}/comm") as comm:
                 if comm.read().strip() != "postgres":
                     continue
+            if sessions_of is not None:
+                with open(f"/proc/{entry.name}/cmdline") as cmdline:
+                    if f" {sessions_of} " not in cmdline.read():
+                        continue
             found[int(entry.name)] = _process_seconds(int(entry.name))
         except OSError:  # ended while we looked
             continue
     return found
 
 
-def _database_spent(before: dict[int, float]) -> float:
+def _database_spent(before: dict[int, float], sessions_of: str | None = None) -> float:
     """The server's CPU seconds since `before` (a process started since counts from zero; one that ended
     meanwhile is not counted: the workers' own sessions are still open when this is read)."""
-    return sum(now - before.get(pid, 0.0) for pid, now in _database_seconds().items())
+    return sum(now - before.get(pid, 0.0) for pid, now in _database_seconds(sessions_of).items())
 
 
 class Meter:
     """The CPU seconds spent since it was made, by named groups of processes and by the database server
-    (`spent()["database"]`): a timed window's accounting, read before and after."""
+    (`spent()["database"]`; with `sessions_of`, also `spent()["sessions"]`, the sessions on that database
+    alone): a timed window's accounting, read before and after."""
 
-    def __init__(self, parties: Mapping[str, Iterable[int]]) -> None:
+    def __init__(self, parties: Mapping[str, Iterable[int]], sessions_of: str | None = None) -> None:
         self._pids = {name: list(pids) for name, pids in parties.items()}
         self._before = self._now()
         self._database = _database_seconds()
+        self._sessions_of = sessions_of
+        self._sessions = _database_seconds(sessions_of) if sessions_of is not None else {}
 
     def _now(self) -> dict[str, float]:
         return {name: sum(_process_seconds(pid) for pid in pids) for name, pids in self._pids.items()}
@@ -56,4 +64,7 @@ class Meter:
     def spent(self) -> dict[str, float]:
         now = self._now()
         by_party = {name: now[name] - self._before[name] for name in now}
-        return by_party | {"database": _database_spent(self._database)}
+        found = by_party | {"database": _database_spent(self._database)}
+        if self._sessions_of is not None:
+            found["sessions"] = _database_spent(self._sessions, self._sessions_of)
+        return found
