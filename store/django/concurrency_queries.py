@@ -213,7 +213,9 @@ LIMITED_CANDIDATES = Query(
     ready rows of the served limited versions, `{served}` from `positional_served`, in `{order}`, each with
     the slots of its key held now, `key_held`, and of its workflow, `flow_held`), passing by the rows whose
     key or workflow is full. The workflows' holders are counted once (`wf`), and only when a candidate has
-    a workflow limit.""",
+    a workflow limit. The counts are a LATERAL subquery kept apart (OFFSET 0), so each is computed once per
+    row scanned (a subquery's columns pulled up into the filter and the answer were computed twice), and
+    the rows still come in the claim index's order, with no sort.""",
     "",
     postgresql=f"""
     WITH wf AS MATERIALIZED (
@@ -221,19 +223,18 @@ LIMITED_CANDIDATES = Query(
         WHERE h.flow_id = ANY($2) AND h.concurrency_limit > 0 AND {_PG_HOLDS}
         GROUP BY h.flow_id
     )
-    SELECT s.id, s.flow_id, s.concurrency_limit, s.concurrency_key, s.concurrency_per_key, s.key_held,
-        s.flow_held
-    FROM (
-        SELECT e.id, e.flow_id, e.concurrency_limit, e.concurrency_key, e.concurrency_per_key,
-            e.priority, e.created, e.serial,
-            CASE WHEN e.concurrency_per_key > 0 THEN {_PG_KEY_HELD} ELSE 0 END AS key_held,
+    SELECT e.id, e.flow_id, e.concurrency_limit, e.concurrency_key, e.concurrency_per_key, held.key_held,
+        held.flow_held
+    FROM flowstore_execution e
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN e.concurrency_per_key > 0 THEN {_PG_KEY_HELD} ELSE 0 END AS key_held,
             CASE WHEN e.concurrency_limit > 0
                 THEN COALESCE((SELECT wf.n FROM wf WHERE wf.flow_id = e.flow_id), 0) ELSE 0 END AS flow_held
-        FROM flowstore_execution e
-        WHERE {READY_WHERE.replace("%(now)s", "$1")}
-    ) AS s
-    WHERE (s.concurrency_per_key = 0 OR s.key_held < s.concurrency_per_key)
-        AND (s.concurrency_limit = 0 OR s.flow_held < s.concurrency_limit)
+        OFFSET 0
+    ) AS held
+    WHERE {READY_WHERE.replace("%(now)s", "$1")}
+        AND (e.concurrency_per_key = 0 OR held.key_held < e.concurrency_per_key)
+        AND (e.concurrency_limit = 0 OR held.flow_held < e.concurrency_limit)
     ORDER BY {{order}}
     LIMIT $5
     """,

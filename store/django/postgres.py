@@ -136,7 +136,7 @@ class PostgresWrites:
             return Ask([], now)
         pairs = sorted(served)
         candidates = concurrency_queries.LIMITED_CANDIDATES.text("postgresql").format(
-            served=concurrency_queries.positional_served(len(pairs)), order=order.replace("e.", "s.")
+            served=concurrency_queries.positional_served(len(pairs)), order=order
         )
         params: dict[str, Any] = {
             "space": concurrency_queries.LOCK_SPACE,
