@@ -4,8 +4,12 @@ slots held (a limited row, claimable, under a live lease), the ready rows with r
 described, with a `postgresql` text where the backends differ.
 
 PostgreSQL claims in ONE statement (`CLAIM_LIMITED_AT_ONCE`) through `flowstore_claim_limited` (migration
-0019, `CLAIM_FUNCTION`): the function takes the advisory locks, then runs `LIMITED_CANDIDATES` and
-`LIMITED_STAMP`, handed to it as text, each with a snapshot of its own taken after the locks. SQLite counts
+0019 creates it, its SQL frozen there): the function takes the advisory locks, then runs
+`LIMITED_CANDIDATES` and `LIMITED_STAMP`, handed to it as text, each with a snapshot of its own taken after
+the locks, and takes the candidates in order while their groups have room (`store.concurrency.Room`'s rule,
+in PL/pgSQL): the candidates' columns are the function's contract (`id`, `flow_id`, `concurrency_limit`,
+`concurrency_key`, `concurrency_per_key`, `key_held`, `flow_held`), and so are the parameters each
+statement is run with. SQLite counts
 and stamps in its IMMEDIATE transaction (`WORKFLOW_SLOTS_HELD`, `CLAIM_LIMITED`, `STAMP_LIMITED`).
 """
 
@@ -24,10 +28,8 @@ from flowdeck.store.django.queries import (
 __all__ = [
     "LOCK_SPACE",
     "SCAN",
-    "CLAIM_FUNCTION",
     "CLAIM_LIMITED",
     "CLAIM_LIMITED_AT_ONCE",
-    "DROP_CLAIM_FUNCTION",
     "LIMITED_CANDIDATES",
     "LIMITED_STAMP",
     "SLOTTED",
@@ -113,74 +115,10 @@ _TYPES = {
 }
 _ANSWER = ", ".join(f"{column} {_TYPES[column]}" for column in EXECUTION_COLUMNS)
 
-CLAIM_FUNCTION = Query(
-    "claim_function",
-    """Migration 0019: `flowstore_claim_limited`, the limited claim's one call (CLAIM_LIMITED_AT_ONCE). In
-    PL/pgSQL because its statements must not share a snapshot: it takes the transaction's advisory lock per
-    limited workflow (`p_flows`, sorted, so two claimers never wait on each other in a cycle; released at
-    the commit), then runs `p_candidates` (LIMITED_CANDIDATES), whose snapshot, taken after the locks, sees
-    every earlier claimer's commit. It takes the candidates in order while each of their groups has room
-    (`store.concurrency.Room`: the holders each candidate carries, `flow_held` and `key_held`, plus what
-    this call took), at most `p_limit`, and returns what `p_stamp` (LIMITED_STAMP) answers for them. The
-    statements come as text, so that the readiness rule (`queries.READY_WHERE`) and the columns handed over
-    stay in the catalogues, not frozen here; SECURITY INVOKER (the default): it runs what its caller could
-    run itself.""",
-    "",
-    postgresql="""
-    CREATE FUNCTION flowstore_claim_limited(
-        p_space integer, p_flows text[], p_candidates text, p_stamp text, p_pair_flows text[],
-        p_pair_hashes text[], p_now timestamptz, p_limit integer, p_scan integer, p_executor text,
-        p_expiry timestamptz
-    ) RETURNS SETOF record LANGUAGE plpgsql VOLATILE AS $$
-    DECLARE
-        flow text;
-        r record;
-        taken jsonb := '{}';
-        chosen text[] := '{}';
-        key_group text;
-        key_taken integer;
-        flow_taken integer;
-    BEGIN
-        FOREACH flow IN ARRAY p_flows LOOP
-            PERFORM pg_advisory_xact_lock(p_space, hashtext(flow));
-        END LOOP;
-        FOR r IN EXECUTE p_candidates USING p_now, p_flows, p_pair_flows, p_pair_hashes, p_limit * p_scan LOOP
-            flow_taken := COALESCE((taken ->> ('w:' || r.flow_id))::integer, 0);
-            CONTINUE WHEN r.concurrency_limit > 0 AND r.flow_held + flow_taken >= r.concurrency_limit;
-            IF r.concurrency_per_key > 0 AND r.concurrency_key IS NOT NULL THEN
-                key_group := 'k:' || length(r.flow_id) || ':' || r.flow_id || r.concurrency_key;
-                key_taken := COALESCE((taken ->> key_group)::integer, 0);
-                CONTINUE WHEN r.key_held + key_taken >= r.concurrency_per_key;
-                taken := taken || jsonb_build_object(key_group, key_taken + 1);
-            END IF;
-            IF r.concurrency_limit > 0 THEN
-                taken := taken || jsonb_build_object('w:' || r.flow_id, flow_taken + 1);
-            END IF;
-            chosen := chosen || r.id::text;
-            EXIT WHEN cardinality(chosen) >= p_limit;
-        END LOOP;
-        IF cardinality(chosen) > 0 THEN
-            RETURN QUERY EXECUTE p_stamp USING chosen, p_executor, p_expiry, p_now;
-        END IF;
-    END
-    $$
-    """,
-)
-
-DROP_CLAIM_FUNCTION = Query(
-    "drop_claim_function",
-    "Migration 0019 reversed.",
-    "",
-    postgresql="""
-    DROP FUNCTION flowstore_claim_limited(integer, text[], text, text, text[], text[], timestamptz, integer,
-        integer, text, timestamptz)
-    """,
-)
-
 CLAIM_LIMITED_AT_ONCE = Query(
     "claim_limited_at_once",
     """PostgreSQL: a limited claim as ONE statement (run in autocommit through group commit, as the unlimited
-    claim is): `flowstore_claim_limited` (CLAIM_FUNCTION) with its statements' texts, its columns those of
+    claim is): `flowstore_claim_limited` (migration 0019) with its statements' texts, its columns those of
     CLAIM_WITH_LEDGER (`postgres._claim_of` decodes them).""",
     "",
     postgresql=f"""
