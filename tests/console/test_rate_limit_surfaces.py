@@ -70,9 +70,12 @@ def _cli(*args: str) -> str:
 async def test_a_rate_limited_execution_and_its_limit_on_every_surface(
     declared: None, engine: FlowEngine
 ) -> None:
-    await _held(engine)
+    # The login first: on SQLite the test database is an in-memory shared cache, whose write lock a writer
+    # meets as "database table is locked" without waiting (SQLITE_LOCKED), and a stopped engine's last poll
+    # may still be finishing its claim transaction on a store thread when `_held` returns (CI saw it).
     client = AsyncClient()
     await client.aforce_login(await sync_to_async(_user)("olga", True))
+    await _held(engine)
 
     await _list_surfaces(client, TRUTH, "carrier_calls")
     await _execution_surfaces(client, "rl-held", "rate-limited")
