@@ -17,11 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import UTC, timedelta
-from typing import cast
+from typing import TypeVar, cast
 
 from django.db import connections
 
@@ -55,6 +56,9 @@ __all__ = [
     "served_engine",
     "store",
 ]
+
+T = TypeVar("T")
+logger = logging.getLogger("flowdeck.console.runtime")
 
 TRANSIENT = store_errors.is_transient
 """Every engine of this process is built with it (`EngineConfig.transient`): a body's locked or busy
@@ -139,11 +143,37 @@ async def serve(engine: FlowEngine, only: Iterable[str] | None = None) -> list[s
     served: list[str] = []
     engine.declare_rate_limits(declared_rate_limits())
     for workflow_id, flow in discovery.served(only):
-        await engine.register(workflow_id, flow)
+        await _patiently(engine.clock, functools.partial(engine.register, workflow_id, flow))
         if workflow_id not in served:
             served.append(workflow_id)
-    await scheduler.Scheduler(engine).declare(discovery.declared_schedules(served))
+    declared = discovery.declared_schedules(served)
+    await _patiently(engine.clock, functools.partial(scheduler.Scheduler(engine).declare, declared))
     return served
+
+
+STARTUP_PATIENCE = 60.0
+"""Seconds a process starting waits out a store that answers "try again" before it gives up."""
+
+
+async def _patiently(clock: Clock, write: Callable[[], Awaitable[T]]) -> T:
+    """`write()`, again while the store says its failure is retryable, for up to `STARTUP_PATIENCE`
+    seconds, backing off from 50 ms to 2 s. A worker process starting beside a busy web process on SQLite
+    meets "database is locked" when its registration's read must become a write while the web's start
+    holds the lock (SQLite refuses that at once, whatever its busy timeout: CI saw `flowdeck_workers` exit
+    on it); a PostgreSQL restart is the same. What is not retryable (a missing table) fails at once."""
+    give_up = clock.monotonic() + STARTUP_PATIENCE
+    delay = 0.05
+    while True:
+        try:
+            return await write()
+        except spi.FlowStoreError as error:
+            if not error.retryable or clock.monotonic() + delay > give_up:
+                raise
+            logger.warning(
+                "the store answered %s; trying again in %gs", error, delay, extra={"action": "startup_retry"}
+            )
+        await clock.sleep(delay)
+        delay = min(delay * 2, 2.0)
 
 
 @contextlib.asynccontextmanager
