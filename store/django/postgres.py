@@ -112,13 +112,7 @@ class PostgresWrites:
         served_sql = queries.served_predicate(sorted(served), params)
         claim = queries.CLAIM_WITH_LEDGER.text("postgresql").format(served=served_sql, order=order)
         found = await self._statement("claim_ready", claim, params, all_rows=True, prepare=False)
-        if not found:
-            wake = queries.NEXT_WAKE.text("postgresql").format(served=served_sql)
-            (next_wake,) = await self._statement("claim_ready", wake, params, prepare=False)
-            return Ask([], now, rows.to_datetime(next_wake))
-        claims = [_claim_of(row) for row in found]
-        claims.sort(key=claim_order_key)
-        return Ask(claims, now)
+        return await self._asked(found, served, now)
 
     async def claim_limited(
         self,
@@ -153,15 +147,21 @@ class PostgresWrites:
         }
         claim = concurrency_queries.CLAIM_LIMITED_AT_ONCE.text("postgresql")
         found = await self._statement("claim_ready", claim, params, all_rows=True, prepare=False)
-        if not found:
-            wake_params: dict[str, Any] = {"now": now}
-            served_sql = queries.served_predicate(pairs, wake_params)
-            wake = queries.NEXT_WAKE.text("postgresql").format(served=served_sql)
-            (next_wake,) = await self._statement("claim_ready", wake, wake_params, prepare=False)
-            return Ask([], now, rows.to_datetime(next_wake))
-        claims = [_claim_of(row) for row in found]
-        claims.sort(key=claim_order_key)
-        return Ask(claims, now)
+        return await self._asked(found, served, now)
+
+    async def _asked(self, found: Sequence[Any], served: frozenset[tuple[str, str]], now: datetime) -> Ask:
+        """A claim's answer from the rows it stamped, in claim order; when it found none, the instant the
+        next of `served` may come ready with no write (a second, read-only statement)."""
+        if found:
+            claims = [_claim_of(row) for row in found]
+            claims.sort(key=claim_order_key)
+            return Ask(claims, now)
+        params: dict[str, Any] = {"now": now}
+        wake = queries.NEXT_WAKE.text("postgresql").format(
+            served=queries.served_predicate(sorted(served), params)
+        )
+        (next_wake,) = await self._statement("claim_ready", wake, params, prepare=False)
+        return Ask([], now, rows.to_datetime(next_wake))
 
     async def start_listening(self) -> None:
         if self._listen and self._listener is None:
