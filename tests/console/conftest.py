@@ -86,9 +86,14 @@ def page(chromium: Any) -> Iterator[Any]:
     assert page.errors == [], f"page errors: {page.errors}"
 
 
-def shot(page: Any, name: str) -> None:
-    """The whole page as a PNG in test-artifacts/, to look at. A page the live server's other tests have
-    filled (the parked page: a group per parked version, each with its drawings) is tall, and a full-page
-    capture of it on a loaded 2-core machine took over Playwright's 15 s default: a minute is allowed."""
+def shot(page: Any, name: str, part: Any = None) -> None:
+    """The whole page, or only its `part` (a locator), as a PNG in test-artifacts/, to look at. A page the
+    live server's other tests have filled (the parked page: a group per parked version, each with its
+    drawings) is tall: a full-page capture of it took 5-12 s in a whole-suite run (a minute is allowed),
+    where the part a test is about takes a fraction of a second."""
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"console-{name}.png"), full_page=True, timeout=60_000)
+    path = str(ARTIFACTS / f"console-{name}.png")
+    if part is not None:
+        part.screenshot(path=path, timeout=60_000)
+    else:
+        page.screenshot(path=path, full_page=True, timeout=60_000)

@@ -157,7 +157,7 @@ def test_the_parked_version_beside_the_newest(parked_demo: Console, page: Any) -
     assert preview.locator("code.kept").all_inner_texts() == ["order"]
     assert preview.locator("code.next").inner_text() == "total"
     assert preview.locator(".no-conflict").inner_text() == "none: it can move"
-    shot(page, "parked-versions")
+    shot(page, "parked-versions", group)
 
     group.locator("figure.version-new .fd-tools button[data-view=fit]").click()
     page.wait_for_function(
@@ -169,14 +169,14 @@ def test_the_parked_version_beside_the_newest(parked_demo: Console, page: Any) -
         arg=group.element_handle(),
     )
     assert added.is_visible()
-    shot(page, "parked-versions-fitted")
+    shot(page, "parked-versions-fitted", group)
 
     for width in (760, 390):
         page.set_viewport_size({"width": width, "height": 900})
         page.reload()
         _group(page).locator(".parked-execution[data-execution='demo-parked'] .resume-preview").wait_for()
         assert page.evaluate("document.scrollingElement.scrollWidth") <= width
-        shot(page, f"parked-versions-{width}")
+        shot(page, f"parked-versions-{width}", _group(page))
 
 
 def test_the_resume_report_of_a_parked_execution_pairs_its_version_with_the_newest(
