@@ -2,7 +2,8 @@
 transaction of the store's threads: work functions, and `ScheduleStore`, the verbs `DjangoStore` inherits.
 
 `record_tick` is an insert guarded by the unique (schedule, tick) constraint: of two tickers racing over a
-tick, one inserts and the other reads the winner's row (Django's `get_or_create`, in a savepoint)."""
+tick, one inserts and the other reads the winner's row (Django's `get_or_create`, in a savepoint). `put`
+declares a schedule the same way, as every worker process does when it starts."""
 
 from __future__ import annotations
 
@@ -57,12 +58,15 @@ def put(
     tx: Tx, spec: schedules.ScheduleSpec, now: datetime, *, create_only: bool
 ) -> schedules.Schedule | None:
     definition = json.dumps(spec.to_json(), sort_keys=True)
-    row = _rows(tx).select_for_update().filter(name=spec.name).first()
-    if row is None:
-        row = _rows(tx).create(name=spec.name, definition=definition, cursor=now, created=now, updated=now)
-    elif create_only:
+    fresh = {"definition": definition, "cursor": now, "created": now, "updated": now}
+    # Worker processes starting together declare the same schedules at once: an insert that meets another's
+    # uncommitted row waits for it, then reads and locks that row (in a savepoint) instead of failing
+    row, made = _rows(tx).select_for_update().get_or_create(name=spec.name, defaults=fresh)
+    if made:
+        return _schedule(row)
+    if create_only:
         return None
-    elif _schedule(row).spec != spec:
+    if _schedule(row).spec != spec:
         row.definition, row.updated = definition, now
         row.save(update_fields=["definition", "updated"])
     return _schedule(row)
